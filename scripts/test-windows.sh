@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs the crate's tests as Windows binaries under Wine, so that the named
+# pipe transport is exercised for real: real pipes, real overlapped I/O.
+#
+# Installs what it needs (the mingw-w64 linker, Wine, the Rust target),
+# builds a small bcryptprimitives.dll that Wine 8 lacks (see
+# scripts/wine/processprng.c), and runs `cargo test` for
+# x86_64-pc-windows-gnu with Wine as the runner. Extra arguments go to
+# cargo test, e.g. `scripts/test-windows.sh --test negotiation`.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+target=x86_64-pc-windows-gnu
+
+need_apt=()
+command -v x86_64-w64-mingw32-gcc >/dev/null || need_apt+=(gcc-mingw-w64-x86-64)
+command -v wine >/dev/null || need_apt+=(wine wine64)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    echo "test-windows: installing ${need_apt[*]}"
+    sudo_cmd=""
+    [ "$(id -u)" -eq 0 ] || sudo_cmd=sudo
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends \
+        "${need_apt[@]}" >/dev/null
+fi
+rustup target list --installed | grep -qx "$target" || rustup target add "$target"
+
+# A Wine prefix of our own, so that the user's ~/.wine is left alone.
+export WINEPREFIX="${WINEPREFIX:-$PWD/target/wine-prefix}"
+export WINEDEBUG="${WINEDEBUG:--all}"
+# Prefer our bcryptprimitives.dll over any built-in one.
+export WINEDLLOVERRIDES="bcryptprimitives=n,b${WINEDLLOVERRIDES:+;$WINEDLLOVERRIDES}"
+if [ ! -f "$WINEPREFIX/system.reg" ]; then
+    mkdir -p "$WINEPREFIX"
+    wine wineboot --init >/dev/null 2>&1 || true
+    wineserver -w || true
+fi
+system32="$WINEPREFIX/drive_c/windows/system32"
+mkdir -p "$system32"
+x86_64-w64-mingw32-gcc -O2 -shared -o "$system32/bcryptprimitives.dll" \
+    scripts/wine/processprng.c -lbcrypt
+
+export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
+export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine
+cargo test --target "$target" --features testing "$@"

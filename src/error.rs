@@ -1,0 +1,105 @@
+//! The crate's one error type.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::group::ApiGroup;
+use crate::version::ApiVersion;
+
+/// The source of a transport failure, shared so that [`Error`] is `Clone`.
+pub type BoxedSource = Arc<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Everything that can go wrong when talking to CSI Proxy.
+///
+/// Each variant is something a caller can act on; match on the variant,
+/// not on the message text.
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The node serves no acceptable version of a group: no pipe or socket
+    /// answered. `tried` lists every address that was tried, in order.
+    #[error("CSI Proxy does not serve the {group} API: nothing answered at {}", tried.join(", "))]
+    NotServed {
+        /// The group that is missing.
+        group: ApiGroup,
+        /// Every pipe or socket tried, in the order tried.
+        tried: Vec<String>,
+    },
+
+    /// The negotiated wire version lacks a method. Nothing was sent.
+    #[error(
+        "{group} {method} needs CSI Proxy API {needed} or newer, but the node serves {served}"
+    )]
+    Unsupported {
+        /// The group of the method.
+        group: ApiGroup,
+        /// The method, by its newest wire name.
+        method: &'static str,
+        /// The version that was negotiated.
+        served: ApiVersion,
+        /// The oldest version that has the method.
+        needed: ApiVersion,
+    },
+
+    /// An argument or setting was rejected before anything was sent.
+    #[error("invalid {what}: {reason}")]
+    InvalidArgument {
+        /// What was wrong: `path`, `version`, `pipe name`, ...
+        what: &'static str,
+        /// Why it was rejected.
+        reason: String,
+    },
+
+    /// The proxy could not be reached at an address that exists: access was
+    /// denied. CSI Proxy's pipes only let administrators (or `SYSTEM`) in.
+    #[error("access to {address} was denied (CSI Proxy's pipes need an administrator or SYSTEM): {source}")]
+    PermissionDenied {
+        /// The pipe or socket.
+        address: String,
+        /// What the operating system said.
+        #[source]
+        source: BoxedSource,
+    },
+
+    /// The connection to the proxy failed or broke.
+    #[error("transport error at {address}: {source}")]
+    Transport {
+        /// The pipe or socket.
+        address: String,
+        /// What failed underneath.
+        #[source]
+        source: BoxedSource,
+    },
+
+    /// An operation did not finish within its deadline. For a call, the host
+    /// operation may still go on, and finish, after the client gave up.
+    #[error("{operation} timed out after {after:?}")]
+    Timeout {
+        /// What timed out.
+        operation: String,
+        /// The deadline that passed.
+        after: Duration,
+    },
+}
+
+impl Error {
+    pub(crate) fn invalid_argument(what: &'static str, reason: impl Into<String>) -> Self {
+        Error::InvalidArgument {
+            what,
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn transport(
+        address: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::Transport {
+            address: address.into(),
+            source: Arc::new(source),
+        }
+    }
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,86 @@
+//! A Rust client for [Kubernetes CSI Proxy](https://github.com/kubernetes-csi/csi-proxy).
+//!
+//! CSI node plugins on Windows nodes ask CSI Proxy, a privileged service on
+//! the host, to do their storage work, over gRPC on one named pipe per API
+//! group and wire version: `\\.\pipe\csi-proxy-<group>-<version>`. Which
+//! versions exist depends on the proxy release the node runs (v0.1 to v1.3
+//! serve between 4 and 23 of them). This crate finds, per group, the newest
+//! version the node serves and connects to it.
+//!
+//! # Layers
+//!
+//! - [`ApiGroup`] and [`ApiVersion`] name the groups and versions; one
+//!   table ([`ApiGroup::versions`]) says which versions each group has.
+//! - [`Transport`] says where the endpoints are: Windows named pipes, or
+//!   Unix domain sockets named the same way in a directory (for tests and
+//!   Linux development).
+//! - [`Negotiator`] probes each group's candidate versions in the order of
+//!   its [`VersionPolicy`], keeps the first endpoint that opens (and uses
+//!   that very connection), and reports what it tried.
+//! - [`wire`] holds the generated messages and tonic clients of all 23
+//!   group-versions, for calls on a negotiated [`Connection`].
+//!
+//! # Example
+//!
+//! ```no_run
+//! use csi_proxy_client::{wire, ApiGroup, ApiVersion, Negotiator, Transport, VersionPolicy};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let negotiated = Negotiator::new(Transport::named_pipes())
+//!     .policy(VersionPolicy::default().minimum(ApiGroup::Disk, ApiVersion::V1BETA1))
+//!     .negotiate(&ApiGroup::ALL)
+//!     .await?;
+//! print!("{}", negotiated.report());
+//!
+//! let disk = negotiated.connection(ApiGroup::Disk)?;
+//! if disk.version() == ApiVersion::V1 {
+//!     let mut client = wire::disk::v1::disk_client::DiskClient::new(disk.channel());
+//!     let ids = client.list_disk_i_ds(wire::disk::v1::ListDiskIDsRequest {}).await?;
+//!     println!("{:?}", ids.into_inner().disk_i_ds);
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! # Cargo features
+//!
+//! - `testing`: the server side, for test harnesses that serve the wire API
+//!   themselves ([`testing`], and the generated servers in [`wire`]).
+
+#![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod error;
+mod group;
+mod negotiate;
+mod retry;
+mod transport;
+mod version;
+
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use error::{BoxedSource, Error, Result};
+pub use group::ApiGroup;
+pub use negotiate::{
+    Attempt, AttemptOutcome, Connection, GroupReport, Negotiated, NegotiationReport, Negotiator,
+    VersionPolicy,
+};
+pub use retry::RetryPolicy;
+pub use transport::{endpoint_name, Transport, LOCAL_PIPE_PREFIX};
+pub use version::{ApiVersion, Stability};
+
+/// The generated wire types and tonic clients (and, with the `testing`
+/// feature, servers) of every group-version: `wire::<group>::<version>`.
+///
+/// Each module is generated from `proto/<group>/<version>/api.proto`, whose
+/// names, field numbers and types are CSI Proxy's wire contract. Field names
+/// are snake-cased by prost (`diskIDs` becomes `disk_i_ds`).
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod wire {
+    include!(concat!(env!("OUT_DIR"), "/wire_modules.rs"));
+}
+
+/// The README's examples, compiled as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

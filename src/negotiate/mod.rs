@@ -1,0 +1,258 @@
+//! Version negotiation: per group, the newest acceptable version the node
+//! serves.
+
+mod policy;
+mod report;
+
+use std::time::{Duration, Instant};
+
+use tokio::task::JoinSet;
+use tonic::transport::Channel;
+use tracing::Instrument;
+
+pub use policy::VersionPolicy;
+pub use report::{Attempt, AttemptOutcome, GroupReport, NegotiationReport};
+
+use crate::error::{Error, Result};
+use crate::group::ApiGroup;
+use crate::retry::RetryPolicy;
+use crate::transport::{connect, ConnectFailure, ConnectOptions, Transport};
+use crate::version::ApiVersion;
+
+/// A connected group-version: the channel that negotiation opened, ready
+/// for the generated clients in [`crate::wire`]. Cheap to clone; clones share
+/// the connection.
+#[derive(Clone, Debug)]
+pub struct Connection {
+    group: ApiGroup,
+    version: ApiVersion,
+    address: String,
+    channel: Channel,
+}
+
+impl Connection {
+    /// The group.
+    pub fn group(&self) -> ApiGroup {
+        self.group
+    }
+
+    /// The negotiated wire version.
+    pub fn version(&self) -> ApiVersion {
+        self.version
+    }
+
+    /// The pipe or socket it is connected to.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// The gRPC channel. It reconnects by itself if the proxy restarts.
+    pub fn channel(&self) -> Channel {
+        self.channel.clone()
+    }
+}
+
+/// Finds and connects the best version of each group.
+///
+/// For each group it tries the candidate versions of its
+/// [`VersionPolicy`] in order and keeps the first endpoint that opens; the
+/// probing connection is the one used afterwards. A missing endpoint means
+/// "not served, try the next version". A busy pipe is waited for, and any
+/// other failure at an endpoint that exists ends that group's negotiation
+/// with an error instead of silently falling back. All groups negotiate
+/// concurrently.
+///
+/// ```no_run
+/// use csi_proxy_client::{ApiGroup, Negotiator, Transport};
+///
+/// # async fn run() -> Result<(), csi_proxy_client::Error> {
+/// let negotiated = Negotiator::new(Transport::named_pipes())
+///     .negotiate(&ApiGroup::ALL)
+///     .await?;
+/// println!("{}", negotiated.report());
+/// let disk = negotiated.connection(ApiGroup::Disk)?;
+/// println!("disk speaks {}", disk.version());
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Negotiator {
+    transport: Transport,
+    policy: VersionPolicy,
+    options: ConnectOptions,
+}
+
+impl Negotiator {
+    /// Negotiates over `transport` with the default policy, a 5 s connect
+    /// timeout and [`RetryPolicy::default`].
+    pub fn new(transport: Transport) -> Self {
+        Self {
+            transport,
+            policy: VersionPolicy::default(),
+            options: ConnectOptions::default(),
+        }
+    }
+
+    /// Which versions may be chosen, and in what order.
+    pub fn policy(mut self, policy: VersionPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Retries of connection attempts that fail for a reason that may pass.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.options.retry = retry;
+        self
+    }
+
+    /// Bounds one connection attempt, including waiting for a busy pipe.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.options.connect_timeout = timeout;
+        self
+    }
+
+    /// The transport negotiated over.
+    pub fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    /// Negotiates every group in `groups` concurrently.
+    ///
+    /// Fails only if the policy is invalid for one of them, before anything
+    /// is connected; a group that cannot be connected is recorded in the
+    /// result, see [`Negotiated::connection`].
+    pub async fn negotiate(&self, groups: &[ApiGroup]) -> Result<Negotiated> {
+        let mut plans = Vec::with_capacity(groups.len());
+        for &group in groups {
+            plans.push((group, self.policy.candidates(group)?));
+        }
+
+        let mut tasks = JoinSet::new();
+        for (group, candidates) in plans {
+            let transport = self.transport.clone();
+            let options = self.options;
+            let span = tracing::info_span!(
+                "negotiate",
+                group = %group,
+                tried = tracing::field::Empty,
+                chosen = tracing::field::Empty,
+                elapsed_ms = tracing::field::Empty,
+            );
+            tasks.spawn(
+                async move { negotiate_group(&transport, &options, group, &candidates).await }
+                    .instrument(span),
+            );
+        }
+
+        let mut negotiated = Negotiated::default();
+        while let Some(joined) = tasks.join_next().await {
+            // A panic inside the task would be a bug of ours: surface it.
+            let (report, outcome) =
+                joined.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+            negotiated.outcomes[report.group.index()] = Some(outcome);
+            negotiated.report.groups.push(report);
+        }
+        negotiated.report.groups.sort_by_key(|r| r.group);
+        Ok(negotiated)
+    }
+}
+
+/// The result of [`Negotiator::negotiate`]: a connection or an error per
+/// group, and a report of what was tried.
+#[derive(Debug, Default)]
+pub struct Negotiated {
+    report: NegotiationReport,
+    outcomes: [Option<Result<Connection>>; 6],
+}
+
+impl Negotiated {
+    /// What was tried and chosen, per group.
+    pub fn report(&self) -> &NegotiationReport {
+        &self.report
+    }
+
+    /// The connection of `group`, or why there is none:
+    /// [`Error::NotServed`] when no candidate endpoint exists, another error
+    /// when one exists but failed. A group that was not negotiated at all is
+    /// an [`Error::InvalidArgument`].
+    pub fn connection(&self, group: ApiGroup) -> Result<Connection> {
+        match &self.outcomes[group.index()] {
+            Some(outcome) => outcome.clone(),
+            None => Err(Error::invalid_argument(
+                "group",
+                format!("{group} was not among the negotiated groups"),
+            )),
+        }
+    }
+}
+
+async fn negotiate_group(
+    transport: &Transport,
+    options: &ConnectOptions,
+    group: ApiGroup,
+    candidates: &[ApiVersion],
+) -> (GroupReport, Result<Connection>) {
+    let started = Instant::now();
+    let mut attempts = Vec::with_capacity(candidates.len());
+    let mut outcome = None;
+    for &version in candidates {
+        let address = transport.address(group, version);
+        match connect(transport, &address, options).await {
+            Ok(channel) => {
+                attempts.push(Attempt::new(version, &address, AttemptOutcome::Connected));
+                outcome = Some(Ok(Connection {
+                    group,
+                    version,
+                    address,
+                    channel,
+                }));
+                break;
+            }
+            Err(ConnectFailure::Absent(e)) => {
+                tracing::debug!(%version, %address, error = %e, "endpoint absent");
+                attempts.push(Attempt::new(version, &address, AttemptOutcome::Absent));
+            }
+            Err(ConnectFailure::Failed { error: e, .. }) => {
+                attempts.push(Attempt::new(
+                    version,
+                    &address,
+                    AttemptOutcome::Failed(e.to_string()),
+                ));
+                outcome = Some(Err(e));
+                break;
+            }
+        }
+    }
+    let outcome = outcome.unwrap_or_else(|| {
+        Err(Error::NotServed {
+            group,
+            tried: attempts.iter().map(|a| a.address.clone()).collect(),
+        })
+    });
+    let report = GroupReport {
+        group,
+        chosen: outcome.as_ref().ok().map(Connection::version),
+        attempts,
+        elapsed: started.elapsed(),
+    };
+    record(&report, &outcome);
+    (report, outcome)
+}
+
+/// Fills the negotiation span and logs the result.
+fn record(report: &GroupReport, outcome: &Result<Connection>) {
+    let span = tracing::Span::current();
+    let tried: Vec<String> = report
+        .attempts
+        .iter()
+        .map(|a| a.version.to_string())
+        .collect();
+    span.record("tried", tracing::field::display(tried.join(",")));
+    span.record("elapsed_ms", report.elapsed.as_millis() as u64);
+    match outcome {
+        Ok(connection) => {
+            span.record("chosen", tracing::field::display(connection.version));
+            tracing::info!(version = %connection.version, address = %connection.address, "negotiated");
+        }
+        Err(error) => tracing::warn!(%error, "no version negotiated"),
+    }
+}

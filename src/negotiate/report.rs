@@ -1,0 +1,100 @@
+//! What negotiation tried and chose, for people and for programs.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::group::ApiGroup;
+use crate::version::ApiVersion;
+
+/// What happened at one endpoint during negotiation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AttemptOutcome {
+    /// It opened; this version was chosen.
+    Connected,
+    /// Nothing listens there: the version is not served (or the pipe is not
+    /// mounted into this container).
+    Absent,
+    /// It exists but could not be used; negotiation stopped here.
+    Failed(String),
+}
+
+/// One endpoint tried during negotiation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attempt {
+    /// The version tried.
+    pub version: ApiVersion,
+    /// Its pipe or socket.
+    pub address: String,
+    /// What happened.
+    pub outcome: AttemptOutcome,
+}
+
+impl Attempt {
+    pub(crate) fn new(version: ApiVersion, address: &str, outcome: AttemptOutcome) -> Self {
+        Self {
+            version,
+            address: address.to_owned(),
+            outcome,
+        }
+    }
+}
+
+/// Negotiation of one group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupReport {
+    /// The group.
+    pub group: ApiGroup,
+    /// The version chosen, if any.
+    pub chosen: Option<ApiVersion>,
+    /// Every endpoint tried, in order.
+    pub attempts: Vec<Attempt>,
+    /// How long negotiating this group took.
+    pub elapsed: Duration,
+}
+
+/// Negotiation of every requested group, in [`ApiGroup::ALL`] order.
+/// Its `Display` form is a table, one line per group.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NegotiationReport {
+    pub(crate) groups: Vec<GroupReport>,
+}
+
+impl NegotiationReport {
+    /// One entry per negotiated group.
+    pub fn groups(&self) -> &[GroupReport] {
+        &self.groups
+    }
+
+    /// The report of one group, if it was negotiated.
+    pub fn group(&self, group: ApiGroup) -> Option<&GroupReport> {
+        self.groups.iter().find(|r| r.group == group)
+    }
+
+    /// The version chosen for `group`, if any.
+    pub fn chosen(&self, group: ApiGroup) -> Option<ApiVersion> {
+        self.group(group).and_then(|r| r.chosen)
+    }
+}
+
+impl fmt::Display for NegotiationReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{:<11} {:<9} TRIED", "GROUP", "VERSION")?;
+        for report in &self.groups {
+            let chosen = report
+                .chosen
+                .map_or_else(|| "-".to_owned(), |v| v.to_string());
+            let tried: Vec<String> = report
+                .attempts
+                .iter()
+                .map(|a| match &a.outcome {
+                    AttemptOutcome::Connected => format!("{} (connected)", a.version),
+                    AttemptOutcome::Absent => format!("{} (absent)", a.version),
+                    AttemptOutcome::Failed(why) => format!("{} (failed: {why})", a.version),
+                })
+                .collect();
+            writeln!(f, "{:<11} {:<9} {}", report.group, chosen, tried.join(", "))?;
+        }
+        Ok(())
+    }
+}

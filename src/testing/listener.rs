@@ -1,0 +1,174 @@
+//! The server side of a [`Transport`]: accepting connections on the
+//! endpoint of one group-version, as CSI Proxy does.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+use tokio_stream::Stream;
+
+use crate::error::{Error, Result};
+use crate::group::ApiGroup;
+use crate::transport::{IoStream, StreamInner, Transport};
+use crate::version::ApiVersion;
+
+/// A connection accepted by [`Incoming`]. It implements tokio's
+/// `AsyncRead`/`AsyncWrite` and tonic's `Connected`, so [`Incoming`] can be
+/// handed to `tonic::transport::Server::serve_with_incoming`.
+pub use crate::transport::IoStream as ServerStream;
+
+/// How many accepted connections may wait for the server to pick them up.
+const BACKLOG: usize = 16;
+
+/// Accepted connections on one endpoint, as a stream for tonic's server.
+///
+/// Dropping it stops accepting; for a socket transport it also removes the
+/// socket file.
+#[derive(Debug)]
+pub struct Incoming {
+    accepted: mpsc::Receiver<io::Result<ServerStream>>,
+    accept_loop: AbortHandle,
+    #[cfg(unix)]
+    socket_path: Option<std::path::PathBuf>,
+}
+
+impl Stream for Incoming {
+    type Item = io::Result<ServerStream>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.accepted.poll_recv(cx)
+    }
+}
+
+impl Drop for Incoming {
+    fn drop(&mut self) {
+        self.accept_loop.abort();
+        #[cfg(unix)]
+        if let Some(path) = &self.socket_path {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Starts accepting connections on the endpoint of `group` `version`.
+///
+/// For Unix sockets, a socket file that nobody listens on any more (left
+/// behind by a crash) is replaced; one that is in use is an error. For
+/// named pipes, the first instance is created exclusively, so a second
+/// server on the same name is an error too, as for CSI Proxy itself.
+pub async fn listen(
+    transport: &Transport,
+    group: ApiGroup,
+    version: ApiVersion,
+) -> Result<Incoming> {
+    let address = transport.address(group, version);
+    let (sender, accepted) = mpsc::channel(BACKLOG);
+    #[cfg(unix)]
+    if transport.socket_dir().is_some() {
+        let listener = bind_socket(&address)
+            .await
+            .map_err(|e| Error::transport(&address, e))?;
+        let accept_loop = tokio::spawn(accept_sockets(listener, sender)).abort_handle();
+        return Ok(Incoming {
+            accepted,
+            accept_loop,
+            socket_path: Some(address.into()),
+        });
+    }
+    #[cfg(windows)]
+    {
+        let first = pipe::create(&address, true).map_err(|e| Error::transport(&address, e))?;
+        let accept_loop = tokio::spawn(pipe::accept(address, first, sender)).abort_handle();
+        Ok(Incoming {
+            accepted,
+            accept_loop,
+            #[cfg(unix)]
+            socket_path: None,
+        })
+    }
+    #[cfg(not(windows))]
+    {
+        drop((sender, accepted));
+        Err(Error::transport(
+            address,
+            io::Error::new(
+                io::ErrorKind::Unsupported,
+                "named pipes are only available on Windows",
+            ),
+        ))
+    }
+}
+
+#[cfg(unix)]
+async fn bind_socket(path: &str) -> io::Result<tokio::net::UnixListener> {
+    match tokio::net::UnixListener::bind(path) {
+        Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
+            if tokio::net::UnixStream::connect(path).await.is_ok() {
+                return Err(io::Error::new(
+                    io::ErrorKind::AddrInUse,
+                    format!("{path} is in use by another server"),
+                ));
+            }
+            std::fs::remove_file(path)?;
+            tokio::net::UnixListener::bind(path)
+        }
+        other => other,
+    }
+}
+
+#[cfg(unix)]
+async fn accept_sockets(
+    listener: tokio::net::UnixListener,
+    sender: mpsc::Sender<io::Result<ServerStream>>,
+) {
+    loop {
+        let accepted = listener
+            .accept()
+            .await
+            .map(|(s, _)| IoStream(StreamInner::Unix(s)));
+        if sender.send(accepted).await.is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(windows)]
+mod pipe {
+    use super::*;
+    use tokio::net::windows::named_pipe::{NamedPipeServer, ServerOptions};
+
+    pub(super) fn create(name: &str, first: bool) -> io::Result<NamedPipeServer> {
+        ServerOptions::new()
+            .first_pipe_instance(first)
+            .reject_remote_clients(true)
+            .create(name)
+    }
+
+    pub(super) async fn accept(
+        name: String,
+        mut listening: NamedPipeServer,
+        sender: mpsc::Sender<io::Result<ServerStream>>,
+    ) {
+        loop {
+            let accepted = match listening.connect().await {
+                // Create the next instance before handing this one off, so
+                // that a client arriving meanwhile finds a pipe to open
+                // instead of "not found".
+                Ok(()) => match create(&name, false) {
+                    Ok(next) => Ok(IoStream(StreamInner::PipeServer(std::mem::replace(
+                        &mut listening,
+                        next,
+                    )))),
+                    Err(e) => Err(e),
+                },
+                Err(e) => Err(e),
+            };
+            let failed = accepted.is_err();
+            if sender.send(accepted).await.is_err() || failed {
+                return;
+            }
+        }
+    }
+}

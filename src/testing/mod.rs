@@ -1,0 +1,16 @@
+//! Pieces for test harnesses that serve the CSI Proxy wire API themselves.
+//!
+//! Enabled by the `testing` cargo feature; put it in `dev-dependencies`.
+//! With it, [`crate::wire`] also contains the generated tonic servers.
+//!
+//! - [`listen`] accepts connections on the endpoint of one group-version,
+//!   over Unix sockets or Windows named pipes, as a stream for tonic's
+//!   server.
+//! - [`StubProxy`] serves any chosen set of group-versions with stub
+//!   services, for negotiation tests.
+
+mod listener;
+mod stub;
+
+pub use listener::{listen, Incoming, ServerStream};
+pub use stub::{StubProxy, STUB_MESSAGE};

@@ -1,0 +1,133 @@
+//! A fake node for the tests: a `StubProxy` serving chosen group-versions
+//! on Unix sockets in a temporary directory (or, on Windows, on named pipes
+//! under a prefix of their own), and a client-side helper that calls one
+//! RPC of any group-version through its generated client.
+
+#![allow(dead_code)] // each test binary uses a different part
+
+use csi_proxy_client::testing::StubProxy;
+pub use csi_proxy_client::testing::STUB_MESSAGE;
+use csi_proxy_client::{wire, ApiGroup, ApiVersion, Transport};
+
+/// A node with a chosen set of CSI Proxy endpoints.
+pub struct TestNode {
+    proxy: StubProxy,
+    #[cfg(unix)]
+    _dir: tempfile::TempDir,
+}
+
+impl TestNode {
+    pub fn new() -> Self {
+        #[cfg(unix)]
+        {
+            let dir = tempfile::tempdir().expect("temporary directory");
+            let transport = Transport::unix_sockets(dir.path()).expect("socket transport");
+            Self {
+                proxy: StubProxy::new(transport),
+                _dir: dir,
+            }
+        }
+        #[cfg(windows)]
+        {
+            use std::sync::atomic::{AtomicUsize, Ordering};
+            // Pipe names are global to the machine: give each node its own.
+            static NEXT: AtomicUsize = AtomicUsize::new(0);
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let prefix = format!(r"\\.\pipe\csi-test-{}-{n}-", std::process::id());
+            let transport = Transport::named_pipes_with_prefix(&prefix).expect("pipe transport");
+            Self {
+                proxy: StubProxy::new(transport),
+            }
+        }
+    }
+
+    /// A node serving `versions`.
+    pub async fn serving(versions: &[(ApiGroup, ApiVersion)]) -> Self {
+        let mut node = Self::new();
+        node.proxy
+            .serve_all(versions.iter().copied())
+            .await
+            .expect("serve");
+        node
+    }
+
+    /// A node serving every version of every group, as CSI Proxy v1.3 does.
+    pub async fn serving_everything() -> Self {
+        Self::serving(&every_version()).await
+    }
+
+    pub fn transport(&self) -> Transport {
+        self.proxy.transport().clone()
+    }
+
+    /// The gRPC paths the node's servers saw, in order.
+    pub fn paths(&self) -> Vec<String> {
+        self.proxy.requests()
+    }
+
+    pub async fn serve(&mut self, group: ApiGroup, version: ApiVersion) {
+        self.proxy.serve(group, version).await.expect("serve");
+    }
+
+    pub async fn stop(&mut self, group: ApiGroup, version: ApiVersion) {
+        self.proxy.stop(group, version).await;
+    }
+}
+
+pub fn every_version() -> Vec<(ApiGroup, ApiVersion)> {
+    ApiGroup::ALL
+        .iter()
+        .flat_map(|&g| g.versions().iter().map(move |&v| (g, v)))
+        .collect()
+}
+
+/// One row per group: its service name, generated client, one cheap RPC to
+/// call (with its wire name), and its versions.
+macro_rules! clients {
+    ($( $group:ident : $service:ident, $client_mod:ident :: $client:ident, $rpc:ident($request:ident) = $rpc_name:literal, [$($version:ident),+] );+ $(;)?) => {
+        /// Calls one cheap RPC of `group` `version` through the generated
+        /// client on `channel`; returns the gRPC path the test expects it to
+        /// use and the status the server answered.
+        pub async fn call_one(
+            channel: tonic::transport::Channel,
+            group: ApiGroup,
+            version: ApiVersion,
+        ) -> (String, tonic::Status) {
+            match (group.as_str(), version.to_string().as_str()) {
+                $($(
+                    (stringify!($group), stringify!($version)) => {
+                        use wire::$group::$version as w;
+                        let mut client = w::$client_mod::$client::new(channel);
+                        let status = client
+                            .$rpc(w::$request::default())
+                            .await
+                            .expect_err("stubs answer Unimplemented");
+                        let expected = format!(
+                            "/{}.{}/{}",
+                            stringify!($version),
+                            stringify!($service),
+                            $rpc_name,
+                        );
+                        (expected, status)
+                    }
+                )+)+
+                _ => panic!("no such group-version: {group} {version}"),
+            }
+        }
+    };
+}
+
+clients! {
+    disk: Disk, disk_client::DiskClient,
+        list_disk_locations(ListDiskLocationsRequest) = "ListDiskLocations", [v1alpha1, v1beta1, v1beta2, v1beta3, v1];
+    filesystem: Filesystem, filesystem_client::FilesystemClient,
+        path_exists(PathExistsRequest) = "PathExists", [v1alpha1, v1beta1, v1beta2, v1, v2alpha1];
+    smb: Smb, smb_client::SmbClient,
+        remove_smb_global_mapping(RemoveSmbGlobalMappingRequest) = "RemoveSmbGlobalMapping", [v1alpha1, v1beta1, v1beta2, v1];
+    volume: Volume, volume_client::VolumeClient,
+        list_volumes_on_disk(ListVolumesOnDiskRequest) = "ListVolumesOnDisk", [v1alpha1, v1beta1, v1beta2, v1beta3, v1, v2alpha1];
+    iscsi: Iscsi, iscsi_client::IscsiClient,
+        list_target_portals(ListTargetPortalsRequest) = "ListTargetPortals", [v1alpha1, v1alpha2];
+    system: System, system_client::SystemClient,
+        get_bios_serial_number(GetBiosSerialNumberRequest) = "GetBIOSSerialNumber", [v1alpha1];
+}

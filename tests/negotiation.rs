@@ -1,0 +1,355 @@
+//! Negotiation against real gRPC servers: Unix sockets here, named pipes
+//! when built for Windows (see `scripts/test-windows.sh`).
+
+mod common;
+
+use std::time::Duration;
+
+use common::{call_one, every_version, TestNode, STUB_MESSAGE};
+use csi_proxy_client::{
+    ApiGroup, ApiVersion, AttemptOutcome, Error, Negotiated, Negotiator, RetryPolicy, Transport,
+    VersionPolicy,
+};
+use ApiGroup::*;
+use ApiVersion as V;
+
+fn negotiator(node: &TestNode) -> Negotiator {
+    Negotiator::new(node.transport())
+        .retry(RetryPolicy::none())
+        .connect_timeout(Duration::from_secs(5))
+}
+
+async fn negotiate_all(node: &TestNode, policy: VersionPolicy) -> Negotiated {
+    negotiator(node)
+        .policy(policy)
+        .negotiate(&ApiGroup::ALL)
+        .await
+        .expect("valid policy")
+}
+
+fn chosen(negotiated: &Negotiated) -> Vec<(ApiGroup, Option<ApiVersion>)> {
+    ApiGroup::ALL
+        .iter()
+        .map(|&g| (g, negotiated.report().chosen(g)))
+        .collect()
+}
+
+/// Calls one RPC on every negotiated connection and checks that it reached
+/// the service of the negotiated version.
+async fn assert_calls_reach_chosen_versions(node: &TestNode, negotiated: &Negotiated) {
+    for group in ApiGroup::ALL {
+        let Ok(connection) = negotiated.connection(group) else {
+            continue;
+        };
+        let (path, status) = call_one(connection.channel(), group, connection.version()).await;
+        assert_eq!(status.code(), tonic::Code::Unimplemented, "{path}");
+        assert_eq!(
+            status.message(),
+            STUB_MESSAGE,
+            "{path} did not reach its method"
+        );
+        assert!(
+            node.paths().contains(&path),
+            "{path} not seen by the server"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_current_proxy_gives_the_newest_stable_versions() {
+    let node = TestNode::serving_everything().await;
+    let negotiated = negotiate_all(&node, VersionPolicy::default()).await;
+    assert_eq!(
+        chosen(&negotiated),
+        [
+            (Disk, Some(V::V1)),
+            (Filesystem, Some(V::V1)),
+            (Smb, Some(V::V1)),
+            (Volume, Some(V::V1)),
+            (Iscsi, Some(V::V1ALPHA2)),
+            (System, Some(V::V1ALPHA1)),
+        ]
+    );
+    // The first candidate answered: nothing else was tried.
+    for report in negotiated.report().groups() {
+        assert_eq!(report.attempts.len(), 1, "{}", report.group);
+        assert_eq!(report.attempts[0].outcome, AttemptOutcome::Connected);
+    }
+    assert_calls_reach_chosen_versions(&node, &negotiated).await;
+}
+
+#[tokio::test]
+async fn previews_are_only_chosen_when_allowed() {
+    let node = TestNode::serving_everything().await;
+    let negotiated = negotiate_all(&node, VersionPolicy::default().allow_preview(true)).await;
+    assert_eq!(negotiated.report().chosen(Filesystem), Some(V::V2ALPHA1));
+    assert_eq!(negotiated.report().chosen(Volume), Some(V::V2ALPHA1));
+    assert_eq!(negotiated.report().chosen(Disk), Some(V::V1));
+    assert_calls_reach_chosen_versions(&node, &negotiated).await;
+}
+
+#[tokio::test]
+async fn every_group_version_is_reachable_by_pinning_it() {
+    let node = TestNode::serving_everything().await;
+    for (group, version) in every_version() {
+        let negotiated = negotiator(&node)
+            .policy(VersionPolicy::default().pin(group, version))
+            .negotiate(&[group])
+            .await
+            .unwrap();
+        let connection = negotiated.connection(group).unwrap();
+        assert_eq!(connection.version(), version);
+        let (path, status) = call_one(connection.channel(), group, version).await;
+        assert_eq!(status.message(), STUB_MESSAGE, "{path}");
+        assert_eq!(node.paths().last(), Some(&path));
+    }
+    assert_eq!(node.paths().len(), 23);
+}
+
+#[tokio::test]
+async fn falls_back_to_the_only_version_served() {
+    let node = TestNode::serving(&[(Disk, V::V1BETA1)]).await;
+    let negotiated = negotiate_all(&node, VersionPolicy::default()).await;
+
+    let disk = negotiated.report().group(Disk).unwrap();
+    assert_eq!(disk.chosen, Some(V::V1BETA1));
+    let tried: Vec<_> = disk
+        .attempts
+        .iter()
+        .map(|a| (a.version, a.outcome.clone()))
+        .collect();
+    assert_eq!(
+        tried,
+        [
+            (V::V1, AttemptOutcome::Absent),
+            (V::V1BETA3, AttemptOutcome::Absent),
+            (V::V1BETA2, AttemptOutcome::Absent),
+            (V::V1BETA1, AttemptOutcome::Connected),
+        ]
+    );
+    assert_calls_reach_chosen_versions(&node, &negotiated).await;
+
+    // The other groups are reported as not served, naming every endpoint tried.
+    match negotiated.connection(Volume) {
+        Err(Error::NotServed { group, tried }) => {
+            assert_eq!(group, Volume);
+            let transport = node.transport();
+            let expected: Vec<_> = [V::V1, V::V1BETA3, V::V1BETA2, V::V1BETA1, V::V1ALPHA1]
+                .into_iter()
+                .map(|v| transport.address(Volume, v))
+                .collect();
+            assert_eq!(tried, expected);
+        }
+        other => panic!("expected NotServed, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_old_proxy_gives_v1alpha1_everywhere() {
+    let versions: Vec<_> = ApiGroup::ALL.iter().map(|&g| (g, V::V1ALPHA1)).collect();
+    let node = TestNode::serving(&versions).await;
+    let negotiated = negotiate_all(&node, VersionPolicy::default()).await;
+    for group in ApiGroup::ALL {
+        assert_eq!(
+            negotiated.report().chosen(group),
+            Some(V::V1ALPHA1),
+            "{group}"
+        );
+        let report = negotiated.report().group(group).unwrap();
+        assert_eq!(
+            report.attempts.len(),
+            group.versions().iter().filter(|v| !v.is_preview()).count()
+        );
+    }
+    assert_calls_reach_chosen_versions(&node, &negotiated).await;
+}
+
+#[tokio::test]
+async fn no_proxy_means_nothing_is_served() {
+    let node = TestNode::new();
+    let negotiated = negotiate_all(&node, VersionPolicy::default()).await;
+    for group in ApiGroup::ALL {
+        let err = negotiated.connection(group).unwrap_err();
+        let Error::NotServed { tried, .. } = &err else {
+            panic!("{group}: {err}")
+        };
+        assert_eq!(
+            tried.len(),
+            negotiated.report().group(group).unwrap().attempts.len()
+        );
+        // The message names the pipes, so an operator can check the mounts.
+        assert!(err.to_string().contains(&tried[0]), "{err}");
+    }
+    assert!(negotiated.report().to_string().contains("absent"));
+}
+
+#[tokio::test]
+async fn a_pinned_version_that_is_absent_is_not_served() {
+    let node = TestNode::serving(&[(Disk, V::V1), (Disk, V::V1BETA2)]).await;
+    let negotiated = negotiator(&node)
+        .policy(VersionPolicy::default().pin(Disk, V::V1BETA3))
+        .negotiate(&[Disk])
+        .await
+        .unwrap();
+    match negotiated.connection(Disk) {
+        Err(Error::NotServed { tried, .. }) => {
+            assert_eq!(tried, [node.transport().address(Disk, V::V1BETA3)]);
+        }
+        other => panic!("expected NotServed, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn policy_rules_skip_versions_the_node_serves() {
+    let node = TestNode::serving_everything().await;
+    let policy = VersionPolicy::default()
+        .allow_only(Disk, [V::V1BETA2, V::V1ALPHA1])
+        .minimum(Volume, V::V1BETA3);
+    let negotiated = negotiate_all(&node, policy).await;
+    assert_eq!(negotiated.report().chosen(Disk), Some(V::V1BETA2));
+    assert_eq!(negotiated.report().chosen(Volume), Some(V::V1));
+}
+
+#[tokio::test]
+async fn an_invalid_policy_connects_nothing() {
+    let node = TestNode::serving_everything().await;
+    let err = negotiator(&node)
+        .policy(VersionPolicy::default().pin(System, V::V1))
+        .negotiate(&ApiGroup::ALL)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+    assert!(node.paths().is_empty());
+}
+
+#[tokio::test]
+async fn a_group_not_negotiated_is_an_invalid_argument() {
+    let node = TestNode::serving_everything().await;
+    let negotiated = negotiator(&node).negotiate(&[Disk]).await.unwrap();
+    assert!(negotiated.connection(Disk).is_ok());
+    assert!(matches!(
+        negotiated.connection(Smb),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert_eq!(negotiated.report().groups().len(), 1);
+}
+
+#[tokio::test]
+async fn the_connection_reconnects_after_a_proxy_restart() {
+    let mut node = TestNode::serving(&[(Disk, V::V1)]).await;
+    let negotiated = negotiator(&node).negotiate(&[Disk]).await.unwrap();
+    let connection = negotiated.connection(Disk).unwrap();
+    let (_, status) = call_one(connection.channel(), Disk, V::V1).await;
+    assert_eq!(status.message(), STUB_MESSAGE);
+
+    node.stop(Disk, V::V1).await;
+    let (_, status) = call_one(connection.channel(), Disk, V::V1).await;
+    assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+
+    node.serve(Disk, V::V1).await;
+    // The channel reconnects through the same connector on the next call.
+    let mut last = None;
+    for _ in 0..50 {
+        let (_, status) = call_one(connection.channel(), Disk, V::V1).await;
+        if status.message() == STUB_MESSAGE {
+            return;
+        }
+        last = Some(status);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("never reconnected: {last:?}");
+}
+
+#[tokio::test]
+async fn negotiation_works_from_many_tasks_at_once() {
+    let node = TestNode::serving_everything().await;
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..16 {
+        let negotiator = negotiator(&node);
+        tasks.spawn(async move { negotiator.negotiate(&ApiGroup::ALL).await.unwrap() });
+    }
+    while let Some(negotiated) = tasks.join_next().await {
+        assert_eq!(negotiated.unwrap().report().chosen(Disk), Some(V::V1));
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_stale_socket_file_counts_as_absent() {
+    let node = TestNode::serving(&[(Smb, V::V1BETA1)]).await;
+    let transport = node.transport();
+    // A socket file whose server is gone, as a crashed proxy leaves it.
+    let stale = std::os::unix::net::UnixListener::bind(transport.address(Smb, V::V1)).unwrap();
+    drop(stale);
+    let negotiated = negotiator(&node).negotiate(&[Smb]).await.unwrap();
+    let report = negotiated.report().group(Smb).unwrap();
+    assert_eq!(report.chosen, Some(V::V1BETA1));
+    assert_eq!(report.attempts[0].outcome, AttemptOutcome::Absent);
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn an_endpoint_that_opens_is_kept_even_if_it_misbehaves() {
+    // An open endpoint means the version is served: negotiation must not
+    // fall back past it to an older version, whatever answers there.
+    let node = TestNode::serving(&[(Disk, V::V1BETA1)]).await;
+    let listener = tokio::net::UnixListener::bind(node.transport().address(Disk, V::V1)).unwrap();
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    let negotiated = negotiator(&node).negotiate(&[Disk]).await.unwrap();
+    let connection = negotiated.connection(Disk).unwrap();
+    assert_eq!(connection.version(), V::V1);
+    assert_eq!(negotiated.report().group(Disk).unwrap().attempts.len(), 1);
+
+    // Calls to it fail (here: by the caller's deadline) instead of going elsewhere.
+    let call = call_one(connection.channel(), Disk, V::V1);
+    assert!(tokio::time::timeout(Duration::from_millis(200), call)
+        .await
+        .is_err());
+    silent.abort();
+}
+
+#[cfg(windows)]
+#[tokio::test]
+async fn a_busy_pipe_is_waited_for_not_skipped() {
+    use tokio::net::windows::named_pipe::{ClientOptions, ServerOptions};
+
+    let node = TestNode::serving(&[(Disk, V::V1BETA1)]).await;
+    let name = node.transport().address(Disk, V::V1);
+    // A pipe with a single instance, already taken by another client.
+    let server = ServerOptions::new().max_instances(1).create(&name).unwrap();
+    let _taken = ClientOptions::new().open(&name).unwrap();
+    server.connect().await.unwrap();
+
+    let negotiated = negotiator(&node)
+        .connect_timeout(Duration::from_millis(300))
+        .negotiate(&[Disk])
+        .await
+        .unwrap();
+    let err = negotiated.connection(Disk).unwrap_err();
+    assert!(matches!(err, Error::Timeout { .. }), "{err}");
+    assert_eq!(negotiated.report().group(Disk).unwrap().attempts.len(), 1);
+}
+
+#[test]
+fn named_pipes_off_windows_fail_clearly() {
+    if cfg!(windows) {
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let negotiated = runtime
+        .block_on(Negotiator::new(Transport::named_pipes()).negotiate(&[Disk]))
+        .unwrap();
+    let err = negotiated.connection(Disk).unwrap_err();
+    assert!(
+        err.to_string().contains("only available on Windows"),
+        "{err}"
+    );
+}
