@@ -3,8 +3,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::capability::Operation;
 use crate::group::ApiGroup;
 use crate::version::ApiVersion;
+
+/// A gRPC status code, as in [`Error::Host`].
+pub use tonic::Code;
 
 /// The source of a transport failure, shared so that [`Error`] is `Clone`.
 pub type BoxedSource = Arc<dyn std::error::Error + Send + Sync + 'static>;
@@ -26,19 +30,58 @@ pub enum Error {
         tried: Vec<String>,
     },
 
-    /// The negotiated wire version lacks a method. Nothing was sent.
+    /// The negotiated wire version lacks an operation. Nothing was sent.
     #[error(
-        "{group} {method} needs CSI Proxy API {needed} or newer, but the node serves {served}"
+        "{} {} needs CSI Proxy API {needed} or newer, but the node serves {served}",
+        operation.group(),
+        operation.name()
     )]
     Unsupported {
-        /// The group of the method.
-        group: ApiGroup,
-        /// The method, by its newest wire name.
-        method: &'static str,
+        /// The operation; [`Operation::group`] and [`Operation::name`] name it.
+        operation: Operation,
         /// The version that was negotiated.
         served: ApiVersion,
-        /// The oldest version that has the method.
+        /// The oldest version of the group that has the operation.
         needed: ApiVersion,
+    },
+
+    /// A backend (typically a test mock) does not implement an operation.
+    #[error("{} {} is not implemented by this backend", operation.group(), operation.name())]
+    NotImplemented {
+        /// The operation.
+        operation: Operation,
+    },
+
+    /// The proxy ran the operation and reported a failure on the host.
+    /// CSI Proxy reports almost every host failure with code
+    /// [`Code::Unknown`] and a free-text message; match on the code, not on
+    /// the text, which changes between proxy releases.
+    #[error("{} {} failed on the host ({code:?}): {message}", operation.group(), operation.name())]
+    Host {
+        /// The operation.
+        operation: Operation,
+        /// The gRPC status code.
+        code: Code,
+        /// The proxy's message.
+        message: String,
+    },
+
+    /// The proxy's answer could not be understood (a disk number that is
+    /// not a number, a negative size, an unknown enum value). The call may
+    /// have had its effect on the host.
+    #[error("{} {}: malformed response: {reason}", operation.group(), operation.name())]
+    InvalidResponse {
+        /// The operation.
+        operation: Operation,
+        /// What was wrong.
+        reason: String,
+    },
+
+    /// Something looked up does not exist.
+    #[error("no {what}")]
+    NotFound {
+        /// What was looked for.
+        what: String,
     },
 
     /// An argument or setting was rejected before anything was sent.
@@ -86,6 +129,13 @@ impl Error {
     pub(crate) fn invalid_argument(what: &'static str, reason: impl Into<String>) -> Self {
         Error::InvalidArgument {
             what,
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn invalid_response(operation: Operation, reason: impl Into<String>) -> Self {
+        Error::InvalidResponse {
+            operation,
             reason: reason.into(),
         }
     }

@@ -49,6 +49,10 @@
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod adapter;
+mod api;
+pub mod capability;
+mod client;
 mod error;
 mod group;
 mod negotiate;
@@ -59,7 +63,16 @@ mod version;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use error::{BoxedSource, Error, Result};
+pub use api::{
+    DiskApi, DiskIds, DiskLocation, FilesystemApi, IscsiApi, IscsiAuth, Secret, ServiceInfo,
+    ServiceStatus, SmbApi, SmbMapping, SmbRemotePath, StartType, SystemApi, TargetPortal,
+    VolumeApi, VolumeId, VolumeStats, WindowsPath, DEFAULT_ISCSI_PORT, MAX_PATH,
+};
+/// The attribute for implementing the group traits (for mocks).
+pub use async_trait::async_trait;
+pub use capability::{Operation, Support};
+pub use client::{Backends, CsiProxy, CsiProxyBuilder};
+pub use error::{BoxedSource, Code, Error, Result};
 pub use group::ApiGroup;
 pub use negotiate::{
     Attempt, AttemptOutcome, Connection, GroupReport, Negotiated, NegotiationReport, Negotiator,

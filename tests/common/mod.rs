@@ -3,11 +3,14 @@
 //! under a prefix of their own), and a client-side helper that calls one
 //! RPC of any group-version through its generated client.
 
-#![allow(dead_code)] // each test binary uses a different part
+#![allow(dead_code, unused_imports)] // each test binary uses a different part
+
+pub mod ops;
+pub mod raw;
 
 use csi_proxy_client::testing::StubProxy;
 pub use csi_proxy_client::testing::STUB_MESSAGE;
-use csi_proxy_client::{wire, ApiGroup, ApiVersion, Transport};
+use csi_proxy_client::{wire, ApiGroup, ApiVersion, CsiProxy, Transport, VersionPolicy};
 
 /// A node with a chosen set of CSI Proxy endpoints.
 pub struct TestNode {
@@ -71,6 +74,23 @@ impl TestNode {
 
     pub async fn stop(&mut self, group: ApiGroup, version: ApiVersion) {
         self.proxy.stop(group, version).await;
+    }
+
+    /// A scripted raw server on the endpoint of `group` `version`.
+    pub async fn raw(&self, group: ApiGroup, version: ApiVersion) -> raw::RawServer {
+        raw::RawServer::start(self.proxy.transport(), group, version).await
+    }
+
+    /// A client with `group` pinned to `version`.
+    pub async fn connect(&self, group: ApiGroup, version: ApiVersion) -> CsiProxy {
+        CsiProxy::builder()
+            .transport(self.transport())
+            .policy(VersionPolicy::default().pin(group, version))
+            .groups([group])
+            .require(group)
+            .connect()
+            .await
+            .unwrap_or_else(|e| panic!("connect {group} {version}: {e}"))
     }
 }
 

@@ -1,0 +1,265 @@
+//! Volume adapters.
+//!
+//! - [`StringIdVolume`]: v1alpha1, v1beta1, v1beta2 — disk numbers as
+//!   decimal strings, no partition filter, `path`/`mount`/`size` field
+//!   names, `DismountVolume`, `VolumeStats`, `GetVolumeDiskNumber` (int64)
+//!   and `GetVolumeIDFromMount`.
+//! - [`NumberedVolume`]: v1beta3, v1, v2alpha1.
+
+use async_trait::async_trait;
+
+use super::convert::{byte_count, disk_number_from_i64, volume_id, wire_bytes};
+use super::WireClient;
+use crate::api::{VolumeApi, VolumeId, VolumeStats, WindowsPath};
+use crate::capability::Operation as Op;
+use crate::error::Result;
+use crate::wire::volume::{v1beta2 as string_id, v2alpha1 as numbered};
+
+/// Requests that are the same message, by the same name, in every version.
+macro_rules! volume_only_request {
+    ($module:ident :: $request:ident, $volume:expr) => {
+        $module::$request {
+            volume_id: $volume.to_string(),
+        }
+    };
+}
+
+/// The stats of either family, checked.
+fn volume_stats(total: i64, used: i64) -> Result<VolumeStats> {
+    Ok(VolumeStats {
+        total_bytes: byte_count(Op::GetVolumeStats, "total bytes", total)?,
+        used_bytes: byte_count(Op::GetVolumeStats, "used bytes", used)?,
+    })
+}
+
+/// The volume IDs of `ListVolumesOnDisk`, checked.
+fn volume_ids(operation: Op, ids: Vec<String>) -> Result<Vec<VolumeId>> {
+    ids.into_iter().map(|id| volume_id(operation, id)).collect()
+}
+
+pub(super) struct StringIdVolume {
+    wire: WireClient,
+}
+
+impl StringIdVolume {
+    pub fn new(wire: WireClient) -> Self {
+        Self { wire }
+    }
+}
+
+#[async_trait]
+impl VolumeApi for StringIdVolume {
+    async fn list_volumes_on_disk(
+        &self,
+        disk: u32,
+        partition: Option<u32>,
+    ) -> Result<Vec<VolumeId>> {
+        if partition.is_some_and(|p| p != 0) {
+            return Err(self.wire.unsupported(Op::ListVolumesOnPartition));
+        }
+        let request = string_id::ListVolumesOnDiskRequest {
+            disk_id: disk.to_string(),
+        };
+        let response: string_id::ListVolumesOnDiskResponse =
+            self.wire.call(Op::ListVolumesOnDisk, request).await?;
+        volume_ids(Op::ListVolumesOnDisk, response.volume_ids)
+    }
+
+    async fn mount_volume(&self, volume: &VolumeId, target: &WindowsPath) -> Result<()> {
+        let request = string_id::MountVolumeRequest {
+            volume_id: volume.to_string(),
+            path: target.to_string(),
+        };
+        let _: string_id::MountVolumeResponse = self.wire.call(Op::MountVolume, request).await?;
+        Ok(())
+    }
+
+    async fn unmount_volume(&self, volume: &VolumeId, target: &WindowsPath) -> Result<()> {
+        let request = string_id::DismountVolumeRequest {
+            volume_id: volume.to_string(),
+            path: target.to_string(),
+        };
+        let _: string_id::DismountVolumeResponse =
+            self.wire.call(Op::UnmountVolume, request).await?;
+        Ok(())
+    }
+
+    async fn is_volume_formatted(&self, volume: &VolumeId) -> Result<bool> {
+        let request = volume_only_request!(string_id::IsVolumeFormattedRequest, volume);
+        let response: string_id::IsVolumeFormattedResponse =
+            self.wire.call(Op::IsVolumeFormatted, request).await?;
+        Ok(response.formatted)
+    }
+
+    async fn format_volume(&self, volume: &VolumeId) -> Result<()> {
+        let request = volume_only_request!(string_id::FormatVolumeRequest, volume);
+        let _: string_id::FormatVolumeResponse = self.wire.call(Op::FormatVolume, request).await?;
+        Ok(())
+    }
+
+    async fn resize_volume(&self, volume: &VolumeId, size_bytes: u64) -> Result<()> {
+        let request = string_id::ResizeVolumeRequest {
+            volume_id: volume.to_string(),
+            size: wire_bytes(size_bytes)?,
+        };
+        let _: string_id::ResizeVolumeResponse = self.wire.call(Op::ResizeVolume, request).await?;
+        Ok(())
+    }
+
+    async fn get_volume_stats(&self, volume: &VolumeId) -> Result<VolumeStats> {
+        let request = volume_only_request!(string_id::VolumeStatsRequest, volume);
+        let response: string_id::VolumeStatsResponse =
+            self.wire.call(Op::GetVolumeStats, request).await?;
+        volume_stats(response.volume_size, response.volume_used_size)
+    }
+
+    async fn get_disk_number_from_volume_id(&self, volume: &VolumeId) -> Result<u32> {
+        let request = volume_only_request!(string_id::VolumeDiskNumberRequest, volume);
+        let response: string_id::VolumeDiskNumberResponse = self
+            .wire
+            .call(Op::GetDiskNumberFromVolumeId, request)
+            .await?;
+        disk_number_from_i64(Op::GetDiskNumberFromVolumeId, response.disk_number)
+    }
+
+    async fn get_volume_id_from_target_path(&self, target: &WindowsPath) -> Result<VolumeId> {
+        let request = string_id::VolumeIdFromMountRequest {
+            mount: target.to_string(),
+        };
+        let response: string_id::VolumeIdFromMountResponse = self
+            .wire
+            .call(Op::GetVolumeIdFromTargetPath, request)
+            .await?;
+        volume_id(Op::GetVolumeIdFromTargetPath, response.volume_id)
+    }
+
+    async fn write_volume_cache(&self, volume: &VolumeId) -> Result<()> {
+        let request = volume_only_request!(string_id::WriteVolumeCacheRequest, volume);
+        let _: string_id::WriteVolumeCacheResponse =
+            self.wire.call(Op::WriteVolumeCache, request).await?;
+        Ok(())
+    }
+
+    async fn get_closest_volume_id_from_target_path(
+        &self,
+        _path: &WindowsPath,
+    ) -> Result<VolumeId> {
+        Err(self.wire.unsupported(Op::GetClosestVolumeIdFromTargetPath))
+    }
+}
+
+pub(super) struct NumberedVolume {
+    wire: WireClient,
+}
+
+impl NumberedVolume {
+    pub fn new(wire: WireClient) -> Self {
+        Self { wire }
+    }
+}
+
+#[async_trait]
+impl VolumeApi for NumberedVolume {
+    async fn list_volumes_on_disk(
+        &self,
+        disk: u32,
+        partition: Option<u32>,
+    ) -> Result<Vec<VolumeId>> {
+        let operation = match partition {
+            Some(p) if p != 0 => Op::ListVolumesOnPartition,
+            _ => Op::ListVolumesOnDisk,
+        };
+        let request = numbered::ListVolumesOnDiskRequest {
+            disk_number: disk,
+            partition_number: partition.unwrap_or(0),
+        };
+        let response: numbered::ListVolumesOnDiskResponse =
+            self.wire.call(operation, request).await?;
+        volume_ids(operation, response.volume_ids)
+    }
+
+    async fn mount_volume(&self, volume: &VolumeId, target: &WindowsPath) -> Result<()> {
+        let request = numbered::MountVolumeRequest {
+            volume_id: volume.to_string(),
+            target_path: target.to_string(),
+        };
+        let _: numbered::MountVolumeResponse = self.wire.call(Op::MountVolume, request).await?;
+        Ok(())
+    }
+
+    async fn unmount_volume(&self, volume: &VolumeId, target: &WindowsPath) -> Result<()> {
+        let request = numbered::UnmountVolumeRequest {
+            volume_id: volume.to_string(),
+            target_path: target.to_string(),
+        };
+        let _: numbered::UnmountVolumeResponse = self.wire.call(Op::UnmountVolume, request).await?;
+        Ok(())
+    }
+
+    async fn is_volume_formatted(&self, volume: &VolumeId) -> Result<bool> {
+        let request = volume_only_request!(numbered::IsVolumeFormattedRequest, volume);
+        let response: numbered::IsVolumeFormattedResponse =
+            self.wire.call(Op::IsVolumeFormatted, request).await?;
+        Ok(response.formatted)
+    }
+
+    async fn format_volume(&self, volume: &VolumeId) -> Result<()> {
+        let request = volume_only_request!(numbered::FormatVolumeRequest, volume);
+        let _: numbered::FormatVolumeResponse = self.wire.call(Op::FormatVolume, request).await?;
+        Ok(())
+    }
+
+    async fn resize_volume(&self, volume: &VolumeId, size_bytes: u64) -> Result<()> {
+        let request = numbered::ResizeVolumeRequest {
+            volume_id: volume.to_string(),
+            size_bytes: wire_bytes(size_bytes)?,
+        };
+        let _: numbered::ResizeVolumeResponse = self.wire.call(Op::ResizeVolume, request).await?;
+        Ok(())
+    }
+
+    async fn get_volume_stats(&self, volume: &VolumeId) -> Result<VolumeStats> {
+        let request = volume_only_request!(numbered::GetVolumeStatsRequest, volume);
+        let response: numbered::GetVolumeStatsResponse =
+            self.wire.call(Op::GetVolumeStats, request).await?;
+        volume_stats(response.total_bytes, response.used_bytes)
+    }
+
+    async fn get_disk_number_from_volume_id(&self, volume: &VolumeId) -> Result<u32> {
+        let request = volume_only_request!(numbered::GetDiskNumberFromVolumeIdRequest, volume);
+        let response: numbered::GetDiskNumberFromVolumeIdResponse = self
+            .wire
+            .call(Op::GetDiskNumberFromVolumeId, request)
+            .await?;
+        Ok(response.disk_number)
+    }
+
+    async fn get_volume_id_from_target_path(&self, target: &WindowsPath) -> Result<VolumeId> {
+        let request = numbered::GetVolumeIdFromTargetPathRequest {
+            target_path: target.to_string(),
+        };
+        let response: numbered::GetVolumeIdFromTargetPathResponse = self
+            .wire
+            .call(Op::GetVolumeIdFromTargetPath, request)
+            .await?;
+        volume_id(Op::GetVolumeIdFromTargetPath, response.volume_id)
+    }
+
+    async fn write_volume_cache(&self, volume: &VolumeId) -> Result<()> {
+        let request = volume_only_request!(numbered::WriteVolumeCacheRequest, volume);
+        let _: numbered::WriteVolumeCacheResponse =
+            self.wire.call(Op::WriteVolumeCache, request).await?;
+        Ok(())
+    }
+
+    async fn get_closest_volume_id_from_target_path(&self, path: &WindowsPath) -> Result<VolumeId> {
+        let request = numbered::GetClosestVolumeIdFromTargetPathRequest {
+            target_path: path.to_string(),
+        };
+        let response: numbered::GetClosestVolumeIdFromTargetPathResponse = self
+            .wire
+            .call(Op::GetClosestVolumeIdFromTargetPath, request)
+            .await?;
+        volume_id(Op::GetClosestVolumeIdFromTargetPath, response.volume_id)
+    }
+}

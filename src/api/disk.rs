@@ -1,0 +1,129 @@
+//! The disk group.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+
+/// Where a disk sits on its storage adapter, as Windows reports it
+/// (`MSFT_Disk.Location`). All parts are text; `bus` is empty on servers
+/// before v1.0.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DiskLocation {
+    /// The adapter.
+    pub adapter: String,
+    /// The bus (port).
+    pub bus: String,
+    /// The target.
+    pub target: String,
+    /// The logical unit number: what Azure and others use to find a disk.
+    pub lun_id: String,
+}
+
+/// The identifiers of a disk.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DiskIds {
+    /// The SCSI page 0x83 identifier, e.g. `"Google  persistent-disk-1"`.
+    pub page83: String,
+    /// The serial number; empty on many disks, and always empty from
+    /// servers before v1.0.
+    pub serial_number: String,
+}
+
+/// The disk group: find disks, partition them, bring them online.
+///
+/// Disks are named by their Windows disk number. Obtain an implementation
+/// from [`CsiProxy::disk`](crate::CsiProxy::disk), or implement it to mock
+/// the host in a driver's unit tests.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use csi_proxy_client::{async_trait, DiskApi, DiskIds, DiskLocation, Error, Result};
+///
+/// /// A host with one disk, number 2, with page83 ID "pd-1".
+/// struct OneDisk;
+///
+/// #[async_trait]
+/// impl DiskApi for OneDisk {
+///     async fn list_disk_locations(&self) -> Result<BTreeMap<u32, DiskLocation>> {
+///         Ok(BTreeMap::from([(2, DiskLocation { lun_id: "0".into(), ..Default::default() })]))
+///     }
+///     async fn list_disk_ids(&self) -> Result<BTreeMap<u32, DiskIds>> {
+///         Ok(BTreeMap::from([(2, DiskIds { page83: "pd-1".into(), serial_number: String::new() })]))
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<()> {
+/// let disk: std::sync::Arc<dyn DiskApi> = std::sync::Arc::new(OneDisk);
+/// assert_eq!(disk.get_disk_number_by_name("pd-1").await?, 2);
+/// // Methods a mock does not implement say so.
+/// assert!(matches!(disk.rescan().await, Err(Error::NotImplemented { .. })));
+/// # Ok(()) }
+/// ```
+#[async_trait]
+pub trait DiskApi: Send + Sync {
+    /// Where each disk sits on its adapter, by disk number.
+    async fn list_disk_locations(&self) -> Result<BTreeMap<u32, DiskLocation>> {
+        unsupported!(ListDiskLocations)
+    }
+
+    /// Initialises disk `disk` (GPT since proxy v1.0, MBR before) and
+    /// creates one partition spanning it. A disk that already has
+    /// partitions is left as it is.
+    async fn partition_disk(&self, disk: u32) -> Result<()> {
+        let _ = disk;
+        unsupported!(PartitionDisk)
+    }
+
+    /// Rescans the host's storage buses for new disks.
+    async fn rescan(&self) -> Result<()> {
+        unsupported!(Rescan)
+    }
+
+    /// The identifiers of each disk, by disk number. Needs v1beta1.
+    async fn list_disk_ids(&self) -> Result<BTreeMap<u32, DiskIds>> {
+        unsupported!(ListDiskIds)
+    }
+
+    /// The size of disk `disk` in bytes. Needs v1beta1.
+    async fn get_disk_stats(&self, disk: u32) -> Result<u64> {
+        let _ = disk;
+        unsupported!(GetDiskStats)
+    }
+
+    /// Brings disk `disk` online (`true`) or takes it offline. Needs v1beta2.
+    async fn set_disk_state(&self, disk: u32, online: bool) -> Result<()> {
+        let _ = (disk, online);
+        unsupported!(SetDiskState)
+    }
+
+    /// Whether disk `disk` is online. Needs v1beta2.
+    async fn get_disk_state(&self, disk: u32) -> Result<bool> {
+        let _ = disk;
+        unsupported!(GetDiskState)
+    }
+
+    /// The number of the disk whose page83 identifier is `page83`.
+    ///
+    /// Only v1alpha1 has this RPC. On newer versions it is emulated exactly
+    /// as the proxy implements it: [`list_disk_ids`](Self::list_disk_ids)
+    /// and a match on `page83`. The default implementation does just that,
+    /// so mocks get it for free.
+    async fn get_disk_number_by_name(&self, page83: &str) -> Result<u32> {
+        crate::api::check_name("disk name", page83)?;
+        let ids = self.list_disk_ids().await?;
+        find_disk_by_page83(&ids, page83)
+    }
+}
+
+/// The emulation of `GetDiskNumberByName`: the disk whose page83 identifier
+/// equals `page83`.
+pub(crate) fn find_disk_by_page83(ids: &BTreeMap<u32, DiskIds>, page83: &str) -> Result<u32> {
+    ids.iter()
+        .find(|(_, id)| id.page83 == page83)
+        .map(|(&number, _)| number)
+        .ok_or_else(|| crate::Error::NotFound {
+            what: format!("disk with page83 identifier {page83:?}"),
+        })
+}

@@ -1,0 +1,162 @@
+//! The iscsi group.
+
+use async_trait::async_trait;
+
+use super::types::{check_name, Secret};
+use crate::error::{Error, Result};
+
+/// The port iSCSI portals listen on unless told otherwise.
+pub const DEFAULT_ISCSI_PORT: u16 = 3260;
+
+/// An iSCSI target portal: an address and a TCP port.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TargetPortal {
+    /// Host name or IP address.
+    pub address: String,
+    /// TCP port.
+    pub port: u16,
+}
+
+impl TargetPortal {
+    /// A portal at `address` on the default port 3260.
+    pub fn new(address: impl Into<String>) -> Self {
+        Self {
+            address: address.into(),
+            port: DEFAULT_ISCSI_PORT,
+        }
+    }
+
+    /// The same portal on another port.
+    pub fn with_port(mut self, port: u16) -> Self {
+        self.port = port;
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        check_name("target portal address", &self.address)?;
+        if self.port == 0 {
+            return Err(Error::invalid_argument(
+                "target portal port",
+                "must not be 0",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// How the initiator authenticates to a target. `Debug` hides secrets.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum IscsiAuth {
+    /// No authentication.
+    #[default]
+    None,
+    /// The target checks the initiator (one-way CHAP).
+    OneWayChap {
+        /// CHAP user name.
+        username: String,
+        /// CHAP secret.
+        secret: Secret,
+    },
+    /// Both sides check each other; the initiator's own secret is set with
+    /// [`IscsiApi::set_mutual_chap_secret`].
+    MutualChap {
+        /// CHAP user name.
+        username: String,
+        /// CHAP secret.
+        secret: Secret,
+    },
+}
+
+impl IscsiAuth {
+    pub(crate) fn validate(&self) -> Result<()> {
+        match self {
+            IscsiAuth::None => Ok(()),
+            IscsiAuth::OneWayChap { username, secret }
+            | IscsiAuth::MutualChap { username, secret } => {
+                check_name("CHAP user name", username)?;
+                if secret.is_empty() {
+                    return Err(Error::invalid_argument("CHAP secret", "is empty"));
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The iSCSI group: the host initiator's portals and target sessions.
+///
+/// ```
+/// use std::sync::Arc;
+/// use csi_proxy_client::{async_trait, IscsiApi, Result, TargetPortal};
+///
+/// /// Every portal offers one target.
+/// struct OneTarget;
+///
+/// #[async_trait]
+/// impl IscsiApi for OneTarget {
+///     async fn discover_target_portal(&self, _portal: &TargetPortal) -> Result<Vec<String>> {
+///         Ok(vec!["iqn.2026-01.example:disk1".into()])
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<()> {
+/// let iscsi: Arc<dyn IscsiApi> = Arc::new(OneTarget);
+/// let iqns = iscsi.discover_target_portal(&TargetPortal::new("10.0.0.5")).await?;
+/// assert_eq!(iqns.len(), 1);
+/// # Ok(()) }
+/// ```
+#[async_trait]
+pub trait IscsiApi: Send + Sync {
+    /// Registers `portal` with the initiator.
+    async fn add_target_portal(&self, portal: &TargetPortal) -> Result<()> {
+        let _ = portal;
+        unsupported!(AddTargetPortal)
+    }
+
+    /// The IQNs of the targets `portal` offers.
+    async fn discover_target_portal(&self, portal: &TargetPortal) -> Result<Vec<String>> {
+        let _ = portal;
+        unsupported!(DiscoverTargetPortal)
+    }
+
+    /// Unregisters `portal`.
+    async fn remove_target_portal(&self, portal: &TargetPortal) -> Result<()> {
+        let _ = portal;
+        unsupported!(RemoveTargetPortal)
+    }
+
+    /// The registered portals.
+    async fn list_target_portals(&self) -> Result<Vec<TargetPortal>> {
+        unsupported!(ListTargetPortals)
+    }
+
+    /// Logs in to target `iqn` at `portal`.
+    async fn connect_target(
+        &self,
+        portal: &TargetPortal,
+        iqn: &str,
+        auth: &IscsiAuth,
+    ) -> Result<()> {
+        let _ = (portal, iqn, auth);
+        unsupported!(ConnectTarget)
+    }
+
+    /// Logs out of target `iqn` at `portal`.
+    async fn disconnect_target(&self, portal: &TargetPortal, iqn: &str) -> Result<()> {
+        let _ = (portal, iqn);
+        unsupported!(DisconnectTarget)
+    }
+
+    /// The numbers of the disks behind target `iqn` at `portal`.
+    async fn get_target_disks(&self, portal: &TargetPortal, iqn: &str) -> Result<Vec<u32>> {
+        let _ = (portal, iqn);
+        unsupported!(GetTargetDisks)
+    }
+
+    /// Sets the initiator's secret for mutual CHAP. Needs v1alpha2.
+    async fn set_mutual_chap_secret(&self, secret: &Secret) -> Result<()> {
+        let _ = secret;
+        unsupported!(SetMutualChapSecret)
+    }
+}

@@ -1,0 +1,36 @@
+//! The stable, version-agnostic API: one trait per group, in the newest
+//! wire names, with Rust types.
+//!
+//! Every method has a default body that fails with
+//! [`Error::NotImplemented`](crate::Error::NotImplemented), so a mock only
+//! implements what a test needs. The traits are object safe: the SDK hands
+//! out `Arc<dyn ...Api>`, and its futures are `Send`.
+
+/// The default body of a trait method a backend does not implement.
+macro_rules! unsupported {
+    ($op:ident) => {
+        Err(crate::error::Error::NotImplemented {
+            operation: crate::capability::Operation::$op,
+        })
+    };
+}
+
+mod disk;
+mod filesystem;
+mod iscsi;
+mod path;
+mod smb;
+mod system;
+mod types;
+mod volume;
+
+pub(crate) use disk::find_disk_by_page83;
+pub use disk::{DiskApi, DiskIds, DiskLocation};
+pub use filesystem::FilesystemApi;
+pub use iscsi::{IscsiApi, IscsiAuth, TargetPortal, DEFAULT_ISCSI_PORT};
+pub use path::{WindowsPath, MAX_PATH};
+pub use smb::{SmbApi, SmbMapping, SmbRemotePath};
+pub use system::{ServiceInfo, ServiceStatus, StartType, SystemApi};
+pub(crate) use types::check_name;
+pub use types::{Secret, VolumeId};
+pub use volume::{VolumeApi, VolumeStats};

@@ -1,0 +1,136 @@
+//! The smb group.
+
+use std::fmt;
+
+use async_trait::async_trait;
+
+use super::path::WindowsPath;
+use super::types::{check_name, Secret};
+use crate::error::{Error, Result};
+
+/// A remote SMB path, `\\server\share` or below it (`/` is accepted for
+/// `\`).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct SmbRemotePath(String);
+
+impl SmbRemotePath {
+    /// Normalizes `/` to `\` and checks for `\\server\share[\...]`.
+    pub fn new(path: impl AsRef<str>) -> Result<Self> {
+        let raw = path.as_ref();
+        let path = raw.replace('/', "\\");
+        let reject = |why: &str| {
+            Err(Error::invalid_argument(
+                "SMB remote path",
+                format!("{raw:?}: {why}"),
+            ))
+        };
+        let Some(rest) = path.strip_prefix("\\\\") else {
+            return reject(r"must start with \\server\share");
+        };
+        let mut parts = rest.split('\\');
+        let server = parts.next().unwrap_or("");
+        let share = parts.next().unwrap_or("");
+        if server.is_empty() || share.is_empty() || server == "?" || server == "." {
+            return reject(r"must name a server and a share, \\server\share");
+        }
+        if path.chars().any(char::is_control) {
+            return reject("contains a control character");
+        }
+        Ok(Self(path))
+    }
+
+    /// The normalized path.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for SmbRemotePath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for SmbRemotePath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(&self.0)
+    }
+}
+
+/// A global SMB mapping to create. Its `Debug` output hides the password.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SmbMapping {
+    /// The share (or a folder in it); the proxy maps the share's root.
+    pub remote_path: SmbRemotePath,
+    /// Where to link the remote path locally, if anywhere; it must lie in
+    /// the proxy's working directories.
+    pub local_path: Option<WindowsPath>,
+    /// The user to connect as.
+    pub username: String,
+    /// The user's password.
+    pub password: Secret,
+}
+
+impl SmbMapping {
+    /// A mapping of `remote_path` for `username`, with no local link.
+    pub fn new(remote_path: SmbRemotePath, username: impl Into<String>, password: Secret) -> Self {
+        Self {
+            remote_path,
+            local_path: None,
+            username: username.into(),
+            password,
+        }
+    }
+
+    /// Also link `local_path` to the remote path.
+    pub fn with_local_path(mut self, local_path: WindowsPath) -> Self {
+        self.local_path = Some(local_path);
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        check_name("SMB user name", &self.username)
+    }
+}
+
+/// The SMB group: global mappings of remote shares.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use csi_proxy_client::{async_trait, Result, Secret, SmbApi, SmbMapping, SmbRemotePath};
+///
+/// /// Remembers the shares mapped.
+/// #[derive(Default)]
+/// struct Recorder(Mutex<Vec<String>>);
+///
+/// #[async_trait]
+/// impl SmbApi for Recorder {
+///     async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
+///         self.0.lock().unwrap().push(mapping.remote_path.to_string());
+///         Ok(())
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<()> {
+/// let smb = Arc::new(Recorder::default());
+/// let share = SmbRemotePath::new("//files/share")?;
+/// smb.new_smb_global_mapping(&SmbMapping::new(share, "user", Secret::new("pw"))).await?;
+/// assert_eq!(smb.0.lock().unwrap()[0], r"\\files\share");
+/// # Ok(()) }
+/// ```
+#[async_trait]
+pub trait SmbApi: Send + Sync {
+    /// Maps the root of the share of `mapping.remote_path` globally (again,
+    /// if an existing mapping is no longer valid), and links
+    /// `mapping.local_path` to the remote path if given.
+    async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
+        let _ = mapping;
+        unsupported!(NewSmbGlobalMapping)
+    }
+
+    /// Removes the global mapping of the share that holds `remote_path`.
+    async fn remove_smb_global_mapping(&self, remote_path: &SmbRemotePath) -> Result<()> {
+        let _ = remote_path;
+        unsupported!(RemoveSmbGlobalMapping)
+    }
+}

@@ -1,0 +1,101 @@
+//! The system group.
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+
+/// When Windows starts a service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StartType {
+    /// By the boot loader.
+    Boot,
+    /// During kernel initialisation.
+    System,
+    /// At system start.
+    Automatic,
+    /// On request.
+    Manual,
+    /// Never.
+    Disabled,
+}
+
+/// The state a Windows service is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ServiceStatus {
+    /// The proxy could not tell.
+    Unknown,
+    /// Stopped.
+    Stopped,
+    /// Starting.
+    StartPending,
+    /// Stopping.
+    StopPending,
+    /// Running.
+    Running,
+    /// Resuming.
+    ContinuePending,
+    /// Pausing.
+    PausePending,
+    /// Paused.
+    Paused,
+}
+
+/// A Windows service as [`SystemApi::get_service`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServiceInfo {
+    /// The display name.
+    pub display_name: String,
+    /// When it starts.
+    pub start_type: StartType,
+    /// What it is doing.
+    pub status: ServiceStatus,
+}
+
+/// The system group: host facts and Windows services.
+///
+/// ```
+/// use std::sync::Arc;
+/// use csi_proxy_client::{async_trait, Result, SystemApi};
+///
+/// struct Serial;
+///
+/// #[async_trait]
+/// impl SystemApi for Serial {
+///     async fn get_bios_serial_number(&self) -> Result<String> {
+///         Ok("SN-1".into())
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<()> {
+/// let system: Arc<dyn SystemApi> = Arc::new(Serial);
+/// assert_eq!(system.get_bios_serial_number().await?, "SN-1");
+/// # Ok(()) }
+/// ```
+#[async_trait]
+pub trait SystemApi: Send + Sync {
+    /// The serial number in the host's BIOS.
+    async fn get_bios_serial_number(&self) -> Result<String> {
+        unsupported!(GetBiosSerialNumber)
+    }
+
+    /// Starts service `name` and waits (the proxy: up to 30 s) until it runs.
+    async fn start_service(&self, name: &str) -> Result<()> {
+        let _ = name;
+        unsupported!(StartService)
+    }
+
+    /// Stops service `name` (with `force`, also the services that depend on
+    /// it) and waits (the proxy: up to 30 s) until it has stopped.
+    async fn stop_service(&self, name: &str, force: bool) -> Result<()> {
+        let _ = (name, force);
+        unsupported!(StopService)
+    }
+
+    /// Display name, start type and status of service `name`.
+    async fn get_service(&self, name: &str) -> Result<ServiceInfo> {
+        let _ = name;
+        unsupported!(GetService)
+    }
+}

@@ -1,0 +1,310 @@
+//! What each wire version can do: the one table of operations, their wire
+//! names per version, and whether they change the host.
+//!
+//! The adapters take their RPC paths and their `Unsupported` errors from
+//! here, and the README's capability table is rendered from it (a test
+//! checks that the two agree).
+
+use std::fmt;
+
+use crate::group::ApiGroup;
+use crate::version::ApiVersion;
+
+/// How a wire version serves an [`Operation`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Support {
+    /// By the RPC of this name.
+    Native(&'static str),
+    /// Not by an RPC of its own, but exactly, through other RPCs of the same
+    /// version (see the method's documentation).
+    Emulated,
+    /// Not at all: the call fails with [`Error::Unsupported`](crate::Error::Unsupported)
+    /// and nothing is sent.
+    Unsupported,
+}
+
+impl Support {
+    /// Whether the operation can be called.
+    pub fn is_available(self) -> bool {
+        !matches!(self, Support::Unsupported)
+    }
+}
+
+macro_rules! operations {
+    ($( $(#[$doc:meta])* $op:ident = $group:ident, $name:literal, $effect:ident,
+        [$( $since:ident => $support:expr ),+ $(,)?] );+ $(;)?) => {
+        /// Every operation of every group, named after its newest RPC.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[non_exhaustive]
+        pub enum Operation {
+            $( $(#[$doc])* $op, )+
+        }
+
+        impl Operation {
+            /// All operations, grouped by API group.
+            pub const ALL: &'static [Operation] = &[$( Operation::$op, )+];
+
+            /// The group the operation belongs to.
+            pub const fn group(self) -> ApiGroup {
+                match self { $( Operation::$op => ApiGroup::$group, )+ }
+            }
+
+            /// The operation's name: its RPC name in the newest version.
+            pub const fn name(self) -> &'static str {
+                match self { $( Operation::$op => $name, )+ }
+            }
+
+            /// Whether the operation changes the host (and so is never
+            /// retried automatically).
+            pub const fn is_mutating(self) -> bool {
+                match self { $( Operation::$op => matches!(Effect::$effect, Effect::Mutates), )+ }
+            }
+
+            /// How its support changes across versions: from each listed
+            /// version on (until the next entry), it is served as given.
+            fn history(self) -> &'static [(ApiVersion, Support)] {
+                match self { $( Operation::$op => &[$( (ApiVersion::$since, $support), )+], )+ }
+            }
+        }
+    };
+}
+
+/// Whether an operation changes the host.
+enum Effect {
+    Reads,
+    Mutates,
+}
+
+use Support::{Emulated, Native, Unsupported as No};
+
+operations! {
+    /// Where each disk sits on its adapter.
+    ListDiskLocations = Disk, "ListDiskLocations", Reads, [V1ALPHA1 => Native("ListDiskLocations")];
+    /// Initialise a disk with one partition.
+    PartitionDisk = Disk, "PartitionDisk", Mutates, [V1ALPHA1 => Native("PartitionDisk")];
+    /// Rescan the storage buses.
+    Rescan = Disk, "Rescan", Mutates, [V1ALPHA1 => Native("Rescan")];
+    /// The page83 and serial number identifiers of each disk.
+    ListDiskIds = Disk, "ListDiskIDs", Reads, [V1ALPHA1 => No, V1BETA1 => Native("ListDiskIDs")];
+    /// The size of a disk.
+    GetDiskStats = Disk, "GetDiskStats", Reads,
+        [V1ALPHA1 => No, V1BETA1 => Native("DiskStats"), V1BETA3 => Native("GetDiskStats")];
+    /// Bring a disk online or offline.
+    SetDiskState = Disk, "SetDiskState", Mutates,
+        [V1ALPHA1 => No, V1BETA2 => Native("SetAttachState"), V1BETA3 => Native("SetDiskState")];
+    /// Whether a disk is online.
+    GetDiskState = Disk, "GetDiskState", Reads,
+        [V1ALPHA1 => No, V1BETA2 => Native("GetAttachState"), V1BETA3 => Native("GetDiskState")];
+    /// The disk with a given page83 identifier.
+    GetDiskNumberByName = Disk, "GetDiskNumberByName", Reads,
+        [V1ALPHA1 => Native("GetDiskNumberByName"), V1BETA1 => Emulated];
+
+    /// Whether a path exists.
+    PathExists = Filesystem, "PathExists", Reads, [V1ALPHA1 => Native("PathExists")];
+    /// Create a directory.
+    Mkdir = Filesystem, "Mkdir", Mutates, [V1ALPHA1 => Native("Mkdir")];
+    /// Remove a directory.
+    Rmdir = Filesystem, "Rmdir", Mutates, [V1ALPHA1 => Native("Rmdir")];
+    /// Remove what a directory holds.
+    RmdirContents = Filesystem, "RmdirContents", Mutates, [V1ALPHA1 => No, V2ALPHA1 => Native("RmdirContents")];
+    /// Create a directory symlink.
+    CreateSymlink = Filesystem, "CreateSymlink", Mutates,
+        [V1ALPHA1 => Native("LinkPath"), V1BETA2 => Native("CreateSymlink")];
+    /// Whether a path is a symlink or mount point.
+    IsSymlink = Filesystem, "IsSymlink", Reads,
+        [V1ALPHA1 => Native("IsMountPoint"), V1BETA2 => Native("IsSymlink")];
+
+    /// Map an SMB share globally.
+    NewSmbGlobalMapping = Smb, "NewSmbGlobalMapping", Mutates, [V1ALPHA1 => Native("NewSmbGlobalMapping")];
+    /// Remove a global SMB mapping.
+    RemoveSmbGlobalMapping = Smb, "RemoveSmbGlobalMapping", Mutates,
+        [V1ALPHA1 => Native("RemoveSmbGlobalMapping")];
+
+    /// The volumes on a disk.
+    ListVolumesOnDisk = Volume, "ListVolumesOnDisk", Reads, [V1ALPHA1 => Native("ListVolumesOnDisk")];
+    /// The volumes of one partition of a disk (`ListVolumesOnDisk` with a partition number).
+    ListVolumesOnPartition = Volume, "ListVolumesOnDisk (one partition)", Reads,
+        [V1ALPHA1 => No, V1BETA3 => Native("ListVolumesOnDisk")];
+    /// Mount a volume at a folder.
+    MountVolume = Volume, "MountVolume", Mutates, [V1ALPHA1 => Native("MountVolume")];
+    /// Remove a volume's folder mount.
+    UnmountVolume = Volume, "UnmountVolume", Mutates,
+        [V1ALPHA1 => Native("DismountVolume"), V1BETA3 => Native("UnmountVolume")];
+    /// Whether a volume has a file system.
+    IsVolumeFormatted = Volume, "IsVolumeFormatted", Reads, [V1ALPHA1 => Native("IsVolumeFormatted")];
+    /// Format a volume.
+    FormatVolume = Volume, "FormatVolume", Mutates, [V1ALPHA1 => Native("FormatVolume")];
+    /// Resize a volume.
+    ResizeVolume = Volume, "ResizeVolume", Mutates, [V1ALPHA1 => Native("ResizeVolume")];
+    /// Total and used bytes of a volume.
+    GetVolumeStats = Volume, "GetVolumeStats", Reads,
+        [V1ALPHA1 => No, V1BETA1 => Native("VolumeStats"), V1BETA3 => Native("GetVolumeStats")];
+    /// The disk that holds a volume.
+    GetDiskNumberFromVolumeId = Volume, "GetDiskNumberFromVolumeID", Reads,
+        [V1ALPHA1 => No, V1BETA1 => Native("GetVolumeDiskNumber"), V1BETA3 => Native("GetDiskNumberFromVolumeID")];
+    /// The volume mounted at a folder.
+    GetVolumeIdFromTargetPath = Volume, "GetVolumeIDFromTargetPath", Reads,
+        [V1ALPHA1 => No, V1BETA1 => Native("GetVolumeIDFromMount"), V1BETA3 => Native("GetVolumeIDFromTargetPath")];
+    /// Flush a volume's cache.
+    WriteVolumeCache = Volume, "WriteVolumeCache", Mutates, [V1ALPHA1 => No, V1BETA2 => Native("WriteVolumeCache")];
+    /// The volume that holds a path.
+    GetClosestVolumeIdFromTargetPath = Volume, "GetClosestVolumeIDFromTargetPath", Reads,
+        [V1ALPHA1 => No, V2ALPHA1 => Native("GetClosestVolumeIDFromTargetPath")];
+
+    /// Register a target portal.
+    AddTargetPortal = Iscsi, "AddTargetPortal", Mutates, [V1ALPHA1 => Native("AddTargetPortal")];
+    /// The targets a portal offers.
+    DiscoverTargetPortal = Iscsi, "DiscoverTargetPortal", Reads, [V1ALPHA1 => Native("DiscoverTargetPortal")];
+    /// Unregister a target portal.
+    RemoveTargetPortal = Iscsi, "RemoveTargetPortal", Mutates, [V1ALPHA1 => Native("RemoveTargetPortal")];
+    /// The registered target portals.
+    ListTargetPortals = Iscsi, "ListTargetPortals", Reads, [V1ALPHA1 => Native("ListTargetPortals")];
+    /// Log in to a target.
+    ConnectTarget = Iscsi, "ConnectTarget", Mutates, [V1ALPHA1 => Native("ConnectTarget")];
+    /// Log out of a target.
+    DisconnectTarget = Iscsi, "DisconnectTarget", Mutates, [V1ALPHA1 => Native("DisconnectTarget")];
+    /// The disks behind a target.
+    GetTargetDisks = Iscsi, "GetTargetDisks", Reads, [V1ALPHA1 => Native("GetTargetDisks")];
+    /// Set the initiator's mutual CHAP secret.
+    SetMutualChapSecret = Iscsi, "SetMutualChapSecret", Mutates,
+        [V1ALPHA1 => No, V1ALPHA2 => Native("SetMutualChapSecret")];
+
+    /// The BIOS serial number.
+    GetBiosSerialNumber = System, "GetBIOSSerialNumber", Reads, [V1ALPHA1 => Native("GetBIOSSerialNumber")];
+    /// Start a service.
+    StartService = System, "StartService", Mutates, [V1ALPHA1 => Native("StartService")];
+    /// Stop a service.
+    StopService = System, "StopService", Mutates, [V1ALPHA1 => Native("StopService")];
+    /// A service's start type and status.
+    GetService = System, "GetService", Reads, [V1ALPHA1 => Native("GetService")];
+}
+
+impl Operation {
+    /// How `version` of the operation's group serves it. A version the group
+    /// does not have serves nothing.
+    pub fn support(self, version: ApiVersion) -> Support {
+        if !self.group().has_version(version) {
+            return Support::Unsupported;
+        }
+        self.history()
+            .iter()
+            .rev()
+            .find(|(since, _)| *since <= version)
+            .map_or(Support::Unsupported, |&(_, support)| support)
+    }
+
+    /// The oldest version of the group that can serve the operation.
+    pub fn available_since(self) -> Option<ApiVersion> {
+        self.group()
+            .versions()
+            .iter()
+            .copied()
+            .find(|&v| self.support(v).is_available())
+    }
+
+    /// The operations of one group.
+    pub fn of_group(group: ApiGroup) -> impl Iterator<Item = Operation> {
+        Self::ALL
+            .iter()
+            .copied()
+            .filter(move |op| op.group() == group)
+    }
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+/// The capability table as Markdown: one table per group, one row per
+/// operation, one column per version; `✓` native (with the wire RPC name
+/// where it differs), `emulated`, or `–`.
+pub fn capability_table_markdown() -> String {
+    let mut out = String::new();
+    for group in ApiGroup::ALL {
+        let versions = group.versions();
+        out.push_str(&format!("\n**{group}**\n\n| operation |"));
+        for v in versions {
+            out.push_str(&format!(" {v} |"));
+        }
+        out.push_str("\n|---|");
+        out.push_str(&"---|".repeat(versions.len()));
+        out.push('\n');
+        for op in Operation::of_group(group) {
+            out.push_str(&format!("| {} |", op.name()));
+            for &v in versions {
+                let cell = match op.support(v) {
+                    Support::Native(rpc) if rpc == op.name() => "✓".to_owned(),
+                    Support::Native(rpc) => format!("✓ `{rpc}`"),
+                    Support::Emulated => "emulated".to_owned(),
+                    Support::Unsupported => "–".to_owned(),
+                };
+                out.push_str(&format!(" {cell} |"));
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ApiVersion as V;
+
+    #[test]
+    fn renames_and_gaps_follow_the_versions() {
+        assert_eq!(
+            Operation::GetDiskStats.support(V::V1ALPHA1),
+            Support::Unsupported
+        );
+        assert_eq!(
+            Operation::GetDiskStats.support(V::V1BETA2),
+            Support::Native("DiskStats")
+        );
+        assert_eq!(
+            Operation::GetDiskStats.support(V::V1),
+            Support::Native("GetDiskStats")
+        );
+        assert_eq!(
+            Operation::UnmountVolume.support(V::V2ALPHA1),
+            Support::Native("UnmountVolume")
+        );
+        assert_eq!(
+            Operation::GetDiskNumberByName.support(V::V1),
+            Support::Emulated
+        );
+        assert_eq!(
+            Operation::RmdirContents.support(V::V1),
+            Support::Unsupported
+        );
+        assert_eq!(
+            Operation::SetMutualChapSecret.available_since(),
+            Some(V::V1ALPHA2)
+        );
+        // A version the group never had serves nothing.
+        assert_eq!(
+            Operation::PathExists.support(V::V1BETA3),
+            Support::Unsupported
+        );
+    }
+
+    #[test]
+    fn every_group_version_serves_its_basics() {
+        for group in ApiGroup::ALL {
+            let first = Operation::of_group(group).next().unwrap();
+            for &v in group.versions() {
+                assert!(first.support(v).is_available(), "{group} {v} {first}");
+            }
+        }
+    }
+
+    #[test]
+    fn mutations_are_marked() {
+        assert!(Operation::FormatVolume.is_mutating());
+        assert!(Operation::SetDiskState.is_mutating());
+        assert!(!Operation::ListDiskIds.is_mutating());
+        assert!(!Operation::GetService.is_mutating());
+    }
+}

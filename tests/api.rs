@@ -1,0 +1,228 @@
+//! The stable API as a driver sees it: the facade, bad input, secrets, mocks.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::ops::{path, portal, share, volume, IQN};
+use common::TestNode;
+use csi_proxy_client::{
+    async_trait, ApiGroup, ApiVersion, Backends, CsiProxy, DiskApi, DiskIds, Error, IscsiAuth,
+    Operation, Secret, SmbMapping, SmbRemotePath, TargetPortal, VolumeId, WindowsPath,
+};
+use ApiVersion as V;
+
+#[tokio::test]
+async fn groups_that_are_not_served_are_reported_not_fatal() {
+    let node = TestNode::serving(&[(ApiGroup::Disk, V::V1), (ApiGroup::Volume, V::V1BETA2)]).await;
+    let proxy = CsiProxy::builder()
+        .transport(node.transport())
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(proxy.version(ApiGroup::Disk), Some(V::V1));
+    assert_eq!(proxy.version(ApiGroup::Volume), Some(V::V1BETA2));
+    assert!(proxy.disk().is_ok() && proxy.volume().is_ok());
+    assert!(!proxy.is_served(ApiGroup::Smb));
+    match proxy.smb() {
+        Err(Error::NotServed { group, tried }) => {
+            assert_eq!(group, ApiGroup::Smb);
+            assert_eq!(tried.len(), 4);
+        }
+        Ok(_) => panic!("smb is not served"),
+        Err(other) => panic!("{other}"),
+    }
+    assert_eq!(proxy.report().chosen(ApiGroup::Smb), None);
+}
+
+#[tokio::test]
+async fn required_groups_must_be_served() {
+    let node = TestNode::serving(&[(ApiGroup::Disk, V::V1)]).await;
+    let err = CsiProxy::builder()
+        .transport(node.transport())
+        .require(ApiGroup::Disk)
+        .require(ApiGroup::Filesystem)
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::NotServed {
+                group: ApiGroup::Filesystem,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_missing_socket_directory_is_an_invalid_argument() {
+    let err = CsiProxy::builder()
+        .socket_dir("/nonexistent/csi-proxy")
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn one_client_serves_many_tasks() {
+    let node = TestNode::serving_everything().await;
+    let proxy = CsiProxy::builder()
+        .transport(node.transport())
+        .connect()
+        .await
+        .unwrap();
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..32 {
+        let proxy = proxy.clone();
+        tasks.spawn(async move {
+            // The stub answers Unimplemented: a host error, over the real wire.
+            let err = proxy.disk().unwrap().get_disk_stats(i).await.unwrap_err();
+            assert!(matches!(err, Error::Host { .. }), "{err}");
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.unwrap();
+    }
+    assert_eq!(node.paths().len(), 32);
+}
+
+/// A driver-side mock: two disks.
+struct TwoDisks;
+
+#[async_trait]
+impl DiskApi for TwoDisks {
+    async fn list_disk_ids(
+        &self,
+    ) -> csi_proxy_client::Result<std::collections::BTreeMap<u32, DiskIds>> {
+        let ids = |p: &str| DiskIds {
+            page83: p.into(),
+            serial_number: String::new(),
+        };
+        Ok([(1, ids("a")), (2, ids("b"))].into())
+    }
+}
+
+#[tokio::test]
+async fn mocks_stand_in_for_groups() {
+    let proxy = CsiProxy::from_backends(Backends {
+        disk: Some(Arc::new(TwoDisks)),
+        ..Default::default()
+    });
+    let disk = proxy.disk().unwrap();
+    assert_eq!(disk.get_disk_number_by_name("b").await.unwrap(), 2);
+    assert!(matches!(
+        disk.rescan().await,
+        Err(Error::NotImplemented {
+            operation: Operation::Rescan
+        })
+    ));
+    assert!(matches!(proxy.volume(), Err(Error::NotServed { .. })));
+    assert_eq!(proxy.version(ApiGroup::Disk), None);
+}
+
+#[test]
+fn handles_are_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<CsiProxy>();
+    assert_send_sync::<Arc<dyn DiskApi>>();
+    assert_send_sync::<Error>();
+}
+
+#[tokio::test]
+async fn bad_input_is_rejected_before_anything_is_sent() {
+    // Constructors refuse malformed values outright.
+    assert!(WindowsPath::new(r"C:\a\..\b").is_err());
+    assert!(VolumeId::new("").is_err());
+    assert!(SmbRemotePath::new(r"C:\share").is_err());
+    assert!(SmbRemotePath::new(r"\\server").is_err());
+
+    // Values that pass their constructor but not the call.
+    let versions = [
+        (ApiGroup::Disk, V::V1),
+        (ApiGroup::Smb, V::V1),
+        (ApiGroup::Volume, V::V1),
+        (ApiGroup::Iscsi, V::V1ALPHA2),
+        (ApiGroup::System, V::V1ALPHA1),
+    ];
+    for (group, version) in versions {
+        let node = TestNode::new();
+        let raw = node.raw(group, version).await;
+        let proxy = node.connect(group, version).await;
+        let results: Vec<csi_proxy_client::Result<()>> = match group {
+            ApiGroup::Disk => vec![proxy
+                .disk()
+                .unwrap()
+                .get_disk_number_by_name(" ")
+                .await
+                .map(drop)],
+            ApiGroup::Smb => vec![
+                proxy
+                    .smb()
+                    .unwrap()
+                    .new_smb_global_mapping(&SmbMapping::new(share(), "", Secret::new("p")))
+                    .await,
+                proxy
+                    .smb()
+                    .unwrap()
+                    .new_smb_global_mapping(&SmbMapping::new(share(), "u\n", Secret::new("p")))
+                    .await,
+            ],
+            ApiGroup::Volume => vec![
+                proxy
+                    .volume()
+                    .unwrap()
+                    .resize_volume(&volume(), u64::MAX)
+                    .await,
+            ],
+            ApiGroup::Iscsi => {
+                let iscsi = proxy.iscsi().unwrap();
+                let chap = |user: &str, secret: &str| IscsiAuth::OneWayChap {
+                    username: user.into(),
+                    secret: Secret::new(secret),
+                };
+                vec![
+                    iscsi.add_target_portal(&TargetPortal::new("")).await,
+                    iscsi.add_target_portal(&portal().with_port(0)).await,
+                    iscsi.connect_target(&portal(), "", &IscsiAuth::None).await,
+                    iscsi.connect_target(&portal(), IQN, &chap("", "s")).await,
+                    iscsi.connect_target(&portal(), IQN, &chap("u", "")).await,
+                    iscsi.disconnect_target(&portal(), "\0").await,
+                    iscsi.get_target_disks(&portal(), " ").await.map(drop),
+                ]
+            }
+            ApiGroup::System => vec![
+                proxy.system().unwrap().start_service("").await,
+                proxy.system().unwrap().stop_service("svc\r\n", true).await,
+                proxy.system().unwrap().get_service(" ").await.map(drop),
+            ],
+            ApiGroup::Filesystem => unreachable!(),
+        };
+        for (i, result) in results.into_iter().enumerate() {
+            assert!(
+                matches!(result, Err(Error::InvalidArgument { .. })),
+                "{group} case {i}: {result:?}"
+            );
+        }
+        assert!(raw.requests().is_empty(), "{group}: {:?}", raw.requests());
+    }
+}
+
+#[test]
+fn secrets_never_show_in_debug_output() {
+    let mapping = SmbMapping::new(share(), "user", Secret::new("smb-pa55")).with_local_path(path());
+    let auth = IscsiAuth::MutualChap {
+        username: "u".into(),
+        secret: Secret::new("chap-pa55"),
+    };
+    let shown = format!("{mapping:?} {mapping:#?} {auth:?} {auth:#?}");
+    assert!(
+        !shown.contains("smb-pa55") && !shown.contains("chap-pa55"),
+        "{shown}"
+    );
+    assert!(shown.contains("Secret(***)"));
+}

@@ -1,0 +1,87 @@
+//! Every operation at every one of the 23 wire versions, over real gRPC:
+//! each either reaches the RPC the capability table names in that version's
+//! generated service, is emulated through the RPCs the table says, or fails
+//! with `Unsupported` without sending anything.
+
+mod common;
+
+use common::ops::invoke;
+use common::{every_version, TestNode, STUB_MESSAGE};
+use csi_proxy_client::capability::capability_table_markdown;
+use csi_proxy_client::{ApiGroup, Code, Error, Operation, Support};
+
+fn service(group: ApiGroup) -> &'static str {
+    match group {
+        ApiGroup::Disk => "Disk",
+        ApiGroup::Filesystem => "Filesystem",
+        ApiGroup::Smb => "Smb",
+        ApiGroup::Volume => "Volume",
+        ApiGroup::Iscsi => "Iscsi",
+        ApiGroup::System => "System",
+    }
+}
+
+#[tokio::test]
+async fn every_operation_at_every_version_goes_where_the_table_says() {
+    let node = TestNode::serving_everything().await;
+    let mut checked = 0;
+    for (group, version) in every_version() {
+        let proxy = node.connect(group, version).await;
+        assert_eq!(proxy.version(group), Some(version));
+        for op in Operation::of_group(group) {
+            let before = node.paths().len();
+            let result = invoke(&proxy, op).await;
+            let sent = node.paths()[before..].to_vec();
+            let rpc_path = |rpc: &str| format!("/{version}.{}/{rpc}", service(group));
+            match op.support(version) {
+                Support::Native(rpc) => {
+                    // The stub service of exactly this version answered.
+                    match &result {
+                        Err(Error::Host {
+                            code: Code::Unimplemented,
+                            message,
+                            ..
+                        }) => {
+                            assert_eq!(message, STUB_MESSAGE, "{group} {version} {op}")
+                        }
+                        other => panic!("{group} {version} {op}: {other:?}"),
+                    }
+                    assert_eq!(sent, [rpc_path(rpc)], "{group} {version} {op}");
+                }
+                Support::Emulated => {
+                    assert_eq!(op, Operation::GetDiskNumberByName);
+                    assert_eq!(sent, [rpc_path("ListDiskIDs")], "{version}");
+                }
+                Support::Unsupported => {
+                    match result {
+                        Err(Error::Unsupported {
+                            operation,
+                            served,
+                            needed,
+                        }) => {
+                            assert_eq!((operation, served), (op, version));
+                            assert_eq!(Some(needed), op.available_since());
+                            assert!(needed > version);
+                        }
+                        other => panic!("{group} {version} {op}: {other:?}"),
+                    }
+                    assert!(sent.is_empty(), "{group} {version} {op} sent {sent:?}");
+                }
+            }
+            checked += 1;
+        }
+    }
+    // disk 8 operations x 5 versions, filesystem 6 x 5, smb 2 x 4,
+    // volume 12 x 6, iscsi 8 x 2, system 4 x 1.
+    assert_eq!(checked, 170);
+}
+
+#[test]
+fn the_readme_capability_table_is_the_code_table() {
+    let readme = include_str!("../README.md");
+    let table = capability_table_markdown();
+    assert!(
+        readme.contains(table.trim()),
+        "README.md's capability table is out of date; replace it with:\n{table}"
+    );
+}
