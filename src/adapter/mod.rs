@@ -7,10 +7,11 @@
 //! translates between the stable types and that family's generated
 //! messages; what differs between the versions of a family (the package in
 //! the RPC path, renamed RPCs, missing RPCs) comes from the capability
-//! table, through [`WireClient`]. So a version is one row in
-//! [`for_connection`]'s table, and a new message layout is one new adapter.
+//! table, through [`WireClient`]. So a new version is one row in the
+//! capability table (and in [`Layout::of`] if it starts a new layout), and a
+//! new message layout is one new adapter.
 
-mod convert;
+pub(crate) mod convert;
 mod disk;
 mod filesystem;
 mod iscsi;
@@ -26,7 +27,53 @@ pub(crate) use wire_client::{Deadlines, WireClient};
 use crate::api::{DiskApi, FilesystemApi, IscsiApi, SmbApi, SystemApi, VolumeApi};
 use crate::group::ApiGroup;
 use crate::negotiate::Connection;
-use crate::version::ApiVersion as V;
+use crate::version::ApiVersion;
+
+/// The message layouts: versions of a group whose messages are identical on
+/// the wire share one. Client adapters and the fake proxy's server adapters
+/// are both chosen by it, so this is the one table of which version uses
+/// which layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Layout {
+    /// disk v1alpha1, v1beta1, v1beta2
+    DiskStringId,
+    /// disk v1beta3, v1
+    DiskNumbered,
+    /// filesystem v1alpha1, v1beta1
+    FilesystemContext,
+    /// filesystem v1beta2, v1, v2alpha1
+    FilesystemPlain,
+    /// smb v1alpha1, v1beta1
+    SmbErrorField,
+    /// smb v1beta2, v1
+    SmbPlain,
+    /// volume v1alpha1, v1beta1, v1beta2
+    VolumeStringId,
+    /// volume v1beta3, v1, v2alpha1
+    VolumeNumbered,
+    /// iscsi v1alpha1, v1alpha2
+    Iscsi,
+    /// system v1alpha1
+    System,
+}
+
+impl Layout {
+    pub fn of(group: ApiGroup, version: ApiVersion) -> Self {
+        let before = |v: ApiVersion| version < v;
+        match group {
+            ApiGroup::Disk if before(ApiVersion::V1BETA3) => Layout::DiskStringId,
+            ApiGroup::Disk => Layout::DiskNumbered,
+            ApiGroup::Filesystem if before(ApiVersion::V1BETA2) => Layout::FilesystemContext,
+            ApiGroup::Filesystem => Layout::FilesystemPlain,
+            ApiGroup::Smb if before(ApiVersion::V1BETA2) => Layout::SmbErrorField,
+            ApiGroup::Smb => Layout::SmbPlain,
+            ApiGroup::Volume if before(ApiVersion::V1BETA3) => Layout::VolumeStringId,
+            ApiGroup::Volume => Layout::VolumeNumbered,
+            ApiGroup::Iscsi => Layout::Iscsi,
+            ApiGroup::System => Layout::System,
+        }
+    }
+}
 
 /// The adapter of one negotiated group, behind its trait.
 #[derive(Clone)]
@@ -39,29 +86,65 @@ pub(crate) enum GroupApi {
     System(Arc<dyn SystemApi>),
 }
 
-/// The adapter for a negotiated connection: which family serves which
-/// version.
+/// The adapter for a negotiated connection.
 pub(crate) fn for_connection(connection: &Connection, deadlines: Deadlines) -> GroupApi {
     let wire = WireClient::new(connection, deadlines);
-    let version = connection.version();
-    match connection.group() {
-        ApiGroup::Disk => GroupApi::Disk(match version {
-            V::V1ALPHA1 | V::V1BETA1 | V::V1BETA2 => Arc::new(disk::StringIdDisk::new(wire)),
-            _ => Arc::new(disk::NumberedDisk::new(wire)),
-        }),
-        ApiGroup::Filesystem => GroupApi::Filesystem(match version {
-            V::V1ALPHA1 | V::V1BETA1 => Arc::new(filesystem::ContextFilesystem::new(wire)),
-            _ => Arc::new(filesystem::PlainFilesystem::new(wire)),
-        }),
-        ApiGroup::Smb => GroupApi::Smb(match version {
-            V::V1ALPHA1 | V::V1BETA1 => Arc::new(smb::ErrorFieldSmb::new(wire)),
-            _ => Arc::new(smb::PlainSmb::new(wire)),
-        }),
-        ApiGroup::Volume => GroupApi::Volume(match version {
-            V::V1ALPHA1 | V::V1BETA1 | V::V1BETA2 => Arc::new(volume::StringIdVolume::new(wire)),
-            _ => Arc::new(volume::NumberedVolume::new(wire)),
-        }),
-        ApiGroup::Iscsi => GroupApi::Iscsi(Arc::new(iscsi::Iscsi::new(wire))),
-        ApiGroup::System => GroupApi::System(Arc::new(system::System::new(wire))),
+    match Layout::of(connection.group(), connection.version()) {
+        Layout::DiskStringId => GroupApi::Disk(Arc::new(disk::StringIdDisk::new(wire))),
+        Layout::DiskNumbered => GroupApi::Disk(Arc::new(disk::NumberedDisk::new(wire))),
+        Layout::FilesystemContext => {
+            GroupApi::Filesystem(Arc::new(filesystem::ContextFilesystem::new(wire)))
+        }
+        Layout::FilesystemPlain => {
+            GroupApi::Filesystem(Arc::new(filesystem::PlainFilesystem::new(wire)))
+        }
+        Layout::SmbErrorField => GroupApi::Smb(Arc::new(smb::ErrorFieldSmb::new(wire))),
+        Layout::SmbPlain => GroupApi::Smb(Arc::new(smb::PlainSmb::new(wire))),
+        Layout::VolumeStringId => GroupApi::Volume(Arc::new(volume::StringIdVolume::new(wire))),
+        Layout::VolumeNumbered => GroupApi::Volume(Arc::new(volume::NumberedVolume::new(wire))),
+        Layout::Iscsi => GroupApi::Iscsi(Arc::new(iscsi::Iscsi::new(wire))),
+        Layout::System => GroupApi::System(Arc::new(system::System::new(wire))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_split_where_the_messages_change() {
+        use ApiVersion as V;
+        let disk: Vec<_> = ApiGroup::Disk
+            .versions()
+            .iter()
+            .map(|&v| Layout::of(ApiGroup::Disk, v))
+            .collect();
+        assert_eq!(
+            disk,
+            [
+                Layout::DiskStringId,
+                Layout::DiskStringId,
+                Layout::DiskStringId,
+                Layout::DiskNumbered,
+                Layout::DiskNumbered
+            ]
+        );
+        assert_eq!(
+            Layout::of(ApiGroup::Filesystem, V::V1BETA1),
+            Layout::FilesystemContext
+        );
+        assert_eq!(
+            Layout::of(ApiGroup::Filesystem, V::V1BETA2),
+            Layout::FilesystemPlain
+        );
+        assert_eq!(Layout::of(ApiGroup::Smb, V::V1BETA2), Layout::SmbPlain);
+        assert_eq!(
+            Layout::of(ApiGroup::Volume, V::V1BETA2),
+            Layout::VolumeStringId
+        );
+        assert_eq!(
+            Layout::of(ApiGroup::Volume, V::V2ALPHA1),
+            Layout::VolumeNumbered
+        );
     }
 }

@@ -14,6 +14,7 @@ use crate::capability::{Operation, Support};
 use crate::error::{Code, Error, Result};
 use crate::group::ApiGroup;
 use crate::negotiate::Connection;
+use crate::transport::service_name;
 use crate::version::ApiVersion;
 
 /// Default deadlines of calls, by kind of operation.
@@ -178,17 +179,5 @@ fn outcome<T>(result: &Result<T>) -> &'static str {
         Err(Error::Transport { .. }) => "transport_error",
         Err(Error::InvalidResponse { .. }) => "invalid_response",
         Err(_) => "error",
-    }
-}
-
-/// The gRPC service name of a group.
-fn service_name(group: ApiGroup) -> &'static str {
-    match group {
-        ApiGroup::Disk => "Disk",
-        ApiGroup::Filesystem => "Filesystem",
-        ApiGroup::Smb => "Smb",
-        ApiGroup::Volume => "Volume",
-        ApiGroup::Iscsi => "Iscsi",
-        ApiGroup::System => "System",
     }
 }

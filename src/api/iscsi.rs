@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 pub const DEFAULT_ISCSI_PORT: u16 = 3260;
 
 /// An iSCSI target portal: an address and a TCP port.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TargetPortal {
     /// Host name or IP address.
     pub address: String,

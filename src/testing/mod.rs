@@ -9,8 +9,15 @@
 //! - [`StubProxy`] serves any chosen set of group-versions with stub
 //!   services, for negotiation tests.
 
+mod endpoints;
+mod fake_host;
+mod fake_proxy;
 mod listener;
+mod raw_codec;
 mod stub;
 
+pub use fake_host::{FakeDisk, FakeHost, FakeHostBuilder, FakeVolume, PathEntry};
+pub use fake_proxy::{Call, FakeProxy};
 pub use listener::{listen, Incoming, ServerStream};
+pub use raw_codec::RawCodec;
 pub use stub::{StubProxy, STUB_MESSAGE};

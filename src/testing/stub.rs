@@ -1,16 +1,10 @@
 //! A proxy that serves chosen group-versions and answers every call with
 //! `Unimplemented`: enough to exercise negotiation and the transports.
 
-use std::sync::{Arc, Mutex};
+use tonic::service::Routes;
 
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
-use tonic::codegen::http;
-use tonic::transport::server::Router;
-use tonic::transport::Server;
-
-use super::listen;
-use crate::error::{Error, Result};
+use super::endpoints::Endpoints;
+use crate::error::Result;
 use crate::group::ApiGroup;
 use crate::transport::Transport;
 use crate::version::ApiVersion;
@@ -47,70 +41,30 @@ pub const STUB_MESSAGE: &str = "Not yet implemented";
 /// ```
 #[derive(Debug)]
 pub struct StubProxy {
-    transport: Transport,
-    served: Vec<Served>,
-    requests: Arc<Mutex<Vec<String>>>,
-}
-
-#[derive(Debug)]
-struct Served {
-    group: ApiGroup,
-    version: ApiVersion,
-    stop: oneshot::Sender<()>,
-    task: JoinHandle<()>,
+    endpoints: Endpoints,
 }
 
 impl StubProxy {
     /// A proxy on `transport` that serves nothing yet.
     pub fn new(transport: Transport) -> Self {
         Self {
-            transport,
-            served: Vec::new(),
-            requests: Arc::default(),
+            endpoints: Endpoints::new(transport),
         }
     }
 
     /// The transport it serves on.
     pub fn transport(&self) -> &Transport {
-        &self.transport
+        self.endpoints.transport()
     }
 
     /// Starts serving `group` `version` on its endpoint.
     pub async fn serve(&mut self, group: ApiGroup, version: ApiVersion) -> Result<()> {
-        if !group.has_version(version) {
-            return Err(Error::invalid_argument(
-                "version",
-                format!("CSI Proxy has no {group} {version}"),
-            ));
-        }
-        let incoming = listen(&self.transport, group, version).await?;
-        let requests = self.requests.clone();
-        let record = tower::util::MapRequestLayer::new(move |request: http::Request<_>| {
-            if let Ok(mut log) = requests.lock() {
-                log.push(request.uri().path().to_owned());
-            }
-            request
-        });
-        let router = stub_router(Server::builder().layer(record), group, version);
-        let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            let shutdown = async {
-                let _ = stopped.await;
-            };
-            if let Err(error) = router
-                .serve_with_incoming_shutdown(incoming, shutdown)
-                .await
-            {
-                tracing::warn!(%group, %version, %error, "stub server failed");
-            }
-        });
-        self.served.push(Served {
-            group,
-            version,
-            stop,
-            task,
-        });
-        Ok(())
+        let routes = if group.has_version(version) {
+            stub_routes(group, version)
+        } else {
+            Routes::default()
+        };
+        self.endpoints.serve(group, version, routes).await
     }
 
     /// Serves every version in `versions`.
@@ -127,45 +81,23 @@ impl StubProxy {
     /// Stops serving `group` `version` and waits until its endpoint is gone.
     /// Connections to it break; does nothing if it was not served.
     pub async fn stop(&mut self, group: ApiGroup, version: ApiVersion) {
-        if let Some(at) = self
-            .served
-            .iter()
-            .position(|s| s.group == group && s.version == version)
-        {
-            let served = self.served.remove(at);
-            let _ = served.stop.send(());
-            let _ = served.task.await;
-        }
+        self.endpoints.stop(group, version).await;
     }
 
     /// The group-versions being served.
     pub fn served(&self) -> Vec<(ApiGroup, ApiVersion)> {
-        self.served.iter().map(|s| (s.group, s.version)).collect()
+        self.endpoints.served()
     }
 
     /// The gRPC path of every request received so far, in order, such as
     /// `/v1beta2.Disk/ListDiskLocations`.
     pub fn requests(&self) -> Vec<String> {
-        self.requests
-            .lock()
-            .map(|log| log.clone())
-            .unwrap_or_default()
+        self.endpoints.paths()
     }
 
     /// Stops every server and waits until their endpoints are gone.
     pub async fn shutdown(mut self) {
-        for served in std::mem::take(&mut self.served) {
-            let _ = served.stop.send(());
-            let _ = served.task.await;
-        }
-    }
-}
-
-impl Drop for StubProxy {
-    fn drop(&mut self) {
-        for served in &self.served {
-            served.task.abort();
-        }
+        self.endpoints.stop_all().await;
     }
 }
 
@@ -176,11 +108,11 @@ struct Stub;
 /// and its versions.
 macro_rules! stub_services {
     ($( $group:ident : $module:ident :: $server:ident, $service:ident, [$($version:ident),+] );+ $(;)?) => {
-        fn stub_router<L: Clone>(mut builder: Server<L>, group: ApiGroup, version: ApiVersion) -> Router<L> {
+        fn stub_routes(group: ApiGroup, version: ApiVersion) -> Routes {
             match (group, version.to_string().as_str()) {
                 $($(
                     (ApiGroup::$service, stringify!($version)) => {
-                        builder.add_service(wire::$group::$version::$module::$server::new(Stub))
+                        Routes::new(wire::$group::$version::$module::$server::new(Stub))
                     }
                 )+)+
                 // `serve` only lets versions of the group table through, and
@@ -213,7 +145,7 @@ mod tests {
         for group in ApiGroup::ALL {
             for &version in group.versions() {
                 // Panics (unreachable!) if a table entry has no generated service.
-                let _ = stub_router(Server::builder(), group, version);
+                let _ = stub_routes(group, version);
             }
         }
     }

@@ -31,6 +31,18 @@ pub fn endpoint_name(group: ApiGroup, version: ApiVersion) -> String {
     format!("csi-proxy-{group}-{version}")
 }
 
+/// The gRPC service name of a group: the `Service` of `/<version>.<Service>/<Rpc>`.
+pub(crate) fn service_name(group: ApiGroup) -> &'static str {
+    match group {
+        ApiGroup::Disk => "Disk",
+        ApiGroup::Filesystem => "Filesystem",
+        ApiGroup::Smb => "Smb",
+        ApiGroup::Volume => "Volume",
+        ApiGroup::Iscsi => "Iscsi",
+        ApiGroup::System => "System",
+    }
+}
+
 /// The longest endpoint name any group-version has, for length checks.
 #[cfg(unix)]
 fn longest_endpoint_name() -> usize {

@@ -7,6 +7,7 @@
 
 pub mod ops;
 pub mod raw;
+pub mod scenario;
 
 use csi_proxy_client::testing::StubProxy;
 pub use csi_proxy_client::testing::STUB_MESSAGE;

@@ -1,0 +1,147 @@
+//! Serving gRPC routes on the endpoints of chosen group-versions: the
+//! lifecycle shared by [`StubProxy`](super::StubProxy) and
+//! [`FakeProxy`](super::FakeProxy).
+
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tonic::codegen::http;
+use tonic::service::Routes;
+use tonic::transport::Server;
+
+use super::listen;
+use crate::error::{Error, Result};
+use crate::group::ApiGroup;
+use crate::transport::Transport;
+use crate::version::ApiVersion;
+
+#[derive(Debug)]
+struct Served {
+    group: ApiGroup,
+    version: ApiVersion,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<()>,
+}
+
+/// The servers of one fake proxy, one per served group-version.
+#[derive(Debug)]
+pub(crate) struct Endpoints {
+    transport: Transport,
+    served: Vec<Served>,
+    paths: Arc<Mutex<Vec<String>>>,
+}
+
+impl Endpoints {
+    pub fn new(transport: Transport) -> Self {
+        Self {
+            transport,
+            served: Vec::new(),
+            paths: Arc::default(),
+        }
+    }
+
+    pub fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    /// Serves `routes` on the endpoint of `group` `version`.
+    pub async fn serve(
+        &mut self,
+        group: ApiGroup,
+        version: ApiVersion,
+        routes: Routes,
+    ) -> Result<()> {
+        if !group.has_version(version) {
+            return Err(Error::invalid_argument(
+                "version",
+                format!("CSI Proxy has no {group} {version}"),
+            ));
+        }
+        if self.is_serving(group, version) {
+            return Ok(());
+        }
+        let incoming = listen(&self.transport, group, version).await?;
+        let paths = self.paths.clone();
+        let record = tower::util::MapRequestLayer::new(move |request: http::Request<_>| {
+            if let Ok(mut log) = paths.lock() {
+                log.push(request.uri().path().to_owned());
+            }
+            request
+        });
+        let router = Server::builder().layer(record).add_routes(routes);
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let shutdown = async {
+                let _ = stopped.await;
+            };
+            if let Err(error) = router
+                .serve_with_incoming_shutdown(incoming, shutdown)
+                .await
+            {
+                tracing::warn!(%group, %version, %error, "fake proxy endpoint failed");
+            }
+        });
+        self.served.push(Served {
+            group,
+            version,
+            stop,
+            task,
+        });
+        Ok(())
+    }
+
+    pub fn is_serving(&self, group: ApiGroup, version: ApiVersion) -> bool {
+        self.served
+            .iter()
+            .any(|s| s.group == group && s.version == version)
+    }
+
+    /// Stops serving `group` `version` and waits until its endpoint is gone.
+    pub async fn stop(&mut self, group: ApiGroup, version: ApiVersion) {
+        if let Some(at) = self
+            .served
+            .iter()
+            .position(|s| s.group == group && s.version == version)
+        {
+            Self::stop_one(self.served.remove(at)).await;
+        }
+    }
+
+    /// Stops every endpoint and waits until they are gone.
+    pub async fn stop_all(&mut self) {
+        for served in std::mem::take(&mut self.served) {
+            Self::stop_one(served).await;
+        }
+    }
+
+    async fn stop_one(served: Served) {
+        let _ = served.stop.send(());
+        // Connections still open would keep a graceful shutdown waiting;
+        // the endpoint is gone once the listener is dropped, so stop there.
+        let abort = served.task.abort_handle();
+        if tokio::time::timeout(std::time::Duration::from_millis(200), served.task)
+            .await
+            .is_err()
+        {
+            abort.abort();
+        }
+    }
+
+    pub fn served(&self) -> Vec<(ApiGroup, ApiVersion)> {
+        self.served.iter().map(|s| (s.group, s.version)).collect()
+    }
+
+    /// The gRPC path of every request received so far, in order.
+    pub fn paths(&self) -> Vec<String> {
+        self.paths.lock().map(|log| log.clone()).unwrap_or_default()
+    }
+}
+
+impl Drop for Endpoints {
+    fn drop(&mut self) {
+        for served in &self.served {
+            served.task.abort();
+        }
+    }
+}

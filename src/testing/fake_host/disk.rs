@@ -1,0 +1,104 @@
+//! The disk group of the fake host.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use async_trait::async_trait;
+
+use super::state::{FakeVolume, PARTITION_OFFSET};
+use super::{disk_ids, host_error, FakeHost};
+use crate::api::{DiskApi, DiskIds, DiskLocation};
+use crate::capability::Operation as Op;
+use crate::error::Result;
+
+/// The data partition `PartitionDisk` creates (after the GPT reserved one).
+const DATA_PARTITION: u32 = 2;
+
+#[async_trait]
+impl DiskApi for FakeHost {
+    async fn list_disk_locations(&self) -> Result<BTreeMap<u32, DiskLocation>> {
+        Ok(self
+            .state()
+            .disks
+            .iter()
+            .map(|(&n, d)| (n, d.location.clone()))
+            .collect())
+    }
+
+    async fn partition_disk(&self, disk: u32) -> Result<()> {
+        let mut state = self.state();
+        let id = state.new_volume_id(disk);
+        let Some(found) = state.disks.get_mut(&disk) else {
+            return Err(host_error(
+                Op::PartitionDisk,
+                format!("disk {disk} not found"),
+            ));
+        };
+        if !found.online {
+            return Err(host_error(
+                Op::PartitionDisk,
+                format!("disk {disk} is offline"),
+            ));
+        }
+        if found.partitioned {
+            // Already initialised: left as it is.
+            return Ok(());
+        }
+        found.partitioned = true;
+        let size_bytes = found.size_bytes.saturating_sub(PARTITION_OFFSET);
+        state.volumes.insert(
+            id,
+            FakeVolume {
+                disk,
+                partition: DATA_PARTITION,
+                size_bytes,
+                used_bytes: 0,
+                formatted: false,
+                mounts: BTreeSet::new(),
+            },
+        );
+        Ok(())
+    }
+
+    async fn rescan(&self) -> Result<()> {
+        self.state().rescans += 1;
+        Ok(())
+    }
+
+    async fn list_disk_ids(&self) -> Result<BTreeMap<u32, DiskIds>> {
+        Ok(self
+            .state()
+            .disks
+            .iter()
+            .map(|(&n, d)| (n, disk_ids(d)))
+            .collect())
+    }
+
+    async fn get_disk_stats(&self, disk: u32) -> Result<u64> {
+        self.state()
+            .disks
+            .get(&disk)
+            .map(|d| d.size_bytes)
+            .ok_or_else(|| host_error(Op::GetDiskStats, format!("disk {disk} not found")))
+    }
+
+    async fn set_disk_state(&self, disk: u32, online: bool) -> Result<()> {
+        match self.state().disks.get_mut(&disk) {
+            Some(found) => {
+                found.online = online;
+                Ok(())
+            }
+            None => Err(host_error(
+                Op::SetDiskState,
+                format!("disk {disk} not found"),
+            )),
+        }
+    }
+
+    async fn get_disk_state(&self, disk: u32) -> Result<bool> {
+        self.state()
+            .disks
+            .get(&disk)
+            .map(|d| d.online)
+            .ok_or_else(|| host_error(Op::GetDiskState, format!("disk {disk} not found")))
+    }
+}

@@ -1,0 +1,146 @@
+//! The filesystem group of the fake host, with the proxy's path checks.
+
+use async_trait::async_trait;
+
+use super::state::{key, parent, HostState, PathEntry};
+use super::{host_error, FakeHost};
+use crate::api::{FilesystemApi, WindowsPath};
+use crate::capability::Operation;
+use crate::error::Result;
+
+impl HostState {
+    /// Whether `path` leads somewhere, following symlinks, including links
+    /// to SMB shares (which lead somewhere while their share is mapped).
+    pub(super) fn leads_somewhere(&self, path: &str) -> bool {
+        let mut current = path.to_owned();
+        for _ in 0..32 {
+            if current.starts_with("\\\\") {
+                return self
+                    .smb_root(&current)
+                    .is_some_and(|root| self.smb_mappings.get(&root).is_some_and(|m| m.valid));
+            }
+            match self.tree.get(&current) {
+                Some(PathEntry::Symlink(target)) => current = target,
+                Some(_) => return true,
+                None => return false,
+            }
+        }
+        false
+    }
+
+    /// The proxy's check of filesystem paths: shape (already guaranteed by
+    /// [`WindowsPath`]) and a working directory.
+    pub(super) fn check_working_dir(&self, operation: Operation, path: &WindowsPath) -> Result<()> {
+        if self.in_working_dirs(path.as_str()) {
+            Ok(())
+        } else {
+            Err(host_error(
+                operation,
+                format!(
+                    "path {:?} is not within the working directories {:?}",
+                    path.as_str(),
+                    self.working_dirs
+                ),
+            ))
+        }
+    }
+}
+
+#[async_trait]
+impl FilesystemApi for FakeHost {
+    async fn path_exists(&self, path: &WindowsPath) -> Result<bool> {
+        let state = self.state();
+        state.check_working_dir(Operation::PathExists, path)?;
+        // Like a stat: follows symlinks, so a dangling link does not exist.
+        Ok(state.leads_somewhere(path.as_str()))
+    }
+
+    async fn mkdir(&self, path: &WindowsPath) -> Result<()> {
+        let mut state = self.state();
+        state.check_working_dir(Operation::Mkdir, path)?;
+        state.mkdir_all(path.as_str());
+        Ok(())
+    }
+
+    async fn rmdir(&self, path: &WindowsPath, force: bool) -> Result<()> {
+        let op = Operation::Rmdir;
+        let mut state = self.state();
+        state.check_working_dir(op, path)?;
+        if !state.tree.exists(path.as_str()) {
+            return Err(host_error(
+                op,
+                format!("{path}: the system cannot find the file specified"),
+            ));
+        }
+        let below = state.tree.descendants(path.as_str());
+        if !below.is_empty() && !force {
+            return Err(host_error(
+                op,
+                format!("{path}: the directory is not empty"),
+            ));
+        }
+        for child in below {
+            state.tree.remove(&child);
+        }
+        if let Some(PathEntry::MountPoint(volume)) = state.tree.get(path.as_str()) {
+            if let Some(v) = state.volumes.get_mut(&volume) {
+                v.mounts.remove(&key(path.as_str()));
+            }
+        }
+        state.tree.remove(path.as_str());
+        Ok(())
+    }
+
+    async fn rmdir_contents(&self, path: &WindowsPath) -> Result<()> {
+        let op = Operation::RmdirContents;
+        let mut state = self.state();
+        state.check_working_dir(op, path)?;
+        if !state.tree.exists(path.as_str()) {
+            return Err(host_error(
+                op,
+                format!("{path}: the system cannot find the file specified"),
+            ));
+        }
+        for child in state.tree.descendants(path.as_str()) {
+            state.tree.remove(&child);
+        }
+        Ok(())
+    }
+
+    async fn create_symlink(&self, target: &WindowsPath, link: &WindowsPath) -> Result<()> {
+        let op = Operation::CreateSymlink;
+        let mut state = self.state();
+        state.check_working_dir(op, target)?;
+        state.check_working_dir(op, link)?;
+        if state.tree.exists(link.as_str()) {
+            return Err(host_error(
+                op,
+                format!("{link}: cannot create a file when that file already exists"),
+            ));
+        }
+        let link_key = key(link.as_str());
+        if parent(&link_key).is_some_and(|p| !state.tree.exists(p)) {
+            return Err(host_error(
+                op,
+                format!("{link}: the system cannot find the path specified"),
+            ));
+        }
+        state
+            .tree
+            .insert(link.as_str(), PathEntry::Symlink(target.to_string()));
+        Ok(())
+    }
+
+    async fn is_symlink(&self, path: &WindowsPath) -> Result<bool> {
+        let state = self.state();
+        match state.tree.get(path.as_str()) {
+            None => Err(host_error(
+                Operation::IsSymlink,
+                format!("{path}: the system cannot find the file specified"),
+            )),
+            Some(PathEntry::Symlink(target)) => Ok(state.leads_somewhere(&target)),
+            Some(PathEntry::MountPoint(_)) => Ok(true),
+            Some(PathEntry::Directory) => Ok(false),
+        }
+    }
+}

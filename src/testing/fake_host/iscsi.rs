@@ -1,0 +1,143 @@
+//! The iSCSI group of the fake host.
+
+use async_trait::async_trait;
+
+use super::state::{FakeDisk, HostState};
+use super::{host_error, FakeHost};
+use crate::api::{DiskLocation, IscsiApi, IscsiAuth, Secret, TargetPortal};
+use crate::capability::Operation as Op;
+use crate::error::Result;
+
+impl HostState {
+    fn check_registered(&self, op: Op, portal: &TargetPortal) -> Result<()> {
+        if self.registered_portals.contains(portal) {
+            Ok(())
+        } else {
+            Err(host_error(
+                op,
+                format!(
+                    "target portal {}:{} is not registered",
+                    portal.address, portal.port
+                ),
+            ))
+        }
+    }
+}
+
+#[async_trait]
+impl IscsiApi for FakeHost {
+    async fn add_target_portal(&self, portal: &TargetPortal) -> Result<()> {
+        let mut state = self.state();
+        if !state.portals.contains_key(portal) {
+            return Err(host_error(
+                Op::AddTargetPortal,
+                format!(
+                    "target portal {}:{} did not respond",
+                    portal.address, portal.port
+                ),
+            ));
+        }
+        state.registered_portals.insert(portal.clone());
+        Ok(())
+    }
+
+    async fn discover_target_portal(&self, portal: &TargetPortal) -> Result<Vec<String>> {
+        let state = self.state();
+        state.check_registered(Op::DiscoverTargetPortal, portal)?;
+        Ok(state.portals[portal]
+            .iter()
+            .map(|t| t.iqn.clone())
+            .collect())
+    }
+
+    async fn remove_target_portal(&self, portal: &TargetPortal) -> Result<()> {
+        let mut state = self.state();
+        state.check_registered(Op::RemoveTargetPortal, portal)?;
+        state.registered_portals.remove(portal);
+        Ok(())
+    }
+
+    async fn list_target_portals(&self) -> Result<Vec<TargetPortal>> {
+        Ok(self.state().registered_portals.iter().cloned().collect())
+    }
+
+    async fn connect_target(
+        &self,
+        portal: &TargetPortal,
+        iqn: &str,
+        auth: &IscsiAuth,
+    ) -> Result<()> {
+        let op = Op::ConnectTarget;
+        let mut state = self.state();
+        state.check_registered(op, portal)?;
+        let session = (portal.clone(), iqn.to_owned());
+        if state.sessions.contains_key(&session) {
+            return Ok(());
+        }
+        let target = state.portals[portal]
+            .iter()
+            .find(|t| t.iqn == iqn)
+            .ok_or_else(|| host_error(op, format!("target {iqn} not found")))?;
+        let authenticated = match (auth, &target.chap) {
+            (IscsiAuth::None, None) => true,
+            (IscsiAuth::OneWayChap { username, secret }, Some((user, expected))) => {
+                username == user && secret == expected && target.mutual_secret.is_none()
+            }
+            (IscsiAuth::MutualChap { username, secret }, Some((user, expected))) => {
+                username == user
+                    && secret == expected
+                    && target.mutual_secret.is_some()
+                    && target.mutual_secret == state.mutual_chap_secret
+            }
+            _ => false,
+        };
+        if !authenticated {
+            return Err(host_error(
+                op,
+                format!("login to {iqn} failed: authentication failure"),
+            ));
+        }
+        let disks = target.disks.clone();
+        let mut numbers = Vec::with_capacity(disks.len());
+        for (lun, (page83, size)) in disks.into_iter().enumerate() {
+            let number = state.next_disk_number();
+            let location = DiskLocation {
+                adapter: "iscsi".into(),
+                bus: "0".into(),
+                target: iqn.to_owned(),
+                lun_id: lun.to_string(),
+            };
+            state.add_disk(number, FakeDisk::new(&page83, size, location));
+            numbers.push(number);
+        }
+        state.sessions.insert(session, numbers);
+        Ok(())
+    }
+
+    async fn disconnect_target(&self, portal: &TargetPortal, iqn: &str) -> Result<()> {
+        let mut state = self.state();
+        let Some(disks) = state.sessions.remove(&(portal.clone(), iqn.to_owned())) else {
+            return Err(host_error(
+                Op::DisconnectTarget,
+                format!("not logged in to {iqn}"),
+            ));
+        };
+        for disk in disks {
+            state.remove_disk(disk);
+        }
+        Ok(())
+    }
+
+    async fn get_target_disks(&self, portal: &TargetPortal, iqn: &str) -> Result<Vec<u32>> {
+        self.state()
+            .sessions
+            .get(&(portal.clone(), iqn.to_owned()))
+            .cloned()
+            .ok_or_else(|| host_error(Op::GetTargetDisks, format!("not logged in to {iqn}")))
+    }
+
+    async fn set_mutual_chap_secret(&self, secret: &Secret) -> Result<()> {
+        self.state().mutual_chap_secret = Some(secret.clone()).filter(|s| !s.is_empty());
+        Ok(())
+    }
+}

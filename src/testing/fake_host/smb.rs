@@ -1,0 +1,77 @@
+//! The SMB group of the fake host.
+
+use async_trait::async_trait;
+
+use super::state::{HostState, PathEntry, SmbMappingState};
+use super::{host_error, FakeHost};
+use crate::api::{SmbApi, SmbMapping, SmbRemotePath};
+use crate::capability::Operation as Op;
+use crate::error::Result;
+
+impl HostState {
+    /// `\\server\share`, lower-cased, of a remote path.
+    pub(super) fn smb_root(&self, remote: &str) -> Option<String> {
+        let rest = remote.strip_prefix("\\\\")?;
+        let mut parts = rest.split('\\');
+        let (server, share) = (parts.next()?, parts.next()?);
+        Some(format!("\\\\{server}\\{share}").to_lowercase())
+    }
+}
+
+#[async_trait]
+impl SmbApi for FakeHost {
+    async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
+        let op = Op::NewSmbGlobalMapping;
+        let mut state = self.state();
+        if let Some(local) = &mapping.local_path {
+            state.check_working_dir(op, local)?;
+        }
+        let remote = mapping.remote_path.as_str();
+        let root = state
+            .smb_root(remote)
+            .ok_or_else(|| host_error(op, format!("{remote} is not a share path")))?;
+        let Some(share) = state.shares.get(&root) else {
+            return Err(host_error(
+                op,
+                format!("{root}: the network path was not found"),
+            ));
+        };
+        if share.username != mapping.username || share.password != mapping.password {
+            return Err(host_error(op, format!("{root}: access is denied")));
+        }
+        // A mapping that went bad is removed and made again.
+        let usable = state.smb_mappings.get(&root).is_some_and(|m| m.valid);
+        if !usable {
+            state
+                .smb_mappings
+                .insert(root, SmbMappingState { valid: true });
+        }
+        if let Some(local) = &mapping.local_path {
+            match state.tree.get(local.as_str()) {
+                Some(PathEntry::Symlink(target)) if target.eq_ignore_ascii_case(remote) => {}
+                Some(_) => {
+                    return Err(host_error(
+                        op,
+                        format!("{local}: a file already exists there"),
+                    ))
+                }
+                None => state
+                    .tree
+                    .insert(local.as_str(), PathEntry::Symlink(remote.to_owned())),
+            }
+        }
+        Ok(())
+    }
+
+    async fn remove_smb_global_mapping(&self, remote_path: &SmbRemotePath) -> Result<()> {
+        let op = Op::RemoveSmbGlobalMapping;
+        let mut state = self.state();
+        let root = state
+            .smb_root(remote_path.as_str())
+            .ok_or_else(|| host_error(op, format!("{remote_path} is not a share path")))?;
+        match state.smb_mappings.remove(&root) {
+            Some(_) => Ok(()),
+            None => Err(host_error(op, format!("{root}: no global mapping exists"))),
+        }
+    }
+}

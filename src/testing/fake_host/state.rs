@@ -1,0 +1,266 @@
+//! The fake host's state and the rules shared by several groups.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::api::{DiskLocation, Secret, ServiceInfo, TargetPortal, VolumeId};
+
+/// Where a partition starts on a disk: the rest is usable.
+pub(super) const PARTITION_OFFSET: u64 = 1 << 20;
+
+/// Bytes a fresh NTFS file system uses.
+pub(super) const NTFS_OVERHEAD: u64 = 64 << 20;
+
+/// A disk of a [`FakeHost`](super::FakeHost).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FakeDisk {
+    /// The SCSI page 0x83 identifier.
+    pub page83: String,
+    /// The serial number (may be empty).
+    pub serial_number: String,
+    /// Where it sits on its adapter.
+    pub location: DiskLocation,
+    /// Its size.
+    pub size_bytes: u64,
+    /// Whether it is online.
+    pub online: bool,
+    /// Whether it has a partition table (GPT) with a data partition.
+    pub partitioned: bool,
+}
+
+impl FakeDisk {
+    /// An online, raw disk.
+    pub fn new(page83: &str, size_bytes: u64, location: DiskLocation) -> Self {
+        Self {
+            page83: page83.to_owned(),
+            serial_number: String::new(),
+            location,
+            size_bytes,
+            online: true,
+            partitioned: false,
+        }
+    }
+}
+
+/// A volume of a [`FakeHost`](super::FakeHost).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FakeVolume {
+    /// The disk that holds it.
+    pub disk: u32,
+    /// Its partition on that disk.
+    pub partition: u32,
+    /// Its size.
+    pub size_bytes: u64,
+    /// Bytes in use.
+    pub used_bytes: u64,
+    /// Whether it has a file system (NTFS).
+    pub formatted: bool,
+    /// The folders it is mounted at.
+    pub mounts: BTreeSet<String>,
+}
+
+/// What is at a path of a [`FakeHost`](super::FakeHost).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PathEntry {
+    /// A directory.
+    Directory,
+    /// A directory symlink to the given path.
+    Symlink(String),
+    /// A folder a volume is mounted at.
+    MountPoint(VolumeId),
+}
+
+#[derive(Debug)]
+pub(super) struct SmbShare {
+    pub username: String,
+    pub password: Secret,
+}
+
+#[derive(Debug)]
+pub(super) struct SmbMappingState {
+    pub valid: bool,
+}
+
+#[derive(Debug)]
+pub(super) struct IscsiTarget {
+    pub iqn: String,
+    pub disks: Vec<(String, u64)>,
+    pub chap: Option<(String, Secret)>,
+    pub mutual_secret: Option<Secret>,
+}
+
+#[derive(Debug)]
+pub(super) struct HostState {
+    pub disks: BTreeMap<u32, FakeDisk>,
+    pub volumes: BTreeMap<VolumeId, FakeVolume>,
+    pub volumes_made: u64,
+    /// Lower-cased path without trailing backslash -> entry. Drive roots
+    /// (`c:`) always exist and are not stored.
+    pub tree: PathTree,
+    pub working_dirs: Vec<String>,
+    pub shares: BTreeMap<String, SmbShare>,
+    pub smb_mappings: BTreeMap<String, SmbMappingState>,
+    pub portals: BTreeMap<TargetPortal, Vec<IscsiTarget>>,
+    pub registered_portals: BTreeSet<TargetPortal>,
+    pub sessions: BTreeMap<(TargetPortal, String), Vec<u32>>,
+    pub mutual_chap_secret: Option<Secret>,
+    pub services: BTreeMap<String, ServiceInfo>,
+    pub bios_serial: String,
+    pub rescans: usize,
+}
+
+impl HostState {
+    pub fn new() -> Self {
+        let mut state = Self {
+            disks: BTreeMap::new(),
+            volumes: BTreeMap::new(),
+            volumes_made: 0,
+            tree: PathTree::default(),
+            working_dirs: Vec::new(),
+            shares: BTreeMap::new(),
+            smb_mappings: BTreeMap::new(),
+            portals: BTreeMap::new(),
+            registered_portals: BTreeSet::new(),
+            sessions: BTreeMap::new(),
+            mutual_chap_secret: None,
+            services: BTreeMap::new(),
+            bios_serial: "FAKE-BIOS-0001".to_owned(),
+            rescans: 0,
+        };
+        state.working_dirs.push(r"C:\var\lib\kubelet".to_owned());
+        state.mkdir_all(r"C:\var\lib\kubelet");
+        state
+    }
+
+    pub fn add_disk(&mut self, number: u32, disk: FakeDisk) {
+        self.disks.insert(number, disk);
+    }
+
+    pub fn mkdir_all(&mut self, path: &str) {
+        self.tree.mkdir_all(path);
+    }
+
+    /// The proxy's working-directory check: a case-insensitive string
+    /// prefix, as naive as the proxy's own.
+    pub fn in_working_dirs(&self, path: &str) -> bool {
+        let path = path.to_lowercase();
+        self.working_dirs
+            .iter()
+            .any(|dir| path.starts_with(&dir.to_lowercase()))
+    }
+
+    /// A new volume ID, `\\?\Volume{GUID}\`.
+    pub fn new_volume_id(&mut self, disk: u32) -> VolumeId {
+        self.volumes_made += 1;
+        let id = format!(
+            "\\\\?\\Volume{{{disk:08x}-0000-4000-8000-{:012x}}}\\",
+            self.volumes_made
+        );
+        VolumeId::new(id).expect("well-formed volume ID")
+    }
+
+    /// The first free disk number.
+    pub fn next_disk_number(&self) -> u32 {
+        (0..)
+            .find(|n| !self.disks.contains_key(n))
+            .unwrap_or(u32::MAX)
+    }
+
+    /// Removes a disk and everything on it.
+    pub fn remove_disk(&mut self, number: u32) {
+        self.disks.remove(&number);
+        let gone: Vec<VolumeId> = self
+            .volumes
+            .iter()
+            .filter(|(_, v)| v.disk == number)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in gone {
+            if let Some(volume) = self.volumes.remove(&id) {
+                for mount in volume.mounts {
+                    self.tree.insert(&mount, PathEntry::Directory);
+                }
+            }
+        }
+    }
+}
+
+/// The directory tree, case-insensitive like NTFS.
+#[derive(Debug, Default)]
+pub(super) struct PathTree {
+    entries: BTreeMap<String, PathEntry>,
+}
+
+/// The key of `path`: lower-cased, without a trailing backslash.
+pub(super) fn key(path: &str) -> String {
+    path.trim_end_matches('\\').to_lowercase()
+}
+
+/// The parent of a key, `None` for a drive root.
+pub(super) fn parent(key: &str) -> Option<&str> {
+    key.rfind('\\').map(|i| &key[..i])
+}
+
+fn is_drive_root(key: &str) -> bool {
+    key.len() == 2 && key.ends_with(':')
+}
+
+impl PathTree {
+    pub fn get(&self, path: &str) -> Option<PathEntry> {
+        let key = key(path);
+        if is_drive_root(&key) {
+            return Some(PathEntry::Directory);
+        }
+        self.entries.get(&key).cloned()
+    }
+
+    pub fn exists(&self, path: &str) -> bool {
+        self.get(path).is_some()
+    }
+
+    pub fn insert(&mut self, path: &str, entry: PathEntry) {
+        self.entries.insert(key(path), entry);
+    }
+
+    pub fn mkdir_all(&mut self, path: &str) {
+        let key = key(path);
+        let mut at = 0;
+        while let Some(i) = key[at..].find('\\').map(|i| i + at) {
+            let prefix = &key[..i];
+            if !is_drive_root(prefix) {
+                self.entries
+                    .entry(prefix.to_owned())
+                    .or_insert(PathEntry::Directory);
+            }
+            at = i + 1;
+        }
+        if !is_drive_root(&key) {
+            self.entries.entry(key).or_insert(PathEntry::Directory);
+        }
+    }
+
+    /// Keys strictly below `path`.
+    pub fn descendants(&self, path: &str) -> Vec<String> {
+        let prefix = format!("{}\\", key(path));
+        self.entries
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    pub fn remove(&mut self, path: &str) {
+        self.entries.remove(&key(path));
+    }
+
+    /// `path` with symlinks followed (bounded, so loops end).
+    pub fn resolve(&self, path: &str) -> Option<String> {
+        let mut current = key(path);
+        for _ in 0..32 {
+            match self.get(&current)? {
+                PathEntry::Symlink(target) => current = key(&target),
+                _ => return Some(current),
+            }
+        }
+        None
+    }
+}

@@ -1,0 +1,207 @@
+//! The volume group of the fake host.
+
+use async_trait::async_trait;
+
+use super::state::{key, parent, HostState, PathEntry, NTFS_OVERHEAD, PARTITION_OFFSET};
+use super::{host_error, FakeHost};
+use crate::api::{VolumeApi, VolumeId, VolumeStats, WindowsPath};
+use crate::capability::Operation as Op;
+use crate::error::Result;
+
+/// Growth below this is skipped, as the proxy does since v1.2.
+const MIN_GROWTH: u64 = 100 << 20;
+
+impl HostState {
+    fn volume_mut(&mut self, op: Op, id: &VolumeId) -> Result<&mut super::FakeVolume> {
+        self.volumes
+            .get_mut(id)
+            .ok_or_else(|| host_error(op, format!("volume {id} not found")))
+    }
+
+    /// The volume mounted at `path`, after following symlinks.
+    fn mounted_at(&self, path: &str) -> Option<VolumeId> {
+        match self.tree.get(&self.tree.resolve(path)?) {
+            Some(PathEntry::MountPoint(id)) => Some(id),
+            _ => None,
+        }
+    }
+}
+
+#[async_trait]
+impl VolumeApi for FakeHost {
+    async fn list_volumes_on_disk(
+        &self,
+        disk: u32,
+        partition: Option<u32>,
+    ) -> Result<Vec<VolumeId>> {
+        let state = self.state();
+        if !state.disks.contains_key(&disk) {
+            return Err(host_error(
+                Op::ListVolumesOnDisk,
+                format!("disk {disk} not found"),
+            ));
+        }
+        let wanted = partition.filter(|&p| p != 0);
+        Ok(state
+            .volumes
+            .iter()
+            .filter(|(_, v)| v.disk == disk && wanted.is_none_or(|p| v.partition == p))
+            .map(|(id, _)| id.clone())
+            .collect())
+    }
+
+    async fn mount_volume(&self, volume: &VolumeId, target: &WindowsPath) -> Result<()> {
+        let op = Op::MountVolume;
+        let mut state = self.state();
+        state.volume_mut(op, volume)?;
+        match state.tree.get(target.as_str()) {
+            Some(PathEntry::MountPoint(mounted)) if &mounted == volume => return Ok(()),
+            Some(PathEntry::MountPoint(other)) => {
+                return Err(host_error(
+                    op,
+                    format!("{target} is already the mount point of {other}"),
+                ))
+            }
+            Some(PathEntry::Directory) if state.tree.descendants(target.as_str()).is_empty() => {}
+            Some(PathEntry::Directory) => {
+                return Err(host_error(
+                    op,
+                    format!("{target}: the directory is not empty"),
+                ))
+            }
+            Some(PathEntry::Symlink(_)) | None => {
+                return Err(host_error(
+                    op,
+                    format!("{target}: the system cannot find the path specified"),
+                ))
+            }
+        }
+        state
+            .tree
+            .insert(target.as_str(), PathEntry::MountPoint(volume.clone()));
+        state
+            .volume_mut(op, volume)?
+            .mounts
+            .insert(key(target.as_str()));
+        Ok(())
+    }
+
+    async fn unmount_volume(&self, volume: &VolumeId, target: &WindowsPath) -> Result<()> {
+        let op = Op::UnmountVolume;
+        let mut state = self.state();
+        state.volume_mut(op, volume)?;
+        match state.tree.get(target.as_str()) {
+            Some(PathEntry::MountPoint(mounted)) if &mounted == volume => {}
+            _ => {
+                return Err(host_error(
+                    op,
+                    format!("{volume} is not mounted at {target}"),
+                ))
+            }
+        }
+        state.tree.insert(target.as_str(), PathEntry::Directory);
+        state
+            .volume_mut(op, volume)?
+            .mounts
+            .remove(&key(target.as_str()));
+        Ok(())
+    }
+
+    async fn is_volume_formatted(&self, volume: &VolumeId) -> Result<bool> {
+        Ok(self
+            .state()
+            .volume_mut(Op::IsVolumeFormatted, volume)?
+            .formatted)
+    }
+
+    async fn format_volume(&self, volume: &VolumeId) -> Result<()> {
+        let mut state = self.state();
+        let found = state.volume_mut(Op::FormatVolume, volume)?;
+        found.formatted = true;
+        found.used_bytes = NTFS_OVERHEAD.min(found.size_bytes);
+        Ok(())
+    }
+
+    async fn resize_volume(&self, volume: &VolumeId, size_bytes: u64) -> Result<()> {
+        let op = Op::ResizeVolume;
+        let mut state = self.state();
+        let disk = state.volume_mut(op, volume)?.disk;
+        let max = state
+            .disks
+            .get(&disk)
+            .map_or(0, |d| d.size_bytes.saturating_sub(PARTITION_OFFSET));
+        let found = state.volume_mut(op, volume)?;
+        let wanted = if size_bytes == 0 { max } else { size_bytes };
+        if wanted > max {
+            return Err(host_error(
+                op,
+                format!("Size Not Supported: {wanted} bytes, at most {max}"),
+            ));
+        }
+        if wanted < found.used_bytes {
+            return Err(host_error(
+                op,
+                format!(
+                    "cannot shrink {volume} below its {} used bytes",
+                    found.used_bytes
+                ),
+            ));
+        }
+        if wanted > found.size_bytes && wanted - found.size_bytes < MIN_GROWTH {
+            return Ok(());
+        }
+        found.size_bytes = wanted;
+        Ok(())
+    }
+
+    async fn get_volume_stats(&self, volume: &VolumeId) -> Result<VolumeStats> {
+        let mut state = self.state();
+        let found = state.volume_mut(Op::GetVolumeStats, volume)?;
+        Ok(VolumeStats {
+            total_bytes: found.size_bytes,
+            used_bytes: found.used_bytes,
+        })
+    }
+
+    async fn get_disk_number_from_volume_id(&self, volume: &VolumeId) -> Result<u32> {
+        Ok(self
+            .state()
+            .volume_mut(Op::GetDiskNumberFromVolumeId, volume)?
+            .disk)
+    }
+
+    async fn get_volume_id_from_target_path(&self, target: &WindowsPath) -> Result<VolumeId> {
+        self.state().mounted_at(target.as_str()).ok_or_else(|| {
+            host_error(
+                Op::GetVolumeIdFromTargetPath,
+                format!("no volume is mounted at {target}"),
+            )
+        })
+    }
+
+    async fn write_volume_cache(&self, volume: &VolumeId) -> Result<()> {
+        self.state()
+            .volume_mut(Op::WriteVolumeCache, volume)
+            .map(drop)
+    }
+
+    async fn get_closest_volume_id_from_target_path(&self, path: &WindowsPath) -> Result<VolumeId> {
+        let op = Op::GetClosestVolumeIdFromTargetPath;
+        let state = self.state();
+        let mut current = state.tree.resolve(path.as_str()).ok_or_else(|| {
+            host_error(
+                op,
+                format!("{path}: the system cannot find the path specified"),
+            )
+        })?;
+        loop {
+            if let Some(id) = state.mounted_at(&current) {
+                return Ok(id);
+            }
+            match parent(&current) {
+                Some(up) => current = up.to_owned(),
+                None => return Err(host_error(op, format!("no volume holds {path}"))),
+            }
+        }
+    }
+}

@@ -1,0 +1,317 @@
+//! A fake CSI Proxy: serves any set of group-versions over a real
+//! transport, translating each wire version back to the group traits.
+
+mod codec;
+mod disk;
+mod filesystem;
+mod iscsi;
+mod smb;
+mod system;
+mod volume;
+
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use async_trait::async_trait;
+use tonic::codegen::{http, Body, BoxFuture, Service, StdError};
+use tonic::server::{Grpc, UnaryService};
+use tonic::service::Routes;
+use tonic::Status;
+
+use super::endpoints::Endpoints;
+use super::raw_codec::RawCodec;
+use super::FakeHost;
+use crate::adapter::Layout;
+use crate::capability::{Operation, Support};
+use crate::client::Backends;
+use crate::error::{Error, Result};
+use crate::group::ApiGroup;
+use crate::transport::{service_name, Transport};
+use crate::version::ApiVersion;
+
+/// The server side of one message layout: decodes a request of `operation`,
+/// calls the backend, encodes the answer.
+#[async_trait]
+trait WireServer: Send + Sync {
+    async fn handle(&self, operation: Operation, body: &[u8]) -> codec::Answer;
+}
+
+/// An operation a layout routes but its server does not handle: a bug of
+/// ours, reported like an unknown method.
+fn unroutable(operation: Operation) -> Status {
+    Status::unimplemented(format!(
+        "{} {} is not served by this layout",
+        operation.group(),
+        operation.name()
+    ))
+}
+
+/// The server of `layout` on top of `backends`, if the group has a backend.
+fn server_for(layout: Layout, backends: &Backends) -> Option<Arc<dyn WireServer>> {
+    Some(match layout {
+        Layout::DiskStringId => Arc::new(disk::StringIdDisk(backends.disk.clone()?)),
+        Layout::DiskNumbered => Arc::new(disk::NumberedDisk(backends.disk.clone()?)),
+        Layout::FilesystemContext => {
+            Arc::new(filesystem::ContextFilesystem(backends.filesystem.clone()?))
+        }
+        Layout::FilesystemPlain => {
+            Arc::new(filesystem::PlainFilesystem(backends.filesystem.clone()?))
+        }
+        Layout::SmbErrorField | Layout::SmbPlain => Arc::new(smb::Smb(backends.smb.clone()?)),
+        Layout::VolumeStringId => Arc::new(volume::StringIdVolume(backends.volume.clone()?)),
+        Layout::VolumeNumbered => Arc::new(volume::NumberedVolume(backends.volume.clone()?)),
+        Layout::Iscsi => Arc::new(iscsi::Iscsi(backends.iscsi.clone()?)),
+        Layout::System => Arc::new(system::System(backends.system.clone()?)),
+    })
+}
+
+/// One call a [`FakeProxy`] received.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Call {
+    /// The group of the endpoint.
+    pub group: ApiGroup,
+    /// The version of the endpoint.
+    pub version: ApiVersion,
+    /// The RPC name from the request path.
+    pub rpc: String,
+    /// The operation, if the version has that RPC.
+    pub operation: Option<Operation>,
+}
+
+/// A fake CSI Proxy that serves any chosen set of group-versions, each on
+/// its own endpoint of a [`Transport`] (Unix sockets, or named pipes on
+/// Windows), backed by a [`FakeHost`] or by any implementation of the group
+/// traits.
+///
+/// The server side mirrors the client: one server adapter per message
+/// layout decodes each wire version's requests, calls the backend, and
+/// encodes that version's answers, so a harness that injects its own mock
+/// still exercises the real wire path and negotiation. Like CSI Proxy v1.x,
+/// it answers failures with gRPC statuses (code `Unknown` for host
+/// failures), ignores the old `PathContext`, never fills the legacy `error`
+/// field, and refuses paths that are not normalized. Methods a version lacks
+/// answer `Unimplemented`.
+///
+/// Every call is recorded ([`FakeProxy::calls`]). The served set can change
+/// at any time ([`FakeProxy::restart`]), as a proxy upgrade would change
+/// it. Dropping the proxy stops its servers; [`FakeProxy::shutdown`] also
+/// waits until the endpoints are gone.
+///
+/// ```
+/// # #[cfg(unix)]
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> csi_proxy_client::Result<()> {
+/// use csi_proxy_client::testing::{FakeHost, FakeProxy};
+/// use csi_proxy_client::{ApiGroup, ApiVersion, CsiProxy, Transport};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let transport = Transport::unix_sockets(dir.path())?;
+/// let host = FakeHost::builder().disk(1, "pd-1", 10 << 30).build();
+/// let mut fake = FakeProxy::new(transport.clone(), host.backends());
+/// fake.serve(ApiGroup::Disk, ApiVersion::V1BETA2).await?;
+///
+/// let proxy = CsiProxy::builder().transport(transport).connect().await?;
+/// assert_eq!(proxy.disk()?.get_disk_number_by_name("pd-1").await?, 1);
+/// assert_eq!(fake.calls()[0].rpc, "ListDiskIDs"); // emulated on v1beta2
+/// # Ok(()) }
+/// # #[cfg(not(unix))] fn main() {}
+/// ```
+pub struct FakeProxy {
+    endpoints: Endpoints,
+    backends: Backends,
+    calls: Arc<Mutex<Vec<Call>>>,
+}
+
+impl std::fmt::Debug for FakeProxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeProxy")
+            .field("transport", self.endpoints.transport())
+            .field("served", &self.served())
+            .finish_non_exhaustive()
+    }
+}
+
+impl FakeProxy {
+    /// A fake proxy on `transport` backed by `backends`, serving nothing yet.
+    pub fn new(transport: Transport, backends: Backends) -> Self {
+        Self {
+            endpoints: Endpoints::new(transport),
+            backends,
+            calls: Arc::default(),
+        }
+    }
+
+    /// A fake proxy backed by `host` for every group.
+    pub fn for_host(transport: Transport, host: &FakeHost) -> Self {
+        Self::new(transport, host.backends())
+    }
+
+    /// The transport it serves on.
+    pub fn transport(&self) -> &Transport {
+        self.endpoints.transport()
+    }
+
+    /// Starts serving `group` `version`. Fails if the group has no backend,
+    /// the group never had that version, or its endpoint is taken.
+    pub async fn serve(&mut self, group: ApiGroup, version: ApiVersion) -> Result<()> {
+        if !group.has_version(version) {
+            return Err(Error::invalid_argument(
+                "version",
+                format!("CSI Proxy has no {group} {version}"),
+            ));
+        }
+        let server = server_for(Layout::of(group, version), &self.backends).ok_or_else(|| {
+            Error::invalid_argument("group", format!("no backend for the {group} group"))
+        })?;
+        let dispatch = Dispatch {
+            group,
+            version,
+            prefix: Arc::from(format!("/{version}.{}/", service_name(group))),
+            server,
+            calls: self.calls.clone(),
+        };
+        let routes: Routes = Routes::default()
+            .into_axum_router()
+            .fallback_service(dispatch)
+            .into();
+        self.endpoints.serve(group, version, routes).await
+    }
+
+    /// Serves every group-version in `versions`.
+    pub async fn serve_all(
+        &mut self,
+        versions: impl IntoIterator<Item = (ApiGroup, ApiVersion)>,
+    ) -> Result<()> {
+        for (group, version) in versions {
+            self.serve(group, version).await?;
+        }
+        Ok(())
+    }
+
+    /// Serves all 23 group-versions, as CSI Proxy v1.1 and later do.
+    pub async fn serve_everything(&mut self) -> Result<()> {
+        let all: Vec<_> = ApiGroup::ALL
+            .iter()
+            .flat_map(|&g| g.versions().iter().map(move |&v| (g, v)))
+            .collect();
+        self.serve_all(all).await
+    }
+
+    /// Stops serving `group` `version`; its connections break.
+    pub async fn stop(&mut self, group: ApiGroup, version: ApiVersion) {
+        self.endpoints.stop(group, version).await;
+    }
+
+    /// Stops everything, then serves `versions`: a proxy restart, or an
+    /// upgrade or downgrade when the set differs.
+    pub async fn restart(
+        &mut self,
+        versions: impl IntoIterator<Item = (ApiGroup, ApiVersion)>,
+    ) -> Result<()> {
+        self.endpoints.stop_all().await;
+        self.serve_all(versions).await
+    }
+
+    /// The group-versions being served.
+    pub fn served(&self) -> Vec<(ApiGroup, ApiVersion)> {
+        self.endpoints.served()
+    }
+
+    /// Every call received so far, in order.
+    pub fn calls(&self) -> Vec<Call> {
+        self.calls.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// Forgets the calls received so far.
+    pub fn clear_calls(&self) {
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.clear();
+        }
+    }
+
+    /// Stops every endpoint and waits until they are gone (socket files
+    /// removed).
+    pub async fn shutdown(mut self) {
+        self.endpoints.stop_all().await;
+    }
+}
+
+/// Routes every request of one endpoint to its layout's server.
+#[derive(Clone)]
+struct Dispatch {
+    group: ApiGroup,
+    version: ApiVersion,
+    /// `/<version>.<Service>/`
+    prefix: Arc<str>,
+    server: Arc<dyn WireServer>,
+    calls: Arc<Mutex<Vec<Call>>>,
+}
+
+impl Dispatch {
+    /// The operation whose RPC this version serves under `rpc`.
+    fn operation(&self, rpc: &str) -> Option<Operation> {
+        Operation::of_group(self.group)
+            .find(|op| matches!(op.support(self.version), Support::Native(name) if name == rpc))
+    }
+}
+
+impl<B> Service<http::Request<B>> for Dispatch
+where
+    B: Body + Send + 'static,
+    B::Error: Into<StdError> + Send + 'static,
+{
+    type Response = http::Response<tonic::body::Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Self::Response, Infallible>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let rpc = request
+            .uri()
+            .path()
+            .strip_prefix(&*self.prefix)
+            .map(str::to_owned);
+        let operation = rpc.as_deref().and_then(|rpc| self.operation(rpc));
+        if let (Some(rpc), Ok(mut calls)) = (&rpc, self.calls.lock()) {
+            calls.push(Call {
+                group: self.group,
+                version: self.version,
+                rpc: rpc.clone(),
+                operation,
+            });
+        }
+        let handler = Handler {
+            operation,
+            server: self.server.clone(),
+        };
+        Box::pin(async move { Ok(Grpc::new(RawCodec).unary(handler, request).await) })
+    }
+}
+
+/// Answers one unary call.
+struct Handler {
+    operation: Option<Operation>,
+    server: Arc<dyn WireServer>,
+}
+
+impl UnaryService<Vec<u8>> for Handler {
+    type Response = Vec<u8>;
+    type Future = BoxFuture<tonic::Response<Vec<u8>>, Status>;
+
+    fn call(&mut self, request: tonic::Request<Vec<u8>>) -> Self::Future {
+        let (operation, server) = (self.operation, self.server.clone());
+        Box::pin(async move {
+            // Like grpc-go for a method the service does not have.
+            let operation = operation.ok_or_else(|| Status::unimplemented("unknown method"))?;
+            let body = request.into_inner();
+            server
+                .handle(operation, &body)
+                .await
+                .map(tonic::Response::new)
+        })
+    }
+}

@@ -1,0 +1,383 @@
+//! The test harness itself: the fake host keeps the proxy's rules, and the
+//! fake proxy reports them over the wire the same way, with the same code.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::scenario::seeded_host;
+use common::TestNode;
+use csi_proxy_client::testing::{FakeHost, FakeProxy, PathEntry};
+use csi_proxy_client::{
+    async_trait, ApiGroup, ApiVersion, Backends, Code, CsiProxy, DiskApi, Error, IscsiAuth, Result,
+    Secret, SmbMapping, SmbRemotePath, TargetPortal, WindowsPath,
+};
+use ApiVersion as V;
+
+fn path(p: &str) -> WindowsPath {
+    WindowsPath::new(p).unwrap()
+}
+
+/// The same host, directly and through a fake proxy at the newest versions.
+async fn both_ways(host: &FakeHost) -> (CsiProxy, CsiProxy, TestNode, FakeProxy) {
+    let node = TestNode::new();
+    let mut fake = FakeProxy::for_host(node.transport(), host);
+    fake.serve_everything().await.unwrap();
+    let wired = CsiProxy::builder()
+        .transport(node.transport())
+        .connect()
+        .await
+        .unwrap();
+    (host.proxy(), wired, node, fake)
+}
+
+/// Both ways fail alike: a host error with code Unknown and the same text.
+fn assert_same_rejection<T: std::fmt::Debug>(direct: Result<T>, wired: Result<T>) -> String {
+    let (direct, wired) = (direct.unwrap_err(), wired.unwrap_err());
+    match (&direct, &wired) {
+        (
+            Error::Host {
+                operation: a,
+                code: Code::Unknown,
+                message: m1,
+            },
+            Error::Host {
+                operation: b,
+                code: Code::Unknown,
+                message: m2,
+            },
+        ) => {
+            assert_eq!((a, m1), (b, m2));
+            m1.clone()
+        }
+        _ => panic!("direct: {direct:?}\nwired: {wired:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_proxy_rules_hold_directly_and_over_the_wire() {
+    let host = seeded_host();
+    let (direct, wired, _node, _fake) = both_ways(&host).await;
+    for proxy in [&direct, &wired] {
+        proxy
+            .filesystem()
+            .unwrap()
+            .mkdir(&path(r"C:\var\lib\kubelet\d\sub"))
+            .await
+            .unwrap();
+    }
+
+    let outside = path(r"C:\Windows\System32");
+    let msg = assert_same_rejection(
+        direct.filesystem().unwrap().mkdir(&outside).await,
+        wired.filesystem().unwrap().mkdir(&outside).await,
+    );
+    assert!(msg.contains("working directories"), "{msg}");
+    assert!(
+        host.entry(r"C:\Windows\System32").is_none(),
+        "nothing was created"
+    );
+
+    let non_empty = path(r"C:\var\lib\kubelet\d");
+    assert_same_rejection(
+        direct.filesystem().unwrap().rmdir(&non_empty, false).await,
+        wired.filesystem().unwrap().rmdir(&non_empty, false).await,
+    );
+    assert_eq!(
+        host.entry(r"C:\var\lib\kubelet\d\sub"),
+        Some(PathEntry::Directory)
+    );
+
+    let missing = path(r"C:\var\lib\kubelet\nowhere");
+    assert_same_rejection(
+        direct.filesystem().unwrap().is_symlink(&missing).await,
+        wired.filesystem().unwrap().is_symlink(&missing).await,
+    );
+
+    let wrong = SmbMapping::new(
+        SmbRemotePath::new(r"\\files\share").unwrap(),
+        "smb-user",
+        Secret::new("nope"),
+    );
+    let msg = assert_same_rejection(
+        direct.smb().unwrap().new_smb_global_mapping(&wrong).await,
+        wired.smb().unwrap().new_smb_global_mapping(&wrong).await,
+    );
+    assert!(msg.contains("access is denied"), "{msg}");
+
+    let portal = TargetPortal::new(common::scenario::PORTAL);
+    for proxy in [&direct, &wired] {
+        proxy
+            .iscsi()
+            .unwrap()
+            .add_target_portal(&portal)
+            .await
+            .unwrap();
+    }
+    let bad_chap = IscsiAuth::OneWayChap {
+        username: "chap-user".into(),
+        secret: Secret::new("wrong"),
+    };
+    let iqn = common::scenario::ONE_WAY_IQN;
+    assert_same_rejection(
+        direct
+            .iscsi()
+            .unwrap()
+            .connect_target(&portal, iqn, &bad_chap)
+            .await,
+        wired
+            .iscsi()
+            .unwrap()
+            .connect_target(&portal, iqn, &bad_chap)
+            .await,
+    );
+    assert!(host.iscsi_sessions().is_empty());
+
+    assert_same_rejection(
+        direct
+            .volume()
+            .unwrap()
+            .resize_volume(&common::ops::volume(), 0)
+            .await,
+        wired
+            .volume()
+            .unwrap()
+            .resize_volume(&common::ops::volume(), 0)
+            .await,
+    );
+    assert_same_rejection(
+        direct
+            .system()
+            .unwrap()
+            .start_service("no-such-service")
+            .await,
+        wired
+            .system()
+            .unwrap()
+            .start_service("no-such-service")
+            .await,
+    );
+}
+
+#[tokio::test]
+async fn mounts_need_an_empty_folder_and_resizes_follow_the_proxy() {
+    let host = FakeHost::builder().disk(1, "d", 10 << 30).build();
+    let proxy = host.proxy();
+    let (disk, fs, volume) = (
+        proxy.disk().unwrap(),
+        proxy.filesystem().unwrap(),
+        proxy.volume().unwrap(),
+    );
+    disk.partition_disk(1).await.unwrap();
+    let id = volume
+        .list_volumes_on_disk(1, None)
+        .await
+        .unwrap()
+        .remove(0);
+    let target = path(r"C:\var\lib\kubelet\mnt");
+    assert!(
+        volume.mount_volume(&id, &target).await.is_err(),
+        "the folder must exist"
+    );
+    fs.mkdir(&path(r"C:\var\lib\kubelet\mnt\x")).await.unwrap();
+    assert!(
+        volume.mount_volume(&id, &target).await.is_err(),
+        "the folder must be empty"
+    );
+    fs.rmdir(&path(r"C:\var\lib\kubelet\mnt\x"), false)
+        .await
+        .unwrap();
+    volume.mount_volume(&id, &target).await.unwrap();
+    assert_eq!(
+        host.entry(r"c:\VAR\lib\kubelet\MNT"),
+        Some(PathEntry::MountPoint(id.clone()))
+    );
+
+    volume.format_volume(&id).await.unwrap();
+    let size = volume.get_volume_stats(&id).await.unwrap().total_bytes;
+    volume.resize_volume(&id, 5 << 30).await.unwrap();
+    assert_eq!(
+        volume.get_volume_stats(&id).await.unwrap().total_bytes,
+        5 << 30
+    );
+    // Growth under 100 MB is skipped silently.
+    volume
+        .resize_volume(&id, (5 << 30) + (50 << 20))
+        .await
+        .unwrap();
+    assert_eq!(
+        volume.get_volume_stats(&id).await.unwrap().total_bytes,
+        5 << 30
+    );
+    volume.resize_volume(&id, 0).await.unwrap();
+    assert_eq!(
+        volume.get_volume_stats(&id).await.unwrap().total_bytes,
+        size
+    );
+    assert!(
+        volume.resize_volume(&id, 11 << 30).await.is_err(),
+        "larger than the disk"
+    );
+}
+
+#[tokio::test]
+async fn smb_mappings_are_per_share_root_and_remapped_when_bad() {
+    let host = FakeHost::builder()
+        .smb_share(r"\\srv\data", "u", "p")
+        .build();
+    let smb = host.proxy().smb().unwrap();
+    let mapping = SmbMapping::new(
+        SmbRemotePath::new(r"\\SRV\Data\a\b").unwrap(),
+        "u",
+        Secret::new("p"),
+    );
+    smb.new_smb_global_mapping(&mapping).await.unwrap();
+    assert_eq!(host.smb_mappings(), [r"\\srv\data"]);
+    host.invalidate_smb_mapping(r"\\srv\data");
+    smb.new_smb_global_mapping(&mapping).await.unwrap();
+    smb.remove_smb_global_mapping(&SmbRemotePath::new(r"\\srv\data\other").unwrap())
+        .await
+        .unwrap();
+    assert!(host.smb_mappings().is_empty());
+    assert!(smb
+        .remove_smb_global_mapping(&mapping.remote_path)
+        .await
+        .is_err());
+}
+
+/// A driver's own mock, served over the real wire.
+struct CountingDisk(std::sync::Mutex<u32>);
+
+#[async_trait]
+impl DiskApi for CountingDisk {
+    async fn rescan(&self) -> Result<()> {
+        *self.0.lock().unwrap() += 1;
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn an_injected_mock_is_served_at_any_version() {
+    let mock = Arc::new(CountingDisk(Default::default()));
+    for version in ApiGroup::Disk.versions() {
+        let node = TestNode::new();
+        let backends = Backends {
+            disk: Some(mock.clone()),
+            ..Default::default()
+        };
+        let mut fake = FakeProxy::new(node.transport(), backends);
+        fake.serve(ApiGroup::Disk, *version).await.unwrap();
+        assert!(
+            fake.serve(ApiGroup::Volume, V::V1).await.is_err(),
+            "no volume backend"
+        );
+        let proxy = node.connect(ApiGroup::Disk, *version).await;
+        proxy.disk().unwrap().rescan().await.unwrap();
+        // What the mock does not implement comes back as Unimplemented.
+        match proxy.disk().unwrap().partition_disk(1).await {
+            Err(Error::Host {
+                code: Code::Unimplemented,
+                ..
+            }) => {}
+            other => panic!("{other:?}"),
+        }
+        let rpcs: Vec<_> = fake.calls().into_iter().map(|c| c.rpc).collect();
+        assert_eq!(rpcs, ["Rescan", "PartitionDisk"]);
+    }
+    assert_eq!(*mock.0.lock().unwrap(), 5);
+}
+
+#[tokio::test]
+async fn the_served_set_can_change_like_a_proxy_upgrade() {
+    let node = TestNode::new();
+    let host = seeded_host();
+    let mut fake = FakeProxy::for_host(node.transport(), &host);
+    fake.serve_all([(ApiGroup::Disk, V::V1BETA2), (ApiGroup::Volume, V::V1BETA2)])
+        .await
+        .unwrap();
+    let before = CsiProxy::builder()
+        .transport(node.transport())
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(before.version(ApiGroup::Disk), Some(V::V1BETA2));
+
+    fake.restart([
+        (ApiGroup::Disk, V::V1),
+        (ApiGroup::Disk, V::V1BETA2),
+        (ApiGroup::Volume, V::V1),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(fake.served().len(), 3);
+    let after = CsiProxy::builder()
+        .transport(node.transport())
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(after.version(ApiGroup::Disk), Some(V::V1));
+    assert_eq!(after.version(ApiGroup::Volume), Some(V::V1));
+    after.disk().unwrap().rescan().await.unwrap();
+    assert_eq!(host.rescans(), 1);
+
+    #[cfg(unix)]
+    {
+        let socket = node.transport().address(ApiGroup::Disk, V::V1);
+        assert!(std::path::Path::new(&socket).exists());
+        fake.shutdown().await;
+        assert!(
+            !std::path::Path::new(&socket).exists(),
+            "shutdown removes the sockets"
+        );
+    }
+}
+
+#[tokio::test]
+async fn unknown_methods_answer_unimplemented_like_grpc_go() {
+    // A v1 request sent to a v1beta1 endpoint: the path names another service.
+    let node = TestNode::new();
+    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
+    fake.serve(ApiGroup::Disk, V::V1BETA1).await.unwrap();
+    let negotiated = csi_proxy_client::Negotiator::new(node.transport())
+        .negotiate(&[ApiGroup::Disk])
+        .await
+        .unwrap();
+    let channel = negotiated.connection(ApiGroup::Disk).unwrap().channel();
+    let mut v1 = csi_proxy_client::wire::disk::v1::disk_client::DiskClient::new(channel.clone());
+    let status = v1
+        .rescan(csi_proxy_client::wire::disk::v1::RescanRequest {})
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::Unimplemented);
+    // SetAttachState only exists from v1beta2 on.
+    let mut old = csi_proxy_client::wire::disk::v1beta2::disk_client::DiskClient::new(channel);
+    let request = csi_proxy_client::wire::disk::v1beta2::SetAttachStateRequest {
+        disk_id: "1".into(),
+        is_online: true,
+    };
+    let path_of_v1beta2 = old.set_attach_state(request).await.unwrap_err();
+    assert_eq!(path_of_v1beta2.code(), Code::Unimplemented);
+}
+
+#[tokio::test]
+async fn old_string_disk_ids_that_are_not_numbers_fail_like_the_proxy() {
+    let node = TestNode::new();
+    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
+    fake.serve(ApiGroup::Disk, V::V1BETA2).await.unwrap();
+    let negotiated = csi_proxy_client::Negotiator::new(node.transport())
+        .negotiate(&[ApiGroup::Disk])
+        .await
+        .unwrap();
+    let channel = negotiated.connection(ApiGroup::Disk).unwrap().channel();
+    let mut client = csi_proxy_client::wire::disk::v1beta2::disk_client::DiskClient::new(channel);
+    let request = csi_proxy_client::wire::disk::v1beta2::PartitionDiskRequest {
+        disk_id: "one".into(),
+    };
+    let status = client.partition_disk(request).await.unwrap_err();
+    assert_eq!(status.code(), Code::Unknown);
+    assert!(
+        status.message().contains("ParseUint"),
+        "{}",
+        status.message()
+    );
+}
