@@ -16,7 +16,7 @@ mod disk;
 mod filesystem;
 mod iscsi;
 mod smb;
-mod system;
+pub(crate) mod system;
 mod volume;
 mod wire_client;
 

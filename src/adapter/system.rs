@@ -18,41 +18,52 @@ impl System {
     }
 }
 
-fn start_type(value: i32) -> Result<StartType> {
-    Ok(match wire::StartType::try_from(value) {
-        Ok(wire::StartType::Boot) => StartType::Boot,
-        Ok(wire::StartType::System) => StartType::System,
-        Ok(wire::StartType::Automatic) => StartType::Automatic,
-        Ok(wire::StartType::Manual) => StartType::Manual,
-        Ok(wire::StartType::Disabled) => StartType::Disabled,
-        Err(_) => {
-            return Err(Error::invalid_response(
-                Op::GetService,
-                format!("unknown start type {value}"),
-            ))
+/// One table per enum, read both ways: by the client adapter and by the
+/// fake proxy's server side.
+macro_rules! enum_table {
+    ($from_wire:ident, $to_wire:ident, $stable:ident, $wire:path, [$($variant:ident),+ $(,)?]) => {
+        /// The stable value of a wire number, if the number is known.
+        pub(crate) fn $from_wire(value: i32) -> Option<$stable> {
+            use $wire as W;
+            match W::try_from(value).ok()? {
+                $(W::$variant => Some($stable::$variant),)+
+            }
         }
-    })
+
+        /// The wire number of a stable value.
+        #[cfg_attr(not(feature = "testing"), allow(dead_code))] // for the fake proxy
+        pub(crate) fn $to_wire(value: $stable) -> i32 {
+            use $wire as W;
+            match value {
+                $($stable::$variant => W::$variant as i32,)+
+            }
+        }
+    };
 }
 
-fn service_status(value: i32) -> Result<ServiceStatus> {
-    use wire::ServiceStatus as W;
-    Ok(match W::try_from(value) {
-        Ok(W::Unknown) => ServiceStatus::Unknown,
-        Ok(W::Stopped) => ServiceStatus::Stopped,
-        Ok(W::StartPending) => ServiceStatus::StartPending,
-        Ok(W::StopPending) => ServiceStatus::StopPending,
-        Ok(W::Running) => ServiceStatus::Running,
-        Ok(W::ContinuePending) => ServiceStatus::ContinuePending,
-        Ok(W::PausePending) => ServiceStatus::PausePending,
-        Ok(W::Paused) => ServiceStatus::Paused,
-        Err(_) => {
-            return Err(Error::invalid_response(
-                Op::GetService,
-                format!("unknown service status {value}"),
-            ))
-        }
-    })
-}
+enum_table!(
+    start_type_from_wire,
+    start_type_to_wire,
+    StartType,
+    wire::StartType,
+    [Boot, System, Automatic, Manual, Disabled]
+);
+enum_table!(
+    status_from_wire,
+    status_to_wire,
+    ServiceStatus,
+    wire::ServiceStatus,
+    [
+        Unknown,
+        Stopped,
+        StartPending,
+        StopPending,
+        Running,
+        ContinuePending,
+        PausePending,
+        Paused
+    ]
+);
 
 #[async_trait]
 impl SystemApi for System {
@@ -91,8 +102,18 @@ impl SystemApi for System {
         let response: wire::GetServiceResponse = self.wire.call(Op::GetService, request).await?;
         Ok(ServiceInfo {
             display_name: response.display_name,
-            start_type: start_type(response.start_type)?,
-            status: service_status(response.status)?,
+            start_type: start_type_from_wire(response.start_type).ok_or_else(|| {
+                Error::invalid_response(
+                    Op::GetService,
+                    format!("unknown start type {}", response.start_type),
+                )
+            })?,
+            status: status_from_wire(response.status).ok_or_else(|| {
+                Error::invalid_response(
+                    Op::GetService,
+                    format!("unknown service status {}", response.status),
+                )
+            })?,
         })
     }
 }

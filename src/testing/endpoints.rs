@@ -24,6 +24,26 @@ struct Served {
     task: JoinHandle<()>,
 }
 
+/// A fake proxy that can serve one group-version at a time.
+pub(crate) trait ServeOne {
+    fn serve_one(
+        &mut self,
+        group: ApiGroup,
+        version: ApiVersion,
+    ) -> impl std::future::Future<Output = Result<()>> + Send;
+}
+
+/// Serves each of `versions` in turn, stopping at the first failure.
+pub(crate) async fn serve_each<P: ServeOne>(
+    proxy: &mut P,
+    versions: impl IntoIterator<Item = (ApiGroup, ApiVersion)>,
+) -> Result<()> {
+    for (group, version) in versions {
+        proxy.serve_one(group, version).await?;
+    }
+    Ok(())
+}
+
 /// The servers of one fake proxy, one per served group-version.
 #[derive(Debug)]
 pub(crate) struct Endpoints {

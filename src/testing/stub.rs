@@ -3,7 +3,7 @@
 
 use tonic::service::Routes;
 
-use super::endpoints::Endpoints;
+use super::endpoints::{serve_each, Endpoints, ServeOne};
 use crate::error::Result;
 use crate::group::ApiGroup;
 use crate::transport::Transport;
@@ -72,10 +72,7 @@ impl StubProxy {
         &mut self,
         versions: impl IntoIterator<Item = (ApiGroup, ApiVersion)>,
     ) -> Result<()> {
-        for (group, version) in versions {
-            self.serve(group, version).await?;
-        }
-        Ok(())
+        serve_each(self, versions).await
     }
 
     /// Stops serving `group` `version` and waits until its endpoint is gone.
@@ -98,6 +95,12 @@ impl StubProxy {
     /// Stops every server and waits until their endpoints are gone.
     pub async fn shutdown(mut self) {
         self.endpoints.stop_all().await;
+    }
+}
+
+impl ServeOne for StubProxy {
+    async fn serve_one(&mut self, group: ApiGroup, version: ApiVersion) -> Result<()> {
+        self.serve(group, version).await
     }
 }
 

@@ -9,6 +9,17 @@ use crate::capability::Operation;
 use crate::error::Result;
 
 impl HostState {
+    fn check_exists(&self, operation: Operation, path: &WindowsPath) -> Result<()> {
+        if self.tree.exists(path.as_str()) {
+            Ok(())
+        } else {
+            Err(host_error(
+                operation,
+                format!("{path}: the system cannot find the file specified"),
+            ))
+        }
+    }
+
     /// Whether `path` leads somewhere, following symlinks, including links
     /// to SMB shares (which lead somewhere while their share is mapped).
     pub(super) fn leads_somewhere(&self, path: &str) -> bool {
@@ -66,12 +77,7 @@ impl FilesystemApi for FakeHost {
         let op = Operation::Rmdir;
         let mut state = self.state();
         state.check_working_dir(op, path)?;
-        if !state.tree.exists(path.as_str()) {
-            return Err(host_error(
-                op,
-                format!("{path}: the system cannot find the file specified"),
-            ));
-        }
+        state.check_exists(op, path)?;
         let below = state.tree.descendants(path.as_str());
         if !below.is_empty() && !force {
             return Err(host_error(
@@ -95,12 +101,7 @@ impl FilesystemApi for FakeHost {
         let op = Operation::RmdirContents;
         let mut state = self.state();
         state.check_working_dir(op, path)?;
-        if !state.tree.exists(path.as_str()) {
-            return Err(host_error(
-                op,
-                format!("{path}: the system cannot find the file specified"),
-            ));
-        }
+        state.check_exists(op, path)?;
         for child in state.tree.descendants(path.as_str()) {
             state.tree.remove(&child);
         }

@@ -19,7 +19,7 @@ use tonic::server::{Grpc, UnaryService};
 use tonic::service::Routes;
 use tonic::Status;
 
-use super::endpoints::Endpoints;
+use super::endpoints::{serve_each, Endpoints, ServeOne};
 use super::raw_codec::RawCodec;
 use super::FakeHost;
 use crate::adapter::Layout;
@@ -183,10 +183,7 @@ impl FakeProxy {
         &mut self,
         versions: impl IntoIterator<Item = (ApiGroup, ApiVersion)>,
     ) -> Result<()> {
-        for (group, version) in versions {
-            self.serve(group, version).await?;
-        }
-        Ok(())
+        serve_each(self, versions).await
     }
 
     /// Serves all 23 group-versions, as CSI Proxy v1.1 and later do.
@@ -234,6 +231,12 @@ impl FakeProxy {
     /// removed).
     pub async fn shutdown(mut self) {
         self.endpoints.stop_all().await;
+    }
+}
+
+impl ServeOne for FakeProxy {
+    async fn serve_one(&mut self, group: ApiGroup, version: ApiVersion) -> Result<()> {
+        self.serve(group, version).await
     }
 }
 

@@ -6,32 +6,10 @@ use async_trait::async_trait;
 
 use super::codec::{decode, host, name, reply, Answer};
 use super::WireServer;
-use crate::api::{ServiceStatus, StartType, SystemApi};
+use crate::adapter::system::{start_type_to_wire, status_to_wire};
+use crate::api::SystemApi;
 use crate::capability::Operation as Op;
 use crate::wire::system::v1alpha1 as wire;
-
-fn start_type(value: StartType) -> wire::StartType {
-    match value {
-        StartType::Boot => wire::StartType::Boot,
-        StartType::System => wire::StartType::System,
-        StartType::Automatic => wire::StartType::Automatic,
-        StartType::Manual => wire::StartType::Manual,
-        StartType::Disabled => wire::StartType::Disabled,
-    }
-}
-
-fn status(value: ServiceStatus) -> wire::ServiceStatus {
-    match value {
-        ServiceStatus::Unknown => wire::ServiceStatus::Unknown,
-        ServiceStatus::Stopped => wire::ServiceStatus::Stopped,
-        ServiceStatus::StartPending => wire::ServiceStatus::StartPending,
-        ServiceStatus::StopPending => wire::ServiceStatus::StopPending,
-        ServiceStatus::Running => wire::ServiceStatus::Running,
-        ServiceStatus::ContinuePending => wire::ServiceStatus::ContinuePending,
-        ServiceStatus::PausePending => wire::ServiceStatus::PausePending,
-        ServiceStatus::Paused => wire::ServiceStatus::Paused,
-    }
-}
 
 pub(super) struct System(pub Arc<dyn SystemApi>);
 
@@ -62,8 +40,8 @@ impl WireServer for System {
                 let info = host!(api.get_service(&request.name));
                 reply(wire::GetServiceResponse {
                     display_name: info.display_name,
-                    start_type: start_type(info.start_type) as i32,
-                    status: status(info.status) as i32,
+                    start_type: start_type_to_wire(info.start_type),
+                    status: status_to_wire(info.status),
                 })
             }
             _ => Err(super::unroutable(op)),
