@@ -71,7 +71,7 @@ pub use api::{
 /// The attribute for implementing the group traits (for mocks).
 pub use async_trait::async_trait;
 pub use capability::{Operation, Support};
-pub use client::{Backends, CsiProxy, CsiProxyBuilder};
+pub use client::{Backends, CallOptions, CsiProxy, CsiProxyBuilder, VersionChange};
 pub use error::{BoxedSource, Code, Error, Result};
 pub use group::ApiGroup;
 pub use negotiate::{

@@ -697,8 +697,8 @@ async fn status_codes_map_to_error_kinds() {
         }
         other => panic!("{other:?}"),
     }
-    raw.script(|_| Err(tonic::Status::deadline_exceeded("slow")));
-    assert!(matches!(disk.rescan().await, Err(Error::Timeout { .. })));
+    raw.script(|_| Err(tonic::Status::unavailable("going away")));
+    assert!(matches!(disk.rescan().await, Err(Error::Transport { .. })));
     raw.script(|_| Err(tonic::Status::invalid_argument("bad disk")));
     assert!(matches!(
         disk.rescan().await,

@@ -22,7 +22,7 @@ mod wire_client;
 
 use std::sync::Arc;
 
-pub(crate) use wire_client::{Deadlines, WireClient};
+pub(crate) use wire_client::WireClient;
 
 use crate::api::{DiskApi, FilesystemApi, IscsiApi, SmbApi, SystemApi, VolumeApi};
 use crate::group::ApiGroup;
@@ -75,36 +75,36 @@ impl Layout {
     }
 }
 
-/// The adapter of one negotiated group, behind its trait.
-#[derive(Clone)]
-pub(crate) enum GroupApi {
-    Disk(Arc<dyn DiskApi>),
-    Filesystem(Arc<dyn FilesystemApi>),
-    Smb(Arc<dyn SmbApi>),
-    Volume(Arc<dyn VolumeApi>),
-    Iscsi(Arc<dyn IscsiApi>),
-    System(Arc<dyn SystemApi>),
+/// Builds the adapter of a group for a negotiated connection, by layout.
+pub(crate) trait FromConnection {
+    fn from_connection(connection: &Connection) -> Arc<Self>;
 }
 
-/// The adapter for a negotiated connection.
-pub(crate) fn for_connection(connection: &Connection, deadlines: Deadlines) -> GroupApi {
-    let wire = WireClient::new(connection, deadlines);
-    match Layout::of(connection.group(), connection.version()) {
-        Layout::DiskStringId => GroupApi::Disk(Arc::new(disk::StringIdDisk::new(wire))),
-        Layout::DiskNumbered => GroupApi::Disk(Arc::new(disk::NumberedDisk::new(wire))),
-        Layout::FilesystemContext => {
-            GroupApi::Filesystem(Arc::new(filesystem::ContextFilesystem::new(wire)))
+/// One `FromConnection` per group trait: which adapter serves which layout.
+macro_rules! from_connection {
+    ($($trait:ident => { $($layout:ident => $adapter:path),+ $(,)? })+) => {$(
+        impl FromConnection for dyn $trait {
+            fn from_connection(connection: &Connection) -> Arc<Self> {
+                let wire = WireClient::new(connection);
+                match Layout::of(connection.group(), connection.version()) {
+                    $(Layout::$layout => Arc::new(<$adapter>::new(wire)),)+
+                    other => unreachable!("{other:?} is not a layout of {}", connection.group()),
+                }
+            }
         }
-        Layout::FilesystemPlain => {
-            GroupApi::Filesystem(Arc::new(filesystem::PlainFilesystem::new(wire)))
-        }
-        Layout::SmbErrorField => GroupApi::Smb(Arc::new(smb::ErrorFieldSmb::new(wire))),
-        Layout::SmbPlain => GroupApi::Smb(Arc::new(smb::PlainSmb::new(wire))),
-        Layout::VolumeStringId => GroupApi::Volume(Arc::new(volume::StringIdVolume::new(wire))),
-        Layout::VolumeNumbered => GroupApi::Volume(Arc::new(volume::NumberedVolume::new(wire))),
-        Layout::Iscsi => GroupApi::Iscsi(Arc::new(iscsi::Iscsi::new(wire))),
-        Layout::System => GroupApi::System(Arc::new(system::System::new(wire))),
+    )+};
+}
+
+from_connection! {
+    DiskApi => { DiskStringId => disk::StringIdDisk, DiskNumbered => disk::NumberedDisk }
+    FilesystemApi => {
+        FilesystemContext => filesystem::ContextFilesystem,
+        FilesystemPlain => filesystem::PlainFilesystem,
     }
+    SmbApi => { SmbErrorField => smb::ErrorFieldSmb, SmbPlain => smb::PlainSmb }
+    VolumeApi => { VolumeStringId => volume::StringIdVolume, VolumeNumbered => volume::NumberedVolume }
+    IscsiApi => { Iscsi => iscsi::Iscsi }
+    SystemApi => { System => system::System }
 }
 
 #[cfg(test)]

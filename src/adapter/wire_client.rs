@@ -1,8 +1,7 @@
-//! One place where every adapter call goes on the wire: RPC path, deadline,
-//! tracing span, and the mapping of gRPC statuses to [`Error`].
+//! One place where every adapter call goes on the wire: RPC path, tracing
+//! span, and the mapping of gRPC statuses to [`Error`].
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use tonic::client::Grpc;
 use tonic::codegen::http::uri::PathAndQuery;
@@ -14,34 +13,8 @@ use crate::capability::{Operation, Support};
 use crate::error::{Code, Error, Result};
 use crate::group::ApiGroup;
 use crate::negotiate::Connection;
-use crate::transport::service_name;
+use crate::transport::{is_connection_lost, service_name, ConnectionLost};
 use crate::version::ApiVersion;
-
-/// Default deadlines of calls, by kind of operation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Deadlines {
-    pub read: Duration,
-    pub mutation: Duration,
-}
-
-impl Default for Deadlines {
-    fn default() -> Self {
-        Self {
-            read: Duration::from_secs(30),
-            mutation: Duration::from_secs(120),
-        }
-    }
-}
-
-impl Deadlines {
-    fn of(&self, operation: Operation) -> Duration {
-        if operation.is_mutating() {
-            self.mutation
-        } else {
-            self.read
-        }
-    }
-}
 
 /// A negotiated connection, ready for unary calls of its version.
 #[derive(Clone)]
@@ -54,11 +27,10 @@ pub(crate) struct WireClient {
     /// natively, indexed by `Operation as usize`; built once, cloned per
     /// call without allocating.
     paths: Arc<[Option<PathAndQuery>]>,
-    deadlines: Deadlines,
 }
 
 impl WireClient {
-    pub fn new(connection: &Connection, deadlines: Deadlines) -> Self {
+    pub fn new(connection: &Connection) -> Self {
         let (group, version) = (connection.group(), connection.version());
         let service = service_name(group);
         let mut paths = vec![None; Operation::ALL.len()];
@@ -75,7 +47,6 @@ impl WireClient {
             version,
             address: Arc::from(connection.address()),
             paths: paths.into(),
-            deadlines,
         }
     }
 
@@ -94,9 +65,10 @@ impl WireClient {
         }
     }
 
-    /// Sends `request` as `operation`'s RPC and waits for the response, at
-    /// most the operation's deadline. Fails with [`Error::Unsupported`],
-    /// sending nothing, when this version has no such RPC.
+    /// Sends `request` as `operation`'s RPC and waits for the response.
+    /// Fails with [`Error::Unsupported`], sending nothing, when this version
+    /// has no such RPC. Deadlines and retries are the caller's (the
+    /// handles of [`CsiProxy`](crate::CsiProxy)).
     pub async fn call<Req, Resp>(&self, operation: Operation, request: Req) -> Result<Resp>
     where
         Req: prost::Message + Send + Sync + 'static,
@@ -105,7 +77,6 @@ impl WireClient {
         let Some(path) = self.paths[operation as usize].clone() else {
             return Err(self.unsupported(operation));
         };
-        let deadline = self.deadlines.of(operation);
         let span = tracing::debug_span!(
             "csi_proxy_call",
             group = %self.group,
@@ -115,40 +86,53 @@ impl WireClient {
         );
         let mut grpc = self.grpc.clone();
         let exchange = async move {
-            grpc.ready().await.map_err(|e| Error::Transport {
-                address: self.address.to_string(),
-                source: Arc::from(e),
-            })?;
-            let mut request = tonic::Request::new(request);
-            request.set_timeout(deadline);
-            grpc.unary(request, path, ProstCodec::<Req, Resp>::default())
-                .await
-                .map(tonic::Response::into_inner)
-                .map_err(|status| self.status_error(operation, deadline, status))
-        };
-        let result = match tokio::time::timeout(deadline, exchange)
-            .instrument(span.clone())
+            grpc.ready().await.map_err(|e| self.transport_error(&e))?;
+            grpc.unary(
+                tonic::Request::new(request),
+                path,
+                ProstCodec::<Req, Resp>::default(),
+            )
             .await
-        {
-            Ok(result) => result,
-            Err(_) => Err(timeout(operation, deadline)),
+            .map(tonic::Response::into_inner)
+            .map_err(|status| self.status_error(operation, status))
         };
+        let result = exchange.instrument(span.clone()).await;
         span.record("outcome", outcome(&result));
         result
     }
 
-    fn status_error(
-        &self,
-        operation: Operation,
-        deadline: Duration,
-        status: tonic::Status,
-    ) -> Error {
+    /// A transport failure; [`ConnectionLost`] when the request was never
+    /// sent because the connection broke earlier.
+    fn transport_error(&self, error: &(dyn std::error::Error + Send + Sync + 'static)) -> Error {
+        let source: crate::error::BoxedSource = if is_connection_lost(error) {
+            Arc::new(ConnectionLost)
+        } else {
+            Arc::new(std::io::Error::other(error.to_string()))
+        };
+        Error::Transport {
+            address: self.address.to_string(),
+            source,
+        }
+    }
+
+    fn status_error(&self, operation: Operation, status: tonic::Status) -> Error {
+        if is_connection_lost(&status) {
+            return self.transport_error(&status);
+        }
+        // A status with a cause was made here, by tonic, from a broken
+        // connection (often with code Unknown); the proxy's own answers
+        // arrive without one.
+        if std::error::Error::source(&status).is_some() && status.code() != Code::Internal {
+            return Error::Transport {
+                address: self.address.to_string(),
+                source: Arc::new(status),
+            };
+        }
         match status.code() {
             Code::Unavailable | Code::Cancelled => Error::Transport {
                 address: self.address.to_string(),
                 source: Arc::new(status),
             },
-            Code::DeadlineExceeded => timeout(operation, deadline),
             // tonic's own report of a response it could not decode.
             Code::Internal if status.message().starts_with("failed to decode") => {
                 Error::invalid_response(operation, status.message())
@@ -159,13 +143,6 @@ impl WireClient {
                 message: status.message().to_owned(),
             },
         }
-    }
-}
-
-fn timeout(operation: Operation, after: Duration) -> Error {
-    Error::Timeout {
-        operation: format!("{} {}", operation.group(), operation.name()),
-        after,
     }
 }
 

@@ -110,6 +110,15 @@ impl Negotiator {
         self
     }
 
+    /// Whether the channels may reconnect by themselves after their
+    /// connection breaks (default: yes). With `false`, a call on a broken
+    /// channel fails at once without being sent, so that the caller can
+    /// negotiate again, as [`CsiProxy`](crate::CsiProxy) does.
+    pub fn reconnect(mut self, reconnect: bool) -> Self {
+        self.options.reconnect = reconnect;
+        self
+    }
+
     /// The transport negotiated over.
     pub fn transport(&self) -> &Transport {
         &self.transport

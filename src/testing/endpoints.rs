@@ -4,7 +4,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tonic::codegen::http;
 use tonic::service::Routes;
@@ -20,7 +19,6 @@ use crate::version::ApiVersion;
 struct Served {
     group: ApiGroup,
     version: ApiVersion,
-    stop: oneshot::Sender<()>,
     task: JoinHandle<()>,
 }
 
@@ -90,22 +88,14 @@ impl Endpoints {
             request
         });
         let router = Server::builder().layer(record).add_routes(routes);
-        let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
-            let shutdown = async {
-                let _ = stopped.await;
-            };
-            if let Err(error) = router
-                .serve_with_incoming_shutdown(incoming, shutdown)
-                .await
-            {
+            if let Err(error) = router.serve_with_incoming(incoming).await {
                 tracing::warn!(%group, %version, %error, "fake proxy endpoint failed");
             }
         });
         self.served.push(Served {
             group,
             version,
-            stop,
             task,
         });
         Ok(())
@@ -135,17 +125,11 @@ impl Endpoints {
         }
     }
 
+    /// Like a proxy process dying: the listener goes, and with it (see
+    /// `ServerStream`) every connection, including calls in flight.
     async fn stop_one(served: Served) {
-        let _ = served.stop.send(());
-        // Connections still open would keep a graceful shutdown waiting;
-        // the endpoint is gone once the listener is dropped, so stop there.
-        let abort = served.task.abort_handle();
-        if tokio::time::timeout(std::time::Duration::from_millis(200), served.task)
-            .await
-            .is_err()
-        {
-            abort.abort();
-        }
+        served.task.abort();
+        let _ = served.task.await;
     }
 
     pub fn served(&self) -> Vec<(ApiGroup, ApiVersion)> {

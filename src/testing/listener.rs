@@ -5,7 +5,10 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use tokio::sync::mpsc;
+use std::future::Future;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::{mpsc, watch};
 use tokio::task::AbortHandle;
 use tokio_stream::Stream;
 
@@ -17,7 +20,77 @@ use crate::version::ApiVersion;
 /// A connection accepted by [`Incoming`]. It implements tokio's
 /// `AsyncRead`/`AsyncWrite` and tonic's `Connected`, so [`Incoming`] can be
 /// handed to `tonic::transport::Server::serve_with_incoming`.
-pub use crate::transport::IoStream as ServerStream;
+///
+/// It lives no longer than its [`Incoming`]: once that is dropped, reads
+/// and writes fail, as the connections of a proxy process that died would.
+pub struct ServerStream {
+    inner: IoStream,
+    /// Ready once the listener is gone.
+    listener_gone: Pin<Box<dyn Future<Output = ()> + Send>>,
+}
+
+impl std::fmt::Debug for ServerStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ServerStream").field(&self.inner).finish()
+    }
+}
+
+impl ServerStream {
+    fn new(inner: IoStream, alive: &watch::Sender<()>) -> Self {
+        let mut alive = alive.subscribe();
+        Self {
+            inner,
+            listener_gone: Box::pin(async move { while alive.changed().await.is_ok() {} }),
+        }
+    }
+
+    /// Fails once the listener is gone.
+    fn check_alive(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
+        match self.listener_gone.as_mut().poll(cx) {
+            Poll::Ready(()) => Err(io::ErrorKind::ConnectionReset.into()),
+            Poll::Pending => Ok(()),
+        }
+    }
+}
+
+impl AsyncRead for ServerStream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.check_alive(cx)?;
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for ServerStream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.check_alive(cx)?;
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.check_alive(cx)?;
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// tonic's server needs to know what it may learn about the peer: nothing,
+/// for a local pipe or socket.
+impl tonic::transport::server::Connected for ServerStream {
+    type ConnectInfo = ();
+
+    fn connect_info(&self) -> Self::ConnectInfo {}
+}
 
 /// How many accepted connections may wait for the server to pick them up.
 const BACKLOG: usize = 16;
@@ -28,8 +101,10 @@ const BACKLOG: usize = 16;
 /// socket file.
 #[derive(Debug)]
 pub struct Incoming {
-    accepted: mpsc::Receiver<io::Result<ServerStream>>,
+    accepted: mpsc::Receiver<io::Result<IoStream>>,
     accept_loop: AbortHandle,
+    /// Dropped with the listener, which ends every accepted connection.
+    _alive: watch::Sender<()>,
     #[cfg(unix)]
     socket_path: Option<std::path::PathBuf>,
 }
@@ -38,7 +113,10 @@ impl Stream for Incoming {
     type Item = io::Result<ServerStream>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.accepted.poll_recv(cx)
+        let this = &mut *self;
+        this.accepted.poll_recv(cx).map(|next| {
+            next.map(|accepted| accepted.map(|stream| ServerStream::new(stream, &this._alive)))
+        })
     }
 }
 
@@ -74,6 +152,7 @@ pub async fn listen(
         return Ok(Incoming {
             accepted,
             accept_loop,
+            _alive: watch::channel(()).0,
             socket_path: Some(address.into()),
         });
     }
@@ -84,6 +163,7 @@ pub async fn listen(
         Ok(Incoming {
             accepted,
             accept_loop,
+            _alive: watch::channel(()).0,
             #[cfg(unix)]
             socket_path: None,
         })
@@ -121,7 +201,7 @@ async fn bind_socket(path: &str) -> io::Result<tokio::net::UnixListener> {
 #[cfg(unix)]
 async fn accept_sockets(
     listener: tokio::net::UnixListener,
-    sender: mpsc::Sender<io::Result<ServerStream>>,
+    sender: mpsc::Sender<io::Result<IoStream>>,
 ) {
     loop {
         let accepted = listener
@@ -149,7 +229,7 @@ mod pipe {
     pub(super) async fn accept(
         name: String,
         mut listening: NamedPipeServer,
-        sender: mpsc::Sender<io::Result<ServerStream>>,
+        sender: mpsc::Sender<io::Result<IoStream>>,
     ) {
         loop {
             let accepted = match listening.connect().await {

@@ -25,6 +25,11 @@ pub(crate) struct ConnectOptions {
     pub connect_timeout: Duration,
     /// Retries of attempts that failed for a reason that may pass.
     pub retry: RetryPolicy,
+    /// Whether the channel may reconnect by itself after the connection
+    /// breaks. Off for [`CsiProxy`](crate::CsiProxy), which negotiates
+    /// again instead, since the proxy that comes back may serve other
+    /// versions.
+    pub reconnect: bool,
 }
 
 impl Default for ConnectOptions {
@@ -32,6 +37,7 @@ impl Default for ConnectOptions {
         Self {
             connect_timeout: Duration::from_secs(5),
             retry: RetryPolicy::default(),
+            reconnect: true,
         }
     }
 }
@@ -165,7 +171,43 @@ impl Connector {
             .unwrap_or(None);
         match first {
             Some(stream) => Ok(stream),
-            None => self.transport.open(&self.address, &self.options).await,
+            None if self.options.reconnect => {
+                self.transport.open(&self.address, &self.options).await
+            }
+            None => Err(io::Error::new(io::ErrorKind::NotConnected, ConnectionLost)),
         }
     }
+}
+
+/// Why a channel that may not reconnect refuses to: its connection broke
+/// earlier. A request that meets this error was never sent.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ConnectionLost;
+
+impl std::fmt::Display for ConnectionLost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the connection to the proxy was lost; negotiate again")
+    }
+}
+
+impl std::error::Error for ConnectionLost {}
+
+/// Whether `error` (or anything it was caused by) is [`ConnectionLost`].
+pub(crate) fn is_connection_lost(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if e.is::<ConnectionLost>() {
+            return true;
+        }
+        if let Some(io) = e.downcast_ref::<io::Error>() {
+            if io
+                .get_ref()
+                .is_some_and(|inner| inner.is::<ConnectionLost>())
+            {
+                return true;
+            }
+        }
+        current = e.source();
+    }
+    false
 }

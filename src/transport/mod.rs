@@ -18,7 +18,9 @@ use crate::error::{Error, Result};
 use crate::group::ApiGroup;
 use crate::version::ApiVersion;
 
-pub(crate) use channel::{connect, ConnectFailure, ConnectOptions};
+pub(crate) use channel::{
+    connect, is_connection_lost, ConnectFailure, ConnectOptions, ConnectionLost,
+};
 pub(crate) use stream::Inner as StreamInner;
 pub use stream::IoStream;
 

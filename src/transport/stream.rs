@@ -82,12 +82,3 @@ impl AsyncWrite for IoStream {
         delegate!(self, s => Pin::new(s).poll_shutdown(cx))
     }
 }
-
-/// tonic's server needs to know what it may learn about the peer: nothing,
-/// for a local pipe or socket.
-#[cfg(feature = "testing")]
-impl tonic::transport::server::Connected for IoStream {
-    type ConnectInfo = ();
-
-    fn connect_info(&self) -> Self::ConnectInfo {}
-}
