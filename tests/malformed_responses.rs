@@ -31,16 +31,21 @@ impl XorShift {
 fn tricky_replies() -> Vec<Vec<u8>> {
     vec![
         vec![],
-        vec![0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01], // field 1 = -1
-        vec![0x08, 0x80, 0x80, 0x80, 0x80, 0x10],                               // field 1 = 2^32
-        vec![0x0a, 0x03, b'a', b'b', b'c'],                                     // field 1 = "abc"
-        vec![0x0a, 0x00],                                                       // field 1 = ""
-        vec![0x0a, 0x02, 0x0a, 0x00],                                           // entry with empty key
-        vec![0x0a, 0x04, 0x0a, 0x02, b'-', b'1'],                               // key "-1"
-        vec![0x0a, 0x05, 0x08, 0x01, 0x12, 0x01, 0x00],                         // entry, value garbage
-        vec![0x10, 0x2a, 0x18, 0x2a],                                           // fields 2 and 3 = 42
-        vec![0x12, 0x01, b'x', 0x0a, 0x01, b'9'],                               // fields out of order
-        vec![0x0a, 0x0c, 0x0a, 0x08, b'1', b'0', b'.', b'0', b'.', b'0', b'.', b'1', 0x10, 0x80, 0x80, 0x04],
+        vec![
+            0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
+        ], // field 1 = -1
+        vec![0x08, 0x80, 0x80, 0x80, 0x80, 0x10], // field 1 = 2^32
+        vec![0x0a, 0x03, b'a', b'b', b'c'],       // field 1 = "abc"
+        vec![0x0a, 0x00],                         // field 1 = ""
+        vec![0x0a, 0x02, 0x0a, 0x00],             // entry with empty key
+        vec![0x0a, 0x04, 0x0a, 0x02, b'-', b'1'], // key "-1"
+        vec![0x0a, 0x05, 0x08, 0x01, 0x12, 0x01, 0x00], // entry, value garbage
+        vec![0x10, 0x2a, 0x18, 0x2a],             // fields 2 and 3 = 42
+        vec![0x12, 0x01, b'x', 0x0a, 0x01, b'9'], // fields out of order
+        vec![
+            0x0a, 0x0c, 0x0a, 0x08, b'1', b'0', b'.', b'0', b'.', b'0', b'.', b'1', 0x10, 0x80,
+            0x80, 0x04,
+        ],
     ]
 }
 
@@ -66,13 +71,20 @@ async fn any_answer_gives_a_value_or_a_typed_error() {
                         rejected += 1;
                     }
                     // The legacy `error` field of old versions is a failure.
-                    Err(Error::Host { .. } | Error::Unsupported { .. } | Error::NotFound { .. }) => {}
+                    Err(
+                        Error::Host { .. } | Error::Unsupported { .. } | Error::NotFound { .. },
+                    ) => {}
                     Err(other) => panic!("{group} {version} {op} with {reply:02x?}: {other:?}"),
                 }
             }
         }
     }
     assert!(tried > 3000, "{tried}");
-    assert!(rejected > 100, "malformed answers must be noticed: {rejected} of {tried}");
-    eprintln!("malformed responses: {tried} tried, {rejected} rejected as InvalidResponse, 0 panics");
+    assert!(
+        rejected > 100,
+        "malformed answers must be noticed: {rejected} of {tried}"
+    );
+    eprintln!(
+        "malformed responses: {tried} tried, {rejected} rejected as InvalidResponse, 0 panics"
+    );
 }

@@ -1,0 +1,401 @@
+//! Benchmark: what a driver pays for the SDK, side by side with a raw
+//! generated tonic client, against a `FakeProxy` with a trivial backend
+//! over Unix sockets.
+//!
+//! Run it with `cargo run --release --example bench`. It measures, in one
+//! run:
+//! 1. per-call latency (p50, p99), calls per second and client CPU time per
+//!    call of `ListDiskIDs`, through the SDK's trait and through a raw
+//!    tonic client on the same socket and server, at 1, 16 and 64
+//!    concurrent callers;
+//! 2. negotiation: time to a connected client for all six groups on a node
+//!    that serves every version and on one that serves only the oldest
+//!    (worst-case fallback), against connecting six known sockets
+//!    directly; and cold start (new client and first call);
+//! 3. memory: resident memory of this process holding a connected client,
+//!    idle and at its peak under the 64-caller load.
+//!
+//! The fake proxy runs in a child process (this program, started with
+//! `--serve`), so CPU time and memory measured here are the client's own.
+//! The last line is machine-readable.
+
+#[cfg(unix)]
+mod bench {
+    use std::collections::BTreeMap;
+    use std::io::{BufRead, BufReader};
+    use std::path::Path;
+    use std::process::{Child, Command, Stdio};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use csi_proxy_client::testing::FakeProxy;
+    use csi_proxy_client::wire::disk::v1 as wire;
+    use csi_proxy_client::{
+        async_trait, ApiGroup, ApiVersion, CsiProxy, DiskApi, DiskIds, RetryPolicy, Transport,
+    };
+    use hyper_util::rt::TokioIo;
+    use tonic::transport::{Channel, Endpoint, Uri};
+
+    /// Calls per caller per measured run.
+    const CALLS: usize = 4_000;
+    const CONCURRENCY: [usize; 3] = [1, 16, 64];
+    const NEGOTIATIONS: usize = 30;
+
+    /// A trivial backend: two disks, no work.
+    struct TwoDisks;
+
+    #[async_trait]
+    impl DiskApi for TwoDisks {
+        async fn list_disk_ids(&self) -> csi_proxy_client::Result<BTreeMap<u32, DiskIds>> {
+            let ids = |p: &str| DiskIds {
+                page83: p.into(),
+                serial_number: "sn".into(),
+            };
+            Ok(BTreeMap::from([(0, ids("disk-0")), (1, ids("disk-1"))]))
+        }
+    }
+
+    /// Child mode: serve `set` ("all" or "oldest") in `dir` until killed.
+    pub async fn serve(dir: &Path, set: &str) {
+        let transport = Transport::unix_sockets(dir).unwrap();
+        let host = csi_proxy_client::testing::FakeHost::default();
+        let mut backends = host.backends();
+        backends.disk = Some(Arc::new(TwoDisks));
+        let mut fake = FakeProxy::new(transport, backends);
+        match set {
+            "all" => fake.serve_everything().await.unwrap(),
+            _ => fake
+                .serve_all(ApiGroup::ALL.iter().map(|&g| (g, g.versions()[0])))
+                .await
+                .unwrap(),
+        }
+        println!("ready");
+        std::future::pending::<()>().await;
+    }
+
+    /// A fake proxy in a child process.
+    struct Node {
+        child: Child,
+        dir: tempfile::TempDir,
+    }
+
+    impl Node {
+        fn start(set: &str) -> Node {
+            let dir = tempfile::tempdir().unwrap();
+            let mut child = Command::new(std::env::current_exe().unwrap())
+                .args(["--serve", dir.path().to_str().unwrap(), set])
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut line = String::new();
+            BufReader::new(child.stdout.take().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            assert_eq!(line.trim(), "ready");
+            Node { child, dir }
+        }
+
+        fn transport(&self) -> Transport {
+            Transport::unix_sockets(self.dir.path()).unwrap()
+        }
+
+        fn socket(&self, group: ApiGroup, version: ApiVersion) -> String {
+            self.transport().address(group, version)
+        }
+    }
+
+    impl Drop for Node {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// A raw tonic channel to one socket, as a driver without the SDK would open it.
+    async fn raw_channel(socket: String) -> Channel {
+        Endpoint::from_static("http://raw")
+            .connect_with_connector(tower::service_fn(move |_: Uri| {
+                let socket = socket.clone();
+                async move {
+                    tokio::net::UnixStream::connect(socket)
+                        .await
+                        .map(TokioIo::new)
+                }
+            }))
+            .await
+            .unwrap()
+    }
+
+    /// CPU time of this process so far (all threads), in nanoseconds.
+    fn cpu_ns() -> u64 {
+        let mut total = 0;
+        for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+            if let Ok(stat) = std::fs::read_to_string(task.path().join("schedstat")) {
+                total += stat
+                    .split_whitespace()
+                    .next()
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .unwrap_or(0);
+            }
+        }
+        total
+    }
+
+    /// Current and peak resident memory in MiB.
+    fn rss_mib() -> (f64, f64) {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+                .unwrap_or(0.0)
+                / 1024.0
+        };
+        (field("VmRSS:"), field("VmHWM:"))
+    }
+
+    struct Run {
+        p50: Duration,
+        p99: Duration,
+        per_second: f64,
+        cpu_per_call: Duration,
+    }
+
+    /// `callers` tasks each making `CALLS` calls of `call`.
+    async fn measure<F, Fut>(callers: usize, call: F) -> Run
+    where
+        F: Fn() -> Fut + Clone + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send,
+    {
+        let (cpu_before, started) = (cpu_ns(), Instant::now());
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..callers {
+            let call = call.clone();
+            tasks.spawn(async move {
+                let mut latencies = Vec::with_capacity(CALLS);
+                for _ in 0..CALLS {
+                    let t = Instant::now();
+                    call().await;
+                    latencies.push(t.elapsed());
+                }
+                latencies
+            });
+        }
+        let mut all = Vec::with_capacity(callers * CALLS);
+        while let Some(done) = tasks.join_next().await {
+            all.extend(done.unwrap());
+        }
+        let (elapsed, cpu) = (started.elapsed(), cpu_ns() - cpu_before);
+        all.sort();
+        let calls = all.len();
+        Run {
+            p50: all[calls / 2],
+            p99: all[calls * 99 / 100],
+            per_second: calls as f64 / elapsed.as_secs_f64(),
+            cpu_per_call: Duration::from_nanos(cpu / calls as u64),
+        }
+    }
+
+    fn us(d: Duration) -> f64 {
+        d.as_secs_f64() * 1e6
+    }
+
+    fn ms(d: Duration) -> f64 {
+        d.as_secs_f64() * 1e3
+    }
+
+    /// The median of `runs` timings of `f`.
+    async fn median_time<F, Fut>(runs: usize, f: F) -> Duration
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        let mut times = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let t = Instant::now();
+            f().await;
+            times.push(t.elapsed());
+        }
+        times.sort();
+        times[runs / 2]
+    }
+
+    async fn connect_sdk(node: &Node) -> CsiProxy {
+        CsiProxy::builder()
+            .transport(node.transport())
+            .retry(RetryPolicy::none())
+            .connect()
+            .await
+            .unwrap()
+    }
+
+    pub async fn run() {
+        let all = Node::start("all");
+        let proxy = connect_sdk(&all).await;
+        let (idle_rss, _) = rss_mib();
+
+        println!("Per-call cost of ListDiskIDs (disk v1), SDK trait vs raw tonic client, same socket and server");
+        println!(
+            "{:>7} {:>6} {:>10} {:>10} {:>12} {:>12}",
+            "callers", "client", "p50 µs", "p99 µs", "calls/s", "cpu µs/call"
+        );
+        let raw_client = wire::disk_client::DiskClient::new(
+            raw_channel(all.socket(ApiGroup::Disk, ApiVersion::V1)).await,
+        );
+        let disk = proxy.disk().unwrap();
+        let sdk_call = move || {
+            let disk = disk.clone();
+            async move {
+                disk.list_disk_ids().await.unwrap();
+            }
+        };
+        let raw_call = move || {
+            let mut client = raw_client.clone();
+            async move {
+                client
+                    .list_disk_i_ds(wire::ListDiskIDsRequest {})
+                    .await
+                    .unwrap();
+            }
+        };
+        // Warm up both paths.
+        measure(4, sdk_call.clone()).await;
+        measure(4, raw_call.clone()).await;
+        let mut ratios = Vec::new();
+        for callers in CONCURRENCY {
+            // Alternate, and keep the better of two runs each, to damp noise.
+            let mut best: [Option<Run>; 2] = [None, None];
+            for _ in 0..2 {
+                for (i, run) in [
+                    measure(callers, sdk_call.clone()).await,
+                    measure(callers, raw_call.clone()).await,
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    if best[i].as_ref().is_none_or(|b| run.p50 < b.p50) {
+                        best[i] = Some(run);
+                    }
+                }
+            }
+            let [Some(sdk), Some(raw)] = best else {
+                unreachable!()
+            };
+            for (name, r) in [("sdk", &sdk), ("raw", &raw)] {
+                println!(
+                    "{:>7} {:>6} {:>10.1} {:>10.1} {:>12.0} {:>12.1}",
+                    callers,
+                    name,
+                    us(r.p50),
+                    us(r.p99),
+                    r.per_second,
+                    us(r.cpu_per_call)
+                );
+            }
+            ratios.push((
+                us(sdk.p50) / us(raw.p50),
+                sdk.cpu_per_call.as_secs_f64() / raw.cpu_per_call.as_secs_f64(),
+            ));
+        }
+        let (_, peak_rss) = rss_mib();
+
+        println!("\nNegotiation of all six groups (median of {NEGOTIATIONS})");
+        let negotiate_all = median_time(NEGOTIATIONS, || async {
+            connect_sdk(&all).await;
+        })
+        .await;
+        let oldest = Node::start("oldest");
+        let negotiate_oldest = median_time(NEGOTIATIONS, || async {
+            connect_sdk(&oldest).await;
+        })
+        .await;
+        let direct = median_time(NEGOTIATIONS, || async {
+            let sockets: Vec<String> = ApiGroup::ALL
+                .iter()
+                .map(|&g| oldest.socket(g, g.versions()[0]))
+                .collect();
+            let mut connecting = tokio::task::JoinSet::new();
+            for socket in sockets {
+                connecting.spawn(raw_channel(socket));
+            }
+            while connecting.join_next().await.is_some() {}
+        })
+        .await;
+        let cold_start = median_time(NEGOTIATIONS, || async {
+            connect_sdk(&all)
+                .await
+                .disk()
+                .unwrap()
+                .list_disk_ids()
+                .await
+                .unwrap();
+        })
+        .await;
+        println!(
+            "{:<48} {:>8.2} ms",
+            "node serving all 23 versions",
+            ms(negotiate_all)
+        );
+        println!(
+            "{:<48} {:>8.2} ms",
+            "node serving only the oldest (worst fallback)",
+            ms(negotiate_oldest)
+        );
+        println!(
+            "{:<48} {:>8.2} ms",
+            "raw: six known sockets connected directly",
+            ms(direct)
+        );
+        println!(
+            "{:<48} {:>8.2} ms",
+            "cold start: new client and first call",
+            ms(cold_start)
+        );
+
+        println!("\nMemory of this process (the client)");
+        println!(
+            "{:<48} {:>8.1} MiB",
+            "idle, connected to all six groups", idle_rss
+        );
+        println!(
+            "{:<48} {:>8.1} MiB",
+            "peak, under the 64-caller load", peak_rss
+        );
+
+        let (p50_ratio, cpu_ratio) = ratios
+            .iter()
+            .fold((0.0f64, 0.0f64), |(a, b), (x, y)| (a.max(*x), b.max(*y)));
+        println!(
+            "\nWorst ratio SDK/raw over 1, 16, 64 callers: p50 {p50_ratio:.3}, cpu {cpu_ratio:.3}; \
+             worst-case negotiation / direct connect: {:.2}",
+            ms(negotiate_oldest) / ms(direct)
+        );
+        println!(
+            "bench: overhead_p50_ratio={p50_ratio:.3} overhead_cpu_ratio={cpu_ratio:.3} negotiate_all_ms={:.2} \
+             negotiate_oldest_ms={:.2} direct_connect_ms={:.2} cold_start_ms={:.2} rss_idle_mib={idle_rss:.1} \
+             rss_mib={peak_rss:.1}",
+            ms(negotiate_all),
+            ms(negotiate_oldest),
+            ms(direct),
+            ms(cold_start)
+        );
+    }
+}
+
+#[cfg(unix)]
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--serve") {
+        bench::serve(std::path::Path::new(&args[2]), &args[3]).await;
+    } else {
+        bench::run().await;
+    }
+}
+
+#[cfg(not(unix))]
+fn main() {
+    eprintln!("the benchmark serves its fake proxy over Unix sockets; run it on Linux or macOS");
+}
