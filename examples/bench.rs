@@ -37,9 +37,9 @@ mod bench {
     use tonic::transport::{Channel, Endpoint, Uri};
 
     /// Calls per caller per measured run.
-    const CALLS: usize = 4_000;
+    const CALLS: usize = 3_000;
     const CONCURRENCY: [usize; 3] = [1, 16, 64];
-    const NEGOTIATIONS: usize = 30;
+    const NEGOTIATIONS: usize = 200;
 
     /// A trivial backend: two disks, no work.
     struct TwoDisks;
@@ -198,6 +198,20 @@ mod bench {
         }
     }
 
+    /// The median of each figure over `runs`.
+    fn median_run(runs: Vec<Run>) -> Run {
+        fn median<T: Copy + PartialOrd>(mut values: Vec<T>) -> T {
+            values.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            values[values.len() / 2]
+        }
+        Run {
+            p50: median(runs.iter().map(|r| r.p50).collect()),
+            p99: median(runs.iter().map(|r| r.p99).collect()),
+            per_second: median(runs.iter().map(|r| r.per_second).collect()),
+            cpu_per_call: median(runs.iter().map(|r| r.cpu_per_call).collect()),
+        }
+    }
+
     fn us(d: Duration) -> f64 {
         d.as_secs_f64() * 1e6
     }
@@ -229,6 +243,28 @@ mod bench {
             .connect()
             .await
             .unwrap()
+    }
+
+    /// Profiling mode: 5,000 calls from one caller through one client only,
+    /// for `valgrind --tool=callgrind`.
+    pub async fn profile(sdk: bool) {
+        let all = Node::start("all");
+        if sdk {
+            let disk = connect_sdk(&all).await.disk().unwrap();
+            for _ in 0..5_000 {
+                disk.list_disk_ids().await.unwrap();
+            }
+        } else {
+            let mut client = wire::disk_client::DiskClient::new(
+                raw_channel(all.socket(ApiGroup::Disk, ApiVersion::V1)).await,
+            );
+            for _ in 0..5_000 {
+                client
+                    .list_disk_i_ds(wire::ListDiskIDsRequest {})
+                    .await
+                    .unwrap();
+            }
+        }
     }
 
     pub async fn run() {
@@ -265,24 +301,14 @@ mod bench {
         measure(4, raw_call.clone()).await;
         let mut ratios = Vec::new();
         for callers in CONCURRENCY {
-            // Alternate, and keep the better of two runs each, to damp noise.
-            let mut best: [Option<Run>; 2] = [None, None];
-            for _ in 0..2 {
-                for (i, run) in [
-                    measure(callers, sdk_call.clone()).await,
-                    measure(callers, raw_call.clone()).await,
-                ]
-                .into_iter()
-                .enumerate()
-                {
-                    if best[i].as_ref().is_none_or(|b| run.p50 < b.p50) {
-                        best[i] = Some(run);
-                    }
-                }
+            // Alternate the two clients, three runs each, and keep the
+            // median of each figure, to damp the noise of a small machine.
+            let mut runs: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
+            for _ in 0..3 {
+                runs[0].push(measure(callers, sdk_call.clone()).await);
+                runs[1].push(measure(callers, raw_call.clone()).await);
             }
-            let [Some(sdk), Some(raw)] = best else {
-                unreachable!()
-            };
+            let [sdk, raw] = runs.map(median_run);
             for (name, r) in [("sdk", &sdk), ("raw", &raw)] {
                 println!(
                     "{:>7} {:>6} {:>10.1} {:>10.1} {:>12.0} {:>12.1}",
@@ -390,6 +416,8 @@ async fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("--serve") {
         bench::serve(std::path::Path::new(&args[2]), &args[3]).await;
+    } else if args.get(1).map(String::as_str) == Some("--profile") {
+        bench::profile(args[2] == "sdk").await;
     } else {
         bench::run().await;
     }

@@ -134,7 +134,8 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
             .unwrap_or_else(|| self.behaviour.deadlines.of(operation));
         let may_repeat = !operation.is_mutating() || options.retry_mutations;
         let attempts = async {
-            let mut delays = self.behaviour.retry.backoff().build();
+            // Built on the first failure: most calls never need it.
+            let mut delays = None;
             loop {
                 let Some(attached) = self.current() else {
                     self.renegotiate_now(None).await?;
@@ -148,6 +149,7 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
                 // Whatever comes back may serve other versions: look again.
                 let renegotiated = self.renegotiate_now(Some(attached.generation)).await;
                 let may_retry = may_repeat || was_not_sent(&error);
+                let delays = delays.get_or_insert_with(|| self.behaviour.retry.backoff().build());
                 match (may_retry, delays.next()) {
                     (true, Some(delay)) => tokio::time::sleep(delay).await,
                     _ => return Err(renegotiated.err().unwrap_or(error)),

@@ -203,6 +203,13 @@ impl Transport {
             }
             #[cfg(unix)]
             Kind::UnixSockets { .. } => {
+                // Most probes during negotiation are for versions the node
+                // does not serve: a stat answers that without a socket.
+                if let Err(e) = std::fs::symlink_metadata(address) {
+                    if e.kind() == std::io::ErrorKind::NotFound {
+                        return Err(e);
+                    }
+                }
                 let connect = tokio::net::UnixStream::connect(address);
                 match tokio::time::timeout(options.connect_timeout, connect).await {
                     Ok(stream) => stream.map(|s| IoStream(StreamInner::Unix(s))),
