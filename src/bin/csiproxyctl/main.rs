@@ -1,0 +1,673 @@
+//! csiproxyctl: ask a node's CSI Proxy what it serves, and try calls without
+//! writing a driver. Built on the SDK's public API only.
+
+mod table;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use csi_proxy_client::testing::{FakeHost, FakeProxy};
+use csi_proxy_client::{
+    ApiGroup, ApiVersion, AttemptOutcome, CsiProxy, Error, Negotiator, Operation, ServiceStatus,
+    StartType, Support, TargetPortal, Transport, VersionPolicy, VolumeId, WindowsPath,
+};
+use serde_json::json;
+use table::{emit, Table};
+
+/// Talk to CSI Proxy on this node: what it serves, and single calls.
+#[derive(Parser)]
+#[command(name = "csiproxyctl", version)]
+struct Cli {
+    /// Unix sockets in this directory instead of CSI Proxy's named pipes
+    /// (for a fake proxy, or Linux development).
+    #[arg(long, global = true, value_name = "DIR")]
+    socket_dir: Option<std::path::PathBuf>,
+
+    /// Named pipes under this prefix instead of `\\.\pipe\`.
+    #[arg(
+        long,
+        global = true,
+        value_name = "PREFIX",
+        conflicts_with = "socket_dir"
+    )]
+    pipe_prefix: Option<String>,
+
+    /// Also negotiate preview versions (v2alpha1).
+    #[arg(long, global = true)]
+    preview: bool,
+
+    /// Print JSON instead of tables.
+    #[arg(long, global = true)]
+    json: bool,
+
+    /// Seconds to wait for each call.
+    #[arg(long, global = true, default_value_t = 60)]
+    timeout: u64,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Per group: every pipe tried, which answered, the version chosen, and
+    /// the operations available at that version.
+    Probe,
+    /// The disk group.
+    #[command(subcommand)]
+    Disk(DiskCommand),
+    /// The volume group.
+    #[command(subcommand)]
+    Volume(VolumeCommand),
+    /// The filesystem group.
+    #[command(subcommand)]
+    Fs(FsCommand),
+    /// The system group.
+    #[command(subcommand)]
+    System(SystemCommand),
+    /// The iSCSI group.
+    #[command(subcommand)]
+    Iscsi(IscsiCommand),
+    /// Start a fake CSI Proxy (an in-memory host with two disks) serving the
+    /// chosen versions on Unix sockets (named pipes on Windows), until
+    /// interrupted.
+    Fake(FakeArgs),
+}
+
+/// Mutations change the host: say so.
+#[derive(Args)]
+struct Confirm {
+    /// Really change the host.
+    #[arg(long)]
+    yes: bool,
+}
+
+#[derive(Subcommand)]
+enum DiskCommand {
+    /// Disks with their location and identifiers.
+    List,
+    /// The size of a disk.
+    Stats { disk: u32 },
+    /// Whether a disk is online.
+    State { disk: u32 },
+    /// Bring a disk online.
+    Online {
+        disk: u32,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+    /// Take a disk offline.
+    Offline {
+        disk: u32,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+    /// Initialise a disk with one partition.
+    Partition {
+        disk: u32,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+}
+
+#[derive(Subcommand)]
+enum VolumeCommand {
+    /// The volumes on a disk.
+    List {
+        #[arg(long)]
+        disk: u32,
+        #[arg(long)]
+        partition: Option<u32>,
+    },
+    /// Size, use, format and disk of a volume.
+    Stats { volume: String },
+    /// Mount a volume at a folder.
+    Mount {
+        volume: String,
+        path: String,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+    /// Remove a volume's mount at a folder.
+    Unmount {
+        volume: String,
+        path: String,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+    /// Format a volume (NTFS).
+    Format {
+        volume: String,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+}
+
+#[derive(Subcommand)]
+enum FsCommand {
+    /// Whether a path exists.
+    Exists { path: String },
+    /// Whether a path is a symlink or mount point.
+    IsSymlink { path: String },
+    /// Create a directory.
+    Mkdir {
+        path: String,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+}
+
+#[derive(Subcommand)]
+enum SystemCommand {
+    /// The BIOS serial number.
+    BiosSerial,
+    /// A Windows service.
+    Service { name: String },
+    /// Start a Windows service.
+    Start {
+        name: String,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+    /// Stop a Windows service.
+    Stop {
+        name: String,
+        #[arg(long)]
+        force: bool,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+}
+
+#[derive(Subcommand)]
+enum IscsiCommand {
+    /// The registered target portals.
+    Portals,
+}
+
+#[derive(Args)]
+struct FakeArgs {
+    /// The directory for the sockets (created if missing). Ignored on
+    /// Windows, where the fake serves named pipes under --pipe-prefix.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<std::path::PathBuf>,
+    /// What to serve, as group=version pairs: `disk=v1beta2,volume=v1`.
+    /// Default: every version of every group.
+    #[arg(long, value_name = "LIST")]
+    versions: Option<String>,
+}
+
+/// A failure for the user: one line, and the exit code.
+struct Failure(String, u8);
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        let code = match e {
+            Error::InvalidArgument { .. } => 2,
+            Error::NotServed { .. } | Error::Unsupported { .. } => 3,
+            _ => 1,
+        };
+        Failure(e.to_string(), code)
+    }
+}
+
+type Outcome = Result<(), Failure>;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure(message, code)) => {
+            eprintln!("csiproxyctl: {message}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Outcome {
+    let transport = transport(&cli)?;
+    let policy = VersionPolicy::default().allow_preview(cli.preview);
+    match &cli.command {
+        Command::Probe => probe(&cli, transport, policy).await,
+        Command::Fake(args) => fake(&cli, args).await,
+        command => {
+            let group = match command {
+                Command::Disk(_) => ApiGroup::Disk,
+                Command::Volume(_) => ApiGroup::Volume,
+                Command::Fs(_) => ApiGroup::Filesystem,
+                Command::System(_) => ApiGroup::System,
+                _ => ApiGroup::Iscsi,
+            };
+            let proxy = CsiProxy::builder()
+                .transport(transport)
+                .policy(policy)
+                .groups([group])
+                .require(group)
+                .read_deadline(Duration::from_secs(cli.timeout))
+                .mutation_deadline(Duration::from_secs(cli.timeout))
+                .connect()
+                .await?;
+            match command {
+                Command::Disk(c) => disk(&cli, &proxy, c).await,
+                Command::Volume(c) => volume(&cli, &proxy, c).await,
+                Command::Fs(c) => fs(&cli, &proxy, c).await,
+                Command::System(c) => system(&cli, &proxy, c).await,
+                Command::Iscsi(c) => iscsi(&cli, &proxy, c).await,
+                Command::Probe | Command::Fake(_) => unreachable!(),
+            }
+        }
+    }
+}
+
+fn transport(cli: &Cli) -> Result<Transport, Failure> {
+    if let Some(prefix) = &cli.pipe_prefix {
+        return Ok(Transport::named_pipes_with_prefix(prefix)?);
+    }
+    #[cfg(unix)]
+    if let Some(dir) = &cli.socket_dir {
+        return Ok(Transport::unix_sockets(dir)?);
+    }
+    #[cfg(not(unix))]
+    if cli.socket_dir.is_some() {
+        return Err(Failure(
+            "--socket-dir needs Unix sockets; use --pipe-prefix on Windows".into(),
+            2,
+        ));
+    }
+    Ok(Transport::named_pipes())
+}
+
+fn confirmed(confirm: &Confirm, what: &str) -> Outcome {
+    if confirm.yes {
+        Ok(())
+    } else {
+        Err(Failure(
+            format!("{what} changes the host; add --yes to do it"),
+            2,
+        ))
+    }
+}
+
+/// Prints `value` as JSON, or `table` for people.
+fn show(cli: &Cli, value: serde_json::Value, table: Table) {
+    if cli.json {
+        emit(&value.to_string());
+    } else {
+        table.print();
+    }
+}
+
+fn path(raw: &str) -> Result<WindowsPath, Failure> {
+    Ok(WindowsPath::new(raw)?)
+}
+
+fn volume_id(raw: &str) -> Result<VolumeId, Failure> {
+    Ok(VolumeId::new(raw)?)
+}
+
+fn done(cli: &Cli, what: String) -> Outcome {
+    show(cli, json!({ "ok": true, "done": what }), {
+        let mut t = Table::new(&["DONE"]);
+        t.row(vec![what]);
+        t
+    });
+    Ok(())
+}
+
+async fn probe(cli: &Cli, transport: Transport, policy: VersionPolicy) -> Outcome {
+    let negotiated = Negotiator::new(transport.clone())
+        .policy(policy)
+        .negotiate(&ApiGroup::ALL)
+        .await?;
+    let mut groups = Vec::new();
+    let mut pipes = Table::new(&["GROUP", "PIPE", "RESULT"]);
+    let mut available = Table::new(&["GROUP", "VERSION", "OPERATIONS (* emulated)"]);
+    for report in negotiated.report().groups() {
+        let operations: Vec<(Operation, Support)> = match report.chosen {
+            Some(v) => Operation::of_group(report.group)
+                .map(|op| (op, op.support(v)))
+                .filter(|(_, s)| s.is_available())
+                .collect(),
+            None => Vec::new(),
+        };
+        for attempt in &report.attempts {
+            pipes.row(vec![
+                report.group.to_string(),
+                attempt.address.clone(),
+                outcome(&attempt.outcome),
+            ]);
+        }
+        available.row(vec![
+            report.group.to_string(),
+            report.chosen.map_or("not served".into(), |v| v.to_string()),
+            operations
+                .iter()
+                .map(|(op, s)| {
+                    if *s == Support::Emulated {
+                        format!("{}*", op.name())
+                    } else {
+                        op.name().to_owned()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        ]);
+        groups.push(json!({
+            "group": report.group.as_str(),
+            "chosen": report.chosen.map(|v| v.to_string()),
+            "attempts": report.attempts.iter().map(|a| json!({
+                "version": a.version.to_string(),
+                "address": a.address,
+                "outcome": outcome(&a.outcome),
+            })).collect::<Vec<_>>(),
+            "operations": operations.iter().map(|(op, s)| json!({
+                "name": op.name(),
+                "rpc": match s { Support::Native(rpc) => Some(*rpc), _ => None },
+                "emulated": *s == Support::Emulated,
+            })).collect::<Vec<_>>(),
+        }));
+    }
+    if cli.json {
+        emit(&json!({ "transport": format!("{transport:?}"), "groups": groups }).to_string());
+    } else {
+        pipes.print();
+        emit("");
+        available.print();
+    }
+    Ok(())
+}
+
+fn outcome(outcome: &AttemptOutcome) -> String {
+    match outcome {
+        AttemptOutcome::Connected => "connected".into(),
+        AttemptOutcome::Absent => "absent".into(),
+        AttemptOutcome::Failed(why) => format!("failed: {why}"),
+        _ => "unknown".into(),
+    }
+}
+
+async fn disk(cli: &Cli, proxy: &CsiProxy, command: &DiskCommand) -> Outcome {
+    let disk = proxy.disk()?;
+    match command {
+        DiskCommand::List => {
+            let locations = disk.list_disk_locations().await?;
+            // Identifiers need v1beta1; without them, locations alone.
+            let ids = match disk.list_disk_ids().await {
+                Ok(ids) => ids,
+                Err(Error::Unsupported { .. }) => Default::default(),
+                Err(e) => return Err(e.into()),
+            };
+            let mut table = Table::new(&["DISK", "ADAPTER", "TARGET", "LUN", "PAGE83", "SERIAL"]);
+            let mut rows = Vec::new();
+            for (number, l) in &locations {
+                let id = ids.get(number).cloned().unwrap_or_default();
+                table.row(vec![
+                    number.to_string(),
+                    l.adapter.clone(),
+                    l.target.clone(),
+                    l.lun_id.clone(),
+                    id.page83.clone(),
+                    id.serial_number.clone(),
+                ]);
+                rows.push(
+                    json!({ "disk": number, "adapter": l.adapter, "bus": l.bus, "target": l.target,
+                    "lun": l.lun_id, "page83": id.page83, "serial_number": id.serial_number }),
+                );
+            }
+            show(cli, json!(rows), table);
+        }
+        DiskCommand::Stats { disk: n } => {
+            let size = disk.get_disk_stats(*n).await?;
+            let mut t = Table::new(&["DISK", "BYTES"]);
+            t.row(vec![n.to_string(), size.to_string()]);
+            show(cli, json!({ "disk": n, "total_bytes": size }), t);
+        }
+        DiskCommand::State { disk: n } => {
+            let online = disk.get_disk_state(*n).await?;
+            let mut t = Table::new(&["DISK", "ONLINE"]);
+            t.row(vec![n.to_string(), online.to_string()]);
+            show(cli, json!({ "disk": n, "online": online }), t);
+        }
+        DiskCommand::Online { disk: n, confirm } | DiskCommand::Offline { disk: n, confirm } => {
+            let online = matches!(command, DiskCommand::Online { .. });
+            confirmed(
+                confirm,
+                if online {
+                    "disk online"
+                } else {
+                    "disk offline"
+                },
+            )?;
+            disk.set_disk_state(*n, online).await?;
+            done(
+                cli,
+                format!("disk {n} {}", if online { "online" } else { "offline" }),
+            )?;
+        }
+        DiskCommand::Partition { disk: n, confirm } => {
+            confirmed(confirm, "disk partition")?;
+            disk.partition_disk(*n).await?;
+            done(cli, format!("disk {n} partitioned"))?;
+        }
+    }
+    Ok(())
+}
+
+async fn volume(cli: &Cli, proxy: &CsiProxy, command: &VolumeCommand) -> Outcome {
+    let volumes = proxy.volume()?;
+    match command {
+        VolumeCommand::List { disk, partition } => {
+            let ids = volumes.list_volumes_on_disk(*disk, *partition).await?;
+            let mut t = Table::new(&["VOLUME"]);
+            for id in &ids {
+                t.row(vec![id.to_string()]);
+            }
+            show(
+                cli,
+                json!(ids.iter().map(ToString::to_string).collect::<Vec<_>>()),
+                t,
+            );
+        }
+        VolumeCommand::Stats { volume } => {
+            let id = volume_id(volume)?;
+            let stats = volumes.get_volume_stats(&id).await?;
+            let formatted = volumes.is_volume_formatted(&id).await?;
+            let disk = volumes.get_disk_number_from_volume_id(&id).await?;
+            let mut t = Table::new(&["VOLUME", "DISK", "FORMATTED", "TOTAL BYTES", "USED BYTES"]);
+            t.row(vec![
+                id.to_string(),
+                disk.to_string(),
+                formatted.to_string(),
+                stats.total_bytes.to_string(),
+                stats.used_bytes.to_string(),
+            ]);
+            show(
+                cli,
+                json!({ "volume": id.as_str(), "disk": disk, "formatted": formatted,
+                "total_bytes": stats.total_bytes, "used_bytes": stats.used_bytes }),
+                t,
+            );
+        }
+        VolumeCommand::Mount {
+            volume,
+            path: p,
+            confirm,
+        } => {
+            confirmed(confirm, "volume mount")?;
+            volumes.mount_volume(&volume_id(volume)?, &path(p)?).await?;
+            done(cli, format!("{volume} mounted at {p}"))?;
+        }
+        VolumeCommand::Unmount {
+            volume,
+            path: p,
+            confirm,
+        } => {
+            confirmed(confirm, "volume unmount")?;
+            volumes
+                .unmount_volume(&volume_id(volume)?, &path(p)?)
+                .await?;
+            done(cli, format!("{volume} unmounted from {p}"))?;
+        }
+        VolumeCommand::Format { volume, confirm } => {
+            confirmed(confirm, "volume format")?;
+            volumes.format_volume(&volume_id(volume)?).await?;
+            done(cli, format!("{volume} formatted"))?;
+        }
+    }
+    Ok(())
+}
+
+async fn fs(cli: &Cli, proxy: &CsiProxy, command: &FsCommand) -> Outcome {
+    let fs = proxy.filesystem()?;
+    let (p, answer, key) = match command {
+        FsCommand::Exists { path: p } => (p, fs.path_exists(&path(p)?).await?, "exists"),
+        FsCommand::IsSymlink { path: p } => (p, fs.is_symlink(&path(p)?).await?, "is_symlink"),
+        FsCommand::Mkdir { path: p, confirm } => {
+            confirmed(confirm, "fs mkdir")?;
+            fs.mkdir(&path(p)?).await?;
+            return done(cli, format!("created {p}"));
+        }
+    };
+    let mut t = Table::new(&["PATH", &key.to_uppercase()]);
+    t.row(vec![p.clone(), answer.to_string()]);
+    show(cli, json!({ "path": p, key: answer }), t);
+    Ok(())
+}
+
+async fn system(cli: &Cli, proxy: &CsiProxy, command: &SystemCommand) -> Outcome {
+    let system = proxy.system()?;
+    match command {
+        SystemCommand::BiosSerial => {
+            let serial = system.get_bios_serial_number().await?;
+            let mut t = Table::new(&["BIOS SERIAL"]);
+            t.row(vec![serial.clone()]);
+            show(cli, json!({ "serial_number": serial }), t);
+        }
+        SystemCommand::Service { name } => {
+            let s = system.get_service(name).await?;
+            let mut t = Table::new(&["SERVICE", "DISPLAY NAME", "START TYPE", "STATUS"]);
+            t.row(vec![
+                name.clone(),
+                s.display_name.clone(),
+                format!("{:?}", s.start_type),
+                format!("{:?}", s.status),
+            ]);
+            show(
+                cli,
+                json!({ "name": name, "display_name": s.display_name,
+                "start_type": format!("{:?}", s.start_type), "status": format!("{:?}", s.status) }),
+                t,
+            );
+        }
+        SystemCommand::Start { name, confirm } => {
+            confirmed(confirm, "system start")?;
+            system.start_service(name).await?;
+            done(cli, format!("service {name} started"))?;
+        }
+        SystemCommand::Stop {
+            name,
+            force,
+            confirm,
+        } => {
+            confirmed(confirm, "system stop")?;
+            system.stop_service(name, *force).await?;
+            done(cli, format!("service {name} stopped"))?;
+        }
+    }
+    Ok(())
+}
+
+async fn iscsi(cli: &Cli, proxy: &CsiProxy, command: &IscsiCommand) -> Outcome {
+    let IscsiCommand::Portals = command;
+    let portals = proxy.iscsi()?.list_target_portals().await?;
+    let mut t = Table::new(&["ADDRESS", "PORT"]);
+    for p in &portals {
+        t.row(vec![p.address.clone(), p.port.to_string()]);
+    }
+    show(
+        cli,
+        json!(portals
+            .iter()
+            .map(|p| json!({ "address": p.address, "port": p.port }))
+            .collect::<Vec<_>>()),
+        t,
+    );
+    Ok(())
+}
+
+/// Parses `disk=v1beta2,volume=v1`.
+fn versions(list: &str) -> Result<Vec<(ApiGroup, ApiVersion)>, Failure> {
+    list.split(',')
+        .filter(|item| !item.trim().is_empty())
+        .map(|item| {
+            let (group, version) = item
+                .split_once('=')
+                .ok_or_else(|| Failure(format!("{item:?} is not group=version"), 2))?;
+            let (group, version): (ApiGroup, ApiVersion) =
+                (group.trim().parse()?, version.trim().parse()?);
+            if !group.has_version(version) {
+                return Err(Failure(format!("CSI Proxy has no {group} {version}"), 2));
+            }
+            Ok((group, version))
+        })
+        .collect()
+}
+
+async fn fake(cli: &Cli, args: &FakeArgs) -> Outcome {
+    let served = match &args.versions {
+        Some(list) => versions(list)?,
+        None => ApiGroup::ALL
+            .iter()
+            .flat_map(|&g| g.versions().iter().map(move |&v| (g, v)))
+            .collect(),
+    };
+    let transport = match (&args.dir, cfg!(unix)) {
+        (Some(dir), true) => {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Failure(format!("{}: {e}", dir.display()), 2))?;
+            fake_socket_transport(dir)?
+        }
+        (None, true) => return Err(Failure("fake needs --dir for its sockets".into(), 2)),
+        (_, false) => transport(cli)?,
+    };
+    let host = FakeHost::builder()
+        .disk(1, "Google  pd-data", 10 << 30)
+        .disk(2, "Google  pd-logs", 20 << 30)
+        .iscsi_target(
+            TargetPortal::new("10.0.0.5"),
+            "iqn.2026-11.example:t1",
+            &[("lun-0", 2 << 30)],
+            None,
+            None,
+        )
+        .service(
+            "csiproxy",
+            "CSI Proxy",
+            StartType::Automatic,
+            ServiceStatus::Running,
+        )
+        .build();
+    let mut proxy = FakeProxy::for_host(transport.clone(), &host);
+    proxy.serve_all(served.clone()).await?;
+    let list: Vec<String> = served.iter().map(|(g, v)| format!("{g}={v}")).collect();
+    emit(&format!(
+        "serving {} at {transport:?}: {}",
+        served.len(),
+        list.join(",")
+    ));
+    let _ = tokio::signal::ctrl_c().await;
+    proxy.shutdown().await;
+    Ok(())
+}
+
+#[cfg(unix)]
+fn fake_socket_transport(dir: &std::path::Path) -> Result<Transport, Failure> {
+    Ok(Transport::unix_sockets(dir)?)
+}
+
+#[cfg(not(unix))]
+fn fake_socket_transport(_dir: &std::path::Path) -> Result<Transport, Failure> {
+    unreachable!("only called where there are Unix sockets")
+}

@@ -1,0 +1,194 @@
+//! csiproxyctl against a fake proxy it starts itself.
+
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_csiproxyctl");
+
+/// `csiproxyctl fake` in the background, killed on drop.
+struct Fake {
+    child: Child,
+    dir: tempfile::TempDir,
+}
+
+impl Fake {
+    fn start(versions: &str) -> Fake {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = Command::new(BIN)
+            .args([
+                "fake",
+                "--dir",
+                dir.path().to_str().unwrap(),
+                "--versions",
+                versions,
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.starts_with("serving"), "{line}");
+        Fake { child, dir }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .arg("--socket-dir")
+            .arg(self.dir.path())
+            .args(args)
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for Fake {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn stdout(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn failure(output: &Output, code: i32) -> String {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let stderr = String::from_utf8(output.stderr.clone()).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "one clear line: {stderr}");
+    stderr
+}
+
+#[test]
+fn probe_shows_pipes_versions_and_operations() {
+    let fake = Fake::start("disk=v1beta2,disk=v1beta1,volume=v1,system=v1alpha1");
+    let out = stdout(&fake.run(&["probe"]));
+    assert!(
+        out.contains("csi-proxy-disk-v1 ") && out.contains("absent"),
+        "{out}"
+    );
+    assert!(
+        out.contains("csi-proxy-disk-v1beta2") && out.contains("connected"),
+        "{out}"
+    );
+    assert!(
+        out.contains("GetDiskNumberByName*"),
+        "emulated on v1beta2: {out}"
+    );
+    assert!(out.contains("SetDiskState"), "{out}");
+    let smb_line = out.lines().rev().find(|l| l.starts_with("smb")).unwrap();
+    assert!(smb_line.contains("not served"), "{smb_line}");
+
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&fake.run(&["probe", "--json"]))).unwrap();
+    let disk = &json["groups"][0];
+    assert_eq!(disk["group"], "disk");
+    assert_eq!(disk["chosen"], "v1beta2");
+    assert_eq!(disk["attempts"].as_array().unwrap().len(), 3);
+    let ops = disk["operations"].as_array().unwrap();
+    let stats = ops.iter().find(|o| o["name"] == "GetDiskStats").unwrap();
+    assert_eq!(stats["rpc"], "DiskStats");
+    assert_eq!(json["groups"][2]["chosen"], serde_json::Value::Null);
+}
+
+#[test]
+fn reads_print_tables_and_json() {
+    let fake = Fake::start("disk=v1,volume=v1beta2,filesystem=v1,system=v1alpha1,iscsi=v1alpha2");
+    let out = stdout(&fake.run(&["disk", "list"]));
+    let header = out.lines().next().unwrap();
+    assert!(
+        header.starts_with("DISK") && header.contains("PAGE83"),
+        "{out}"
+    );
+    assert!(out.contains("Google  pd-data"), "{out}");
+    let stats: serde_json::Value =
+        serde_json::from_str(&stdout(&fake.run(&["--json", "disk", "stats", "2"]))).unwrap();
+    assert_eq!(stats["total_bytes"], 20u64 << 30);
+    assert!(stdout(&fake.run(&["disk", "state", "1"])).contains("true"));
+    assert!(stdout(&fake.run(&["system", "bios-serial"])).contains("FAKE-BIOS"));
+    let service = stdout(&fake.run(&["system", "service", "csiproxy"]));
+    assert!(
+        service.contains("Running") && service.contains("Automatic"),
+        "{service}"
+    );
+    assert!(stdout(&fake.run(&["fs", "exists", r"C:\var\lib\kubelet"])).contains("true"));
+    assert!(stdout(&fake.run(&["iscsi", "portals"])).starts_with("ADDRESS"));
+    assert_eq!(
+        stdout(&fake.run(&["volume", "list", "--disk", "1"])).trim(),
+        "VOLUME"
+    );
+}
+
+#[test]
+fn mutations_need_yes_and_then_change_the_host() {
+    let fake = Fake::start("disk=v1,volume=v1,filesystem=v1");
+    let refused = failure(&fake.run(&["disk", "partition", "1"]), 2);
+    assert!(refused.contains("--yes"), "{refused}");
+    assert_eq!(
+        stdout(&fake.run(&["volume", "list", "--disk", "1"]))
+            .lines()
+            .count(),
+        1,
+        "nothing changed"
+    );
+
+    stdout(&fake.run(&["disk", "partition", "1", "--yes"]));
+    let volumes: Vec<String> = serde_json::from_str(&stdout(
+        &fake.run(&["--json", "volume", "list", "--disk", "1"]),
+    ))
+    .unwrap();
+    assert_eq!(volumes.len(), 1);
+    stdout(&fake.run(&["volume", "format", &volumes[0], "--yes"]));
+    stdout(&fake.run(&["fs", "mkdir", r"C:\var\lib\kubelet\mnt", "--yes"]));
+    stdout(&fake.run(&[
+        "volume",
+        "mount",
+        &volumes[0],
+        r"C:\var\lib\kubelet\mnt",
+        "--yes",
+    ]));
+    assert!(stdout(&fake.run(&["fs", "is-symlink", r"C:\var\lib\kubelet\mnt"])).contains("true"));
+    let stats = stdout(&fake.run(&["volume", "stats", &volumes[0]]));
+    assert!(stats.contains("true"), "formatted: {stats}");
+}
+
+#[test]
+fn errors_are_one_line_with_an_exit_code() {
+    let fake = Fake::start("disk=v1beta1");
+    let unsupported = failure(&fake.run(&["disk", "state", "1"]), 3);
+    assert!(
+        unsupported.contains("needs CSI Proxy API v1beta2"),
+        "{unsupported}"
+    );
+    let not_served = failure(&fake.run(&["system", "bios-serial"]), 3);
+    assert!(
+        not_served.contains("does not serve the system API"),
+        "{not_served}"
+    );
+    let bad_path = failure(&fake.run(&["fs", "exists", "relative"]), 3);
+    assert!(bad_path.contains("filesystem"), "{bad_path}");
+    let host = failure(&fake.run(&["disk", "stats", "9"]), 1);
+    assert!(host.contains("disk 9 not found"), "{host}");
+    let bad_version = failure(
+        &Command::new(BIN)
+            .args(["fake", "--dir", "/tmp", "--versions", "disk=v9"])
+            .output()
+            .unwrap(),
+        2,
+    );
+    assert!(bad_version.contains("disk v9"), "{bad_version}");
+}
