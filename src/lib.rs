@@ -7,44 +7,51 @@
 //! serve between 4 and 23 of them). This crate finds, per group, the newest
 //! version the node serves and connects to it.
 //!
-//! # Layers
-//!
-//! - [`ApiGroup`] and [`ApiVersion`] name the groups and versions; one
-//!   table ([`ApiGroup::versions`]) says which versions each group has.
-//! - [`Transport`] says where the endpoints are: Windows named pipes, or
-//!   Unix domain sockets named the same way in a directory (for tests and
-//!   Linux development).
-//! - [`Negotiator`] probes each group's candidate versions in the order of
-//!   its [`VersionPolicy`], keeps the first endpoint that opens (and uses
-//!   that very connection), and reports what it tried.
-//! - [`wire`] holds the generated messages and tonic clients of all 23
-//!   group-versions, for calls on a negotiated [`Connection`].
-//!
 //! # Example
 //!
 //! ```no_run
-//! use csi_proxy_client::{wire, ApiGroup, ApiVersion, Negotiator, Transport, VersionPolicy};
+//! use csi_proxy_client::{ApiGroup, CsiProxy, WindowsPath};
 //!
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let negotiated = Negotiator::new(Transport::named_pipes())
-//!     .policy(VersionPolicy::default().minimum(ApiGroup::Disk, ApiVersion::V1BETA1))
-//!     .negotiate(&ApiGroup::ALL)
-//!     .await?;
-//! print!("{}", negotiated.report());
+//! # async fn run() -> Result<(), csi_proxy_client::Error> {
+//! let proxy = CsiProxy::builder().require(ApiGroup::Volume).connect().await?;
+//! print!("{}", proxy.report()); // what was tried and chosen, per group
 //!
-//! let disk = negotiated.connection(ApiGroup::Disk)?;
-//! if disk.version() == ApiVersion::V1 {
-//!     let mut client = wire::disk::v1::disk_client::DiskClient::new(disk.channel());
-//!     let ids = client.list_disk_i_ds(wire::disk::v1::ListDiskIDsRequest {}).await?;
-//!     println!("{:?}", ids.into_inner().disk_i_ds);
-//! }
+//! // The same calls work whatever version each group negotiated.
+//! let volume = proxy.volume()?;
+//! let id = volume.get_volume_id_from_target_path(&WindowsPath::new(r"\var\lib\kubelet\staging")?).await?;
+//! let stats = volume.get_volume_stats(&id).await?;
+//! println!("{} of {} bytes used", stats.used_bytes, stats.total_bytes);
 //! # Ok(()) }
 //! ```
 //!
+//! # Layers, from the outside in
+//!
+//! - [`CsiProxy`]: connect once, get one handle per group; cheap to clone.
+//!   It negotiates again when a connection breaks, applies deadlines and
+//!   retries (see its documentation).
+//! - One stable trait per group — [`DiskApi`], [`FilesystemApi`],
+//!   [`SmbApi`], [`VolumeApi`], [`IscsiApi`], [`SystemApi`] — in
+//!   version-agnostic types ([`WindowsPath`], [`VolumeId`], [`Secret`], ...).
+//!   Mocks implement these.
+//! - Adapters (private) translate each trait to each wire version; the
+//!   [`capability`] table says which operation each version serves and how.
+//! - [`Negotiator`] probes each group's candidate versions in the order of
+//!   its [`VersionPolicy`], keeps the first endpoint that opens (and uses
+//!   that very connection), and reports what it tried.
+//! - [`Transport`]: Windows named pipes, or Unix domain sockets named the
+//!   same way in a directory (for tests and Linux development).
+//! - [`wire`]: the generated messages and tonic clients of all 23
+//!   group-versions, for direct calls on a negotiated [`Connection`].
+//! - [`ApiGroup`] and [`ApiVersion`] name the groups and versions; one table
+//!   ([`ApiGroup::versions`]) says which versions each group has.
+//!
 //! # Cargo features
 //!
-//! - `testing`: the server side, for test harnesses that serve the wire API
-//!   themselves ([`testing`], and the generated servers in [`wire`]).
+//! - `testing`: the harness for drivers' tests: `testing::FakeHost` (an
+//!   in-memory Windows host), `testing::FakeProxy` (serves any set of
+//!   versions over a real transport, backed by any trait implementation),
+//!   and the generated servers in [`wire`]. Enable it in dev-dependencies.
+//! - `cli`: the `csiproxyctl` command-line tool.
 
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
