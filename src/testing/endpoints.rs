@@ -63,12 +63,14 @@ impl Endpoints {
         &self.transport
     }
 
-    /// Serves `routes` on the endpoint of `group` `version`.
+    /// Serves the routes `make_routes` builds on the endpoint of `group`
+    /// `version`; it is called only for a version the group has, and only
+    /// if the endpoint is not served yet.
     pub async fn serve(
         &mut self,
         group: ApiGroup,
         version: ApiVersion,
-        routes: Routes,
+        make_routes: impl FnOnce() -> Result<Routes>,
     ) -> Result<()> {
         if !group.has_version(version) {
             return Err(Error::invalid_argument(
@@ -79,6 +81,7 @@ impl Endpoints {
         if self.is_serving(group, version) {
             return Ok(());
         }
+        let routes = make_routes()?;
         let incoming = listen(&self.transport, group, version).await?;
         let paths = self.paths.clone();
         let record = tower::util::MapRequestLayer::new(move |request: http::Request<_>| {

@@ -59,12 +59,9 @@ impl StubProxy {
 
     /// Starts serving `group` `version` on its endpoint.
     pub async fn serve(&mut self, group: ApiGroup, version: ApiVersion) -> Result<()> {
-        let routes = if group.has_version(version) {
-            stub_routes(group, version)
-        } else {
-            Routes::default()
-        };
-        self.endpoints.serve(group, version, routes).await
+        self.endpoints
+            .serve(group, version, || Ok(stub_routes(group, version)))
+            .await
     }
 
     /// Serves every version in `versions`.

@@ -155,27 +155,24 @@ impl FakeProxy {
     /// Starts serving `group` `version`. Fails if the group has no backend,
     /// the group never had that version, or its endpoint is taken.
     pub async fn serve(&mut self, group: ApiGroup, version: ApiVersion) -> Result<()> {
-        if !group.has_version(version) {
-            return Err(Error::invalid_argument(
-                "version",
-                format!("CSI Proxy has no {group} {version}"),
-            ));
-        }
-        let server = server_for(Layout::of(group, version), &self.backends).ok_or_else(|| {
-            Error::invalid_argument("group", format!("no backend for the {group} group"))
-        })?;
-        let dispatch = Dispatch {
-            group,
-            version,
-            prefix: Arc::from(format!("/{version}.{}/", service_name(group))),
-            server,
-            calls: self.calls.clone(),
+        let (backends, calls) = (&self.backends, &self.calls);
+        let make_routes = || {
+            let server = server_for(Layout::of(group, version), backends).ok_or_else(|| {
+                Error::invalid_argument("group", format!("no backend for the {group} group"))
+            })?;
+            let dispatch = Dispatch {
+                group,
+                version,
+                prefix: Arc::from(format!("/{version}.{}/", service_name(group))),
+                server,
+                calls: calls.clone(),
+            };
+            Ok(Routes::default()
+                .into_axum_router()
+                .fallback_service(dispatch)
+                .into())
         };
-        let routes: Routes = Routes::default()
-            .into_axum_router()
-            .fallback_service(dispatch)
-            .into();
-        self.endpoints.serve(group, version, routes).await
+        self.endpoints.serve(group, version, make_routes).await
     }
 
     /// Serves every group-version in `versions`.
