@@ -291,6 +291,38 @@ async fn a_mutation_cut_off_by_a_crash_is_not_sent_again() {
     assert_eq!(backend.formats.load(Ordering::SeqCst), 2);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxy_that_stays_away_is_reported_by_what_the_call_knows() {
+    let node = TestNode::new();
+    let backend = Arc::new(SlowVolumes {
+        delay_ms: 300,
+        ..Default::default()
+    });
+    let backends = Backends {
+        volume: Some(backend.clone()),
+        ..Default::default()
+    };
+    let mut fake = FakeProxy::new(node.transport(), backends);
+    fake.serve(ApiGroup::Volume, V::V1).await.unwrap();
+    let proxy = client(&node).await;
+
+    // The format may have reached the host: the caller hears of the broken
+    // connection, not of the group being gone since.
+    let volumes = proxy.volume().unwrap();
+    let format = tokio::spawn(async move { volumes.format_volume(&volume()).await });
+    while backend.formats.load(Ordering::SeqCst) == 0 {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    fake.stop(ApiGroup::Volume, V::V1).await;
+    let result = format.await.unwrap();
+    assert!(matches!(result, Err(Error::Transport { .. })), "{result:?}");
+
+    // A call made after it went is certainly unsent: it says why.
+    let result = proxy.volume().unwrap().format_volume(&volume()).await;
+    assert!(matches!(result, Err(Error::NotServed { .. })), "{result:?}");
+    assert_eq!(backend.formats.load(Ordering::SeqCst), 1);
+}
+
 #[tokio::test]
 async fn host_failures_are_never_retried() {
     let node = TestNode::new();

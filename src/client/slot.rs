@@ -152,7 +152,7 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
                 let delays = delays.get_or_insert_with(|| self.behaviour.retry.backoff().build());
                 match (may_retry, delays.next()) {
                     (true, Some(delay)) => tokio::time::sleep(delay).await,
-                    _ => return Err(renegotiated.err().unwrap_or(error)),
+                    _ => return Err(final_error(error, renegotiated)),
                 }
             }
         };
@@ -163,6 +163,18 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
                 after: deadline,
             }),
         }
+    }
+}
+
+/// What a call that is not tried again reports. A request that may have
+/// reached the proxy reports its own broken connection, so the caller knows
+/// the outcome is uncertain, whatever renegotiation found since. A request
+/// that was certainly not sent reports why no proxy could take it, if
+/// renegotiation found that.
+fn final_error(call: Error, renegotiated: Result<()>) -> Error {
+    match renegotiated {
+        Err(now) if was_not_sent(&call) => now,
+        _ => call,
     }
 }
 
