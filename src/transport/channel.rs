@@ -130,8 +130,11 @@ async fn connect_once(
         first: Arc::new(Mutex::new(Some(first))),
     };
     // The URI is required by tonic but never resolved: the connector decides
-    // where bytes go. Its authority becomes the HTTP/2 `:authority`.
-    let endpoint = Endpoint::from_static("http://csi-proxy").connect_timeout(timeout);
+    // where bytes go. Its authority becomes the HTTP/2 `:authority`. No
+    // `Endpoint::connect_timeout`: `Transport::open` bounds every attempt
+    // already, and tonic would wrap the stream in a timeout layer that
+    // costs every call.
+    let endpoint = Endpoint::from_static("http://csi-proxy");
     let handshake = endpoint.connect_with_connector(tower::service_fn(move |_: Uri| {
         let connector = connector.clone();
         async move { connector.next_stream().await.map(TokioIo::new) }
