@@ -317,10 +317,15 @@ async fn a_proxy_that_stays_away_is_reported_by_what_the_call_knows() {
     let result = format.await.unwrap();
     assert!(matches!(result, Err(Error::Transport { .. })), "{result:?}");
 
-    // A call made after it went is certainly unsent: it says why.
+    // Calls that certainly were not sent say why. (A read retries until
+    // its channel has noticed that the connection is gone; from then on a
+    // mutation is certainly unsent too.)
+    let result = proxy.volume().unwrap().get_volume_stats(&volume()).await;
+    assert!(matches!(result, Err(Error::NotServed { .. })), "{result:?}");
     let result = proxy.volume().unwrap().format_volume(&volume()).await;
     assert!(matches!(result, Err(Error::NotServed { .. })), "{result:?}");
     assert_eq!(backend.formats.load(Ordering::SeqCst), 1);
+    assert_eq!(backend.stats.load(Ordering::SeqCst), 0);
 }
 
 #[tokio::test]
