@@ -1,8 +1,7 @@
-//! csiproxyctl against a fake proxy it starts itself.
+//! csiproxyctl against a fake proxy it starts itself: over Unix sockets
+//! here, and over named pipes when built for Windows.
 
-#![cfg(unix)]
-
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Output, Stdio};
 
 const BIN: &str = env!("CARGO_BIN_EXE_csiproxyctl");
@@ -10,20 +9,45 @@ const BIN: &str = env!("CARGO_BIN_EXE_csiproxyctl");
 /// `csiproxyctl fake` in the background, killed on drop.
 struct Fake {
     child: Child,
-    dir: tempfile::TempDir,
+    /// How the tool reaches it: `--socket-dir D` or `--pipe-prefix P`.
+    endpoint: [String; 2],
+    #[cfg(unix)]
+    _dir: tempfile::TempDir,
 }
 
 impl Fake {
+    #[cfg(unix)]
     fn start(versions: &str) -> Fake {
         let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_str().unwrap().to_owned();
+        let child = Self::spawn(&["fake", "--dir", &path, "--versions", versions]);
+        Fake {
+            child,
+            endpoint: ["--socket-dir".into(), path],
+            _dir: dir,
+        }
+    }
+
+    #[cfg(windows)]
+    fn start(versions: &str) -> Fake {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static STARTED: AtomicUsize = AtomicUsize::new(0);
+        let prefix = format!(
+            r"\\.\pipe\csiproxyctl-test-{}-{}-",
+            std::process::id(),
+            STARTED.fetch_add(1, Ordering::Relaxed)
+        );
+        let child = Self::spawn(&["--pipe-prefix", &prefix, "fake", "--versions", versions]);
+        Fake {
+            child,
+            endpoint: ["--pipe-prefix".into(), prefix],
+        }
+    }
+
+    /// Starts the fake and waits until it says it serves.
+    fn spawn(args: &[&str]) -> Child {
         let mut child = Command::new(BIN)
-            .args([
-                "fake",
-                "--dir",
-                dir.path().to_str().unwrap(),
-                "--versions",
-                versions,
-            ])
+            .args(args)
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
@@ -32,16 +56,35 @@ impl Fake {
             .read_line(&mut line)
             .unwrap();
         assert!(line.starts_with("serving"), "{line}");
-        Fake { child, dir }
+        child
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(BIN);
+        command.args(&self.endpoint).args(args);
+        command
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
-            .arg("--socket-dir")
-            .arg(self.dir.path())
-            .args(args)
-            .output()
+        self.command(args).output().unwrap()
+    }
+
+    /// Runs with `input` on standard input.
+    fn run_with_input(&self, args: &[&str], input: &str) -> Output {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
             .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
     }
 }
 
@@ -164,6 +207,57 @@ fn mutations_need_yes_and_then_change_the_host() {
     assert!(stdout(&fake.run(&["fs", "is-symlink", r"C:\var\lib\kubelet\mnt"])).contains("true"));
     let stats = stdout(&fake.run(&["volume", "stats", &volumes[0]]));
     assert!(stats.contains("true"), "formatted: {stats}");
+}
+
+#[test]
+fn smb_map_takes_the_password_from_the_environment_or_stdin_only() {
+    let fake = Fake::start("smb=v1,filesystem=v1");
+    let share = r"\\fileserver\data";
+    let link = r"C:\var\lib\kubelet\smb";
+    let map = ["smb", "map", share, "--user", "csi", "--yes"];
+
+    let refused = failure(&fake.run(&["smb", "map", share, "--user", "csi"]), 2);
+    assert!(refused.contains("--yes"), "{refused}");
+    let no_password = failure(
+        &fake
+            .command(&map)
+            .env_remove("CSIPROXYCTL_SMB_PASSWORD")
+            .output()
+            .unwrap(),
+        2,
+    );
+    assert!(
+        no_password.contains("CSIPROXYCTL_SMB_PASSWORD"),
+        "{no_password}"
+    );
+    let denied = failure(
+        &fake
+            .command(&map)
+            .env("CSIPROXYCTL_SMB_PASSWORD", "wrong-password")
+            .output()
+            .unwrap(),
+        1,
+    );
+    assert!(
+        denied.contains("access is denied") && !denied.contains("wrong-password"),
+        "{denied}"
+    );
+
+    let mut with_link = map.to_vec();
+    with_link.extend(["--link", link, "--password-stdin"]);
+    stdout(&fake.run_with_input(&with_link, "fake-password\n"));
+    assert!(stdout(&fake.run(&["fs", "is-symlink", link])).contains("true"));
+    stdout(
+        &fake
+            .command(&map)
+            .env("CSIPROXYCTL_SMB_PASSWORD", "fake-password")
+            .output()
+            .unwrap(),
+    );
+
+    stdout(&fake.run(&["smb", "unmap", share, "--yes"]));
+    let gone = failure(&fake.run(&["smb", "unmap", share, "--yes"]), 1);
+    assert!(gone.contains("no global mapping"), "{gone}");
 }
 
 #[test]

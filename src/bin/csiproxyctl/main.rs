@@ -3,14 +3,16 @@
 
 mod table;
 
+use std::io::BufRead;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use csi_proxy_client::testing::{FakeHost, FakeProxy};
 use csi_proxy_client::{
-    ApiGroup, ApiVersion, AttemptOutcome, CsiProxy, Error, Negotiator, Operation, ServiceStatus,
-    StartType, Support, TargetPortal, Transport, VersionPolicy, VolumeId, WindowsPath,
+    ApiGroup, ApiVersion, AttemptOutcome, CsiProxy, Error, Negotiator, Operation, Secret,
+    ServiceStatus, SmbMapping, SmbRemotePath, StartType, Support, TargetPortal, Transport,
+    VersionPolicy, VolumeId, WindowsPath,
 };
 use serde_json::json;
 use table::{emit, Table};
@@ -63,15 +65,19 @@ enum Command {
     /// The filesystem group.
     #[command(subcommand)]
     Fs(FsCommand),
+    /// The SMB group.
+    #[command(subcommand)]
+    Smb(SmbCommand),
     /// The system group.
     #[command(subcommand)]
     System(SystemCommand),
     /// The iSCSI group.
     #[command(subcommand)]
     Iscsi(IscsiCommand),
-    /// Start a fake CSI Proxy (an in-memory host with two disks) serving the
-    /// chosen versions on Unix sockets (named pipes on Windows), until
-    /// interrupted.
+    /// Start a fake CSI Proxy serving the chosen versions on Unix sockets
+    /// (named pipes on Windows), until interrupted. Its host has two disks,
+    /// an iSCSI target, a service, and the SMB share `\\fileserver\data`
+    /// for user `csi` with password `fake-password`.
     Fake(FakeArgs),
 }
 
@@ -158,6 +164,39 @@ enum FsCommand {
     },
 }
 
+/// Where `smb map` reads the password from when not told otherwise. Never
+/// an argument: other users of the node can read a process's arguments.
+const SMB_PASSWORD_VARIABLE: &str = "CSIPROXYCTL_SMB_PASSWORD";
+
+#[derive(Subcommand)]
+enum SmbCommand {
+    /// Map a share for the whole node. The password comes from the
+    /// CSIPROXYCTL_SMB_PASSWORD environment variable, or with
+    /// --password-stdin from the first line of standard input.
+    Map {
+        /// The share, `\\server\share`.
+        remote: String,
+        /// The user to connect as.
+        #[arg(long)]
+        user: String,
+        /// Also link this local path to the share.
+        #[arg(long, value_name = "PATH")]
+        link: Option<String>,
+        /// Read the password from the first line of standard input.
+        #[arg(long)]
+        password_stdin: bool,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+    /// Remove a share's global mapping.
+    Unmap {
+        /// The share, `\\server\share`.
+        remote: String,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+}
+
 #[derive(Subcommand)]
 enum SystemCommand {
     /// The BIOS serial number.
@@ -237,6 +276,7 @@ async fn run(cli: Cli) -> Outcome {
                 Command::Disk(_) => ApiGroup::Disk,
                 Command::Volume(_) => ApiGroup::Volume,
                 Command::Fs(_) => ApiGroup::Filesystem,
+                Command::Smb(_) => ApiGroup::Smb,
                 Command::System(_) => ApiGroup::System,
                 _ => ApiGroup::Iscsi,
             };
@@ -253,6 +293,7 @@ async fn run(cli: Cli) -> Outcome {
                 Command::Disk(c) => disk(&cli, &proxy, c).await,
                 Command::Volume(c) => volume(&cli, &proxy, c).await,
                 Command::Fs(c) => fs(&cli, &proxy, c).await,
+                Command::Smb(c) => smb(&cli, &proxy, c).await,
                 Command::System(c) => system(&cli, &proxy, c).await,
                 Command::Iscsi(c) => iscsi(&cli, &proxy, c).await,
                 Command::Probe | Command::Fake(_) => unreachable!(),
@@ -536,6 +577,60 @@ async fn fs(cli: &Cli, proxy: &CsiProxy, command: &FsCommand) -> Outcome {
     Ok(())
 }
 
+async fn smb(cli: &Cli, proxy: &CsiProxy, command: &SmbCommand) -> Outcome {
+    let smb = proxy.smb()?;
+    match command {
+        SmbCommand::Map {
+            remote,
+            user,
+            link,
+            password_stdin,
+            confirm,
+        } => {
+            confirmed(confirm, "smb map")?;
+            let mut mapping = SmbMapping::new(
+                SmbRemotePath::new(remote)?,
+                user.as_str(),
+                smb_password(*password_stdin)?,
+            );
+            if let Some(link) = link {
+                mapping = mapping.with_local_path(path(link)?);
+            }
+            smb.new_smb_global_mapping(&mapping).await?;
+            done(cli, format!("mapped {remote}"))
+        }
+        SmbCommand::Unmap { remote, confirm } => {
+            confirmed(confirm, "smb unmap")?;
+            smb.remove_smb_global_mapping(&SmbRemotePath::new(remote)?)
+                .await?;
+            done(cli, format!("unmapped {remote}"))
+        }
+    }
+}
+
+/// The SMB password, from standard input or the environment.
+fn smb_password(from_stdin: bool) -> Result<Secret, Failure> {
+    let password = if from_stdin {
+        let mut line = String::new();
+        std::io::stdin()
+            .lock()
+            .read_line(&mut line)
+            .map_err(|e| Failure(format!("reading the password from standard input: {e}"), 2))?;
+        line.trim_end_matches(['\r', '\n']).to_owned()
+    } else {
+        std::env::var(SMB_PASSWORD_VARIABLE).map_err(|_| {
+            Failure(
+                format!("smb map needs a password: set {SMB_PASSWORD_VARIABLE} or pass --password-stdin"),
+                2,
+            )
+        })?
+    };
+    if password.is_empty() {
+        return Err(Failure("the SMB password is empty".into(), 2));
+    }
+    Ok(Secret::new(password))
+}
+
 async fn system(cli: &Cli, proxy: &CsiProxy, command: &SystemCommand) -> Outcome {
     let system = proxy.system()?;
     match command {
@@ -615,6 +710,9 @@ fn versions(list: &str) -> Result<Vec<(ApiGroup, ApiVersion)>, Failure> {
         .collect()
 }
 
+/// The fake host's SMB share: root, user and password.
+const FAKE_SHARE: (&str, &str, &str) = (r"\\fileserver\data", "csi", "fake-password");
+
 async fn fake(cli: &Cli, args: &FakeArgs) -> Outcome {
     let served = match &args.versions {
         Some(list) => versions(list)?,
@@ -648,6 +746,7 @@ async fn fake(cli: &Cli, args: &FakeArgs) -> Outcome {
             StartType::Automatic,
             ServiceStatus::Running,
         )
+        .smb_share(FAKE_SHARE.0, FAKE_SHARE.1, FAKE_SHARE.2)
         .build();
     let mut proxy = FakeProxy::for_host(transport.clone(), &host);
     proxy.serve_all(served.clone()).await?;
