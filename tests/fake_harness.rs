@@ -10,7 +10,7 @@ use common::TestNode;
 use csi_proxy_client::testing::{FakeHost, FakeProxy, PathEntry};
 use csi_proxy_client::{
     async_trait, ApiGroup, ApiVersion, Backends, Code, CsiProxy, DiskApi, Error, IscsiAuth, Result,
-    Secret, SmbMapping, SmbRemotePath, TargetPortal, WindowsPath,
+    Secret, SmbMapping, SmbRemotePath, TargetPortal, VersionPolicy, WindowsPath,
 };
 use ApiVersion as V;
 
@@ -18,13 +18,24 @@ fn path(p: &str) -> WindowsPath {
     WindowsPath::new(p).unwrap()
 }
 
-/// The same host, directly and through a fake proxy at the newest versions.
+/// The same host, directly and through a fake proxy at the newest stable
+/// versions.
 async fn both_ways(host: &FakeHost) -> (CsiProxy, CsiProxy, TestNode, FakeProxy) {
+    both_ways_with(host, VersionPolicy::default()).await
+}
+
+/// The same host, directly and through a fake proxy at the versions
+/// `policy` picks.
+async fn both_ways_with(
+    host: &FakeHost,
+    policy: VersionPolicy,
+) -> (CsiProxy, CsiProxy, TestNode, FakeProxy) {
     let node = TestNode::new();
     let mut fake = FakeProxy::for_host(node.transport(), host);
     fake.serve_everything().await.unwrap();
     let wired = CsiProxy::builder()
         .transport(node.transport())
+        .policy(policy)
         .connect()
         .await
         .unwrap();
@@ -218,6 +229,83 @@ async fn mounts_need_an_empty_folder_and_resizes_follow_the_proxy() {
         volume.resize_volume(&id, 11 << 30).await.is_err(),
         "larger than the disk"
     );
+}
+
+/// Previews too: `GetClosestVolumeIDFromTargetPath` is v2alpha1's.
+fn previews() -> VersionPolicy {
+    VersionPolicy::default().allow_preview(true)
+}
+
+#[tokio::test]
+async fn paths_under_no_mount_belong_to_the_system_volume_when_there_is_one() {
+    let host = FakeHost::builder()
+        .system_disk(0, "system", 100 << 30)
+        .disk(1, "d", 10 << 30)
+        .dir(r"C:\var\lib\kubelet\pods\p1\mnt")
+        .build();
+    let (direct, wired, _node, _fake) = both_ways_with(&host, previews()).await;
+    let system = host.system_volume().unwrap();
+    let plain = path(r"C:\var\lib\kubelet\pods\p1");
+    for proxy in [&direct, &wired] {
+        let volume = proxy.volume().unwrap();
+        assert_eq!(
+            volume
+                .get_closest_volume_id_from_target_path(&plain)
+                .await
+                .unwrap(),
+            system
+        );
+        assert_eq!(
+            volume
+                .get_volume_id_from_target_path(&path(r"C:\"))
+                .await
+                .unwrap(),
+            system
+        );
+        assert_eq!(
+            volume.list_volumes_on_disk(0, None).await.unwrap(),
+            std::slice::from_ref(&system)
+        );
+        assert!(volume.is_volume_formatted(&system).await.unwrap());
+    }
+
+    // A mounted volume is closer than the system volume.
+    let volume = direct.volume().unwrap();
+    direct.disk().unwrap().partition_disk(1).await.unwrap();
+    let data = volume
+        .list_volumes_on_disk(1, None)
+        .await
+        .unwrap()
+        .remove(0);
+    let mnt = path(r"C:\var\lib\kubelet\pods\p1\mnt");
+    volume.mount_volume(&data, &mnt).await.unwrap();
+    let below = path(r"C:\var\lib\kubelet\pods\p1\mnt\x");
+    direct.filesystem().unwrap().mkdir(&below).await.unwrap();
+    assert_eq!(
+        volume
+            .get_closest_volume_id_from_target_path(&below)
+            .await
+            .unwrap(),
+        data
+    );
+
+    // Without a system disk, no volume holds such a path.
+    let bare = FakeHost::builder().dir(r"C:\var\lib\kubelet\pods").build();
+    let (direct, wired, _node, _fake) = both_ways_with(&bare, previews()).await;
+    let pods = path(r"C:\var\lib\kubelet\pods");
+    let message = assert_same_rejection(
+        direct
+            .volume()
+            .unwrap()
+            .get_closest_volume_id_from_target_path(&pods)
+            .await,
+        wired
+            .volume()
+            .unwrap()
+            .get_closest_volume_id_from_target_path(&pods)
+            .await,
+    );
+    assert!(message.contains("no volume holds"), "{message}");
 }
 
 #[tokio::test]

@@ -127,6 +127,11 @@ impl FakeHost {
         self.state().tree.get(path)
     }
 
+    /// The volume that holds `C:`, if the host has a system disk.
+    pub fn system_volume(&self) -> Option<VolumeId> {
+        self.state().system_volume.clone()
+    }
+
     /// The roots (`\\server\share`, lower-cased) of the global SMB mappings.
     pub fn smb_mappings(&self) -> Vec<String> {
         self.state().smb_mappings.keys().cloned().collect()
@@ -175,14 +180,19 @@ impl FakeHostBuilder {
     /// Adds an online, raw disk `number` of `size_bytes` with page83
     /// identifier `page83`, on adapter 0, target 0, LUN = `number`.
     pub fn disk(mut self, number: u32, page83: &str, size_bytes: u64) -> Self {
-        let location = DiskLocation {
-            adapter: "0".into(),
-            bus: "0".into(),
-            target: "0".into(),
-            lun_id: number.to_string(),
-        };
-        self.state
-            .add_disk(number, FakeDisk::new(page83, size_bytes, location));
+        let disk = FakeDisk::new(page83, size_bytes, lun_location(number));
+        self.state.add_disk(number, disk);
+        self
+    }
+
+    /// Adds disk `number` as the system disk: partitioned, with one
+    /// formatted volume that holds drive `C:`. Without a system disk, a path
+    /// under no mounted volume belongs to no volume; with one, it belongs to
+    /// `C:`'s, as on a real node (`GetClosestVolumeIDFromTargetPath`,
+    /// `GetVolumeIDFromTargetPath` of `C:\`).
+    pub fn system_disk(mut self, number: u32, page83: &str, size_bytes: u64) -> Self {
+        let disk = FakeDisk::new(page83, size_bytes, lun_location(number));
+        self.state.add_system_disk(number, disk);
         self
     }
 
@@ -266,6 +276,16 @@ impl FakeHostBuilder {
         FakeHost {
             state: Arc::new(Mutex::new(self.state)),
         }
+    }
+}
+
+/// Adapter 0, bus 0, target 0, LUN `number`: where the builder puts disks.
+fn lun_location(number: u32) -> DiskLocation {
+    DiskLocation {
+        adapter: "0".into(),
+        bus: "0".into(),
+        target: "0".into(),
+        lun_id: number.to_string(),
     }
 }
 

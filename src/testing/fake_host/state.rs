@@ -6,6 +6,11 @@ use crate::api::{DiskLocation, Secret, ServiceInfo, TargetPortal, VolumeId};
 
 /// Where a partition starts on a disk: the rest is usable.
 pub(super) const PARTITION_OFFSET: u64 = 1 << 20;
+/// The partition of the system disk that holds `C:` (after the EFI and
+/// reserved partitions, as Windows lays it out).
+const SYSTEM_PARTITION: u32 = 3;
+/// The drive a system disk holds, as a path key.
+pub(super) const SYSTEM_DRIVE: &str = "c:";
 
 /// Bytes a fresh NTFS file system uses.
 pub(super) const NTFS_OVERHEAD: u64 = 64 << 20;
@@ -106,6 +111,8 @@ pub(super) struct HostState {
     pub services: BTreeMap<String, ServiceInfo>,
     pub bios_serial: String,
     pub rescans: usize,
+    /// The volume that holds drive `C:`, if the host was given a system disk.
+    pub system_volume: Option<VolumeId>,
 }
 
 impl HostState {
@@ -125,6 +132,7 @@ impl HostState {
             services: BTreeMap::new(),
             bios_serial: "FAKE-BIOS-0001".to_owned(),
             rescans: 0,
+            system_volume: None,
         };
         state.working_dirs.push(r"C:\var\lib\kubelet".to_owned());
         state.mkdir_all(r"C:\var\lib\kubelet");
@@ -133,6 +141,27 @@ impl HostState {
 
     pub fn add_disk(&mut self, number: u32, disk: FakeDisk) {
         self.disks.insert(number, disk);
+    }
+
+    /// Adds disk `number`, partitioned, with one formatted volume that
+    /// holds drive `C:`.
+    pub fn add_system_disk(&mut self, number: u32, mut disk: FakeDisk) {
+        let id = self.new_volume_id(number);
+        disk.partitioned = true;
+        let size_bytes = disk.size_bytes.saturating_sub(PARTITION_OFFSET);
+        self.volumes.insert(
+            id.clone(),
+            FakeVolume {
+                disk: number,
+                partition: SYSTEM_PARTITION,
+                size_bytes,
+                used_bytes: NTFS_OVERHEAD.min(size_bytes),
+                formatted: true,
+                mounts: BTreeSet::new(),
+            },
+        );
+        self.disks.insert(number, disk);
+        self.system_volume = Some(id);
     }
 
     pub fn mkdir_all(&mut self, path: &str) {

@@ -2,7 +2,9 @@
 
 use async_trait::async_trait;
 
-use super::state::{key, parent, HostState, PathEntry, NTFS_OVERHEAD, PARTITION_OFFSET};
+use super::state::{
+    key, parent, HostState, PathEntry, NTFS_OVERHEAD, PARTITION_OFFSET, SYSTEM_DRIVE,
+};
 use super::{host_error, FakeHost};
 use crate::api::{VolumeApi, VolumeId, VolumeStats, WindowsPath};
 use crate::capability::Operation as Op;
@@ -20,8 +22,10 @@ impl HostState {
 
     /// The volume mounted at `path`, after following symlinks.
     fn mounted_at(&self, path: &str) -> Option<VolumeId> {
-        match self.tree.get(&self.tree.resolve(path)?) {
+        let key = self.tree.resolve(path)?;
+        match self.tree.get(&key) {
             Some(PathEntry::MountPoint(id)) => Some(id),
+            _ if key == SYSTEM_DRIVE => self.system_volume.clone(),
             _ => None,
         }
     }
