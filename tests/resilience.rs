@@ -223,6 +223,22 @@ impl VolumeApi for SlowVolumes {
     }
 }
 
+/// A fake proxy serving volume v1 from a [`SlowVolumes`] backend that
+/// takes `delay_ms` per call.
+async fn serve_slow_volumes(node: &TestNode, delay_ms: u64) -> (Arc<SlowVolumes>, FakeProxy) {
+    let backend = Arc::new(SlowVolumes {
+        delay_ms,
+        ..Default::default()
+    });
+    let backends = Backends {
+        volume: Some(backend.clone()),
+        ..Default::default()
+    };
+    let mut fake = FakeProxy::new(node.transport(), backends);
+    fake.serve(ApiGroup::Volume, V::V1).await.unwrap();
+    (backend, fake)
+}
+
 /// Starts `call` and kills the proxy once the backend got it.
 async fn kill_during<T: Send + 'static>(
     fake: &Mutex<Option<FakeProxy>>,
@@ -244,16 +260,7 @@ async fn kill_during<T: Send + 'static>(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mutation_cut_off_by_a_crash_is_not_sent_again() {
     let node = TestNode::new();
-    let backend = Arc::new(SlowVolumes {
-        delay_ms: 300,
-        ..Default::default()
-    });
-    let backends = Backends {
-        volume: Some(backend.clone()),
-        ..Default::default()
-    };
-    let mut fake = FakeProxy::new(node.transport(), backends);
-    fake.serve(ApiGroup::Volume, V::V1).await.unwrap();
+    let (backend, fake) = serve_slow_volumes(&node, 300).await;
     let proxy = client(&node).await;
     let fake = Mutex::new(Some(fake));
 
@@ -304,16 +311,7 @@ async fn a_mutation_cut_off_by_a_crash_is_not_sent_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proxy_that_stays_away_is_reported_by_what_the_call_knows() {
     let node = TestNode::new();
-    let backend = Arc::new(SlowVolumes {
-        delay_ms: 300,
-        ..Default::default()
-    });
-    let backends = Backends {
-        volume: Some(backend.clone()),
-        ..Default::default()
-    };
-    let mut fake = FakeProxy::new(node.transport(), backends);
-    fake.serve(ApiGroup::Volume, V::V1).await.unwrap();
+    let (backend, mut fake) = serve_slow_volumes(&node, 300).await;
     let proxy = client(&node).await;
 
     // The format may have reached the host: the caller hears of the broken
@@ -367,18 +365,7 @@ async fn host_failures_are_never_retried() {
 #[tokio::test]
 async fn a_slow_backend_hits_the_deadline() {
     let node = TestNode::new();
-    let backend = Arc::new(SlowVolumes {
-        delay_ms: 5_000,
-        ..Default::default()
-    });
-    let mut fake = FakeProxy::new(
-        node.transport(),
-        Backends {
-            volume: Some(backend.clone()),
-            ..Default::default()
-        },
-    );
-    fake.serve(ApiGroup::Volume, V::V1).await.unwrap();
+    let (backend, _fake) = serve_slow_volumes(&node, 5_000).await;
     let proxy = CsiProxy::builder()
         .transport(node.transport())
         .read_deadline(Duration::from_millis(200))
