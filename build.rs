@@ -29,6 +29,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             fs::create_dir_all(&group_out)?;
             tonic_prost_build::configure()
                 .build_client(true)
+                // No `connect` constructors: they need tonic's own channel,
+                // which this crate does not build.
+                .build_transport(false)
                 .build_server(with_servers)
                 .generate_default_stubs(true)
                 .out_dir(&group_out)

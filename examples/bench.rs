@@ -1,23 +1,28 @@
 //! Benchmark: what a driver pays for the SDK, side by side with a raw
-//! generated tonic client, against a `FakeProxy` with a trivial backend
-//! over Unix sockets.
+//! generated tonic client on tonic's own `Channel`, against a `FakeProxy`
+//! with a trivial backend over Unix sockets.
 //!
 //! Run it with `cargo run --release --example bench`. It measures, in one
 //! run:
 //! 1. per-call latency (p50, p99), calls per second and client CPU time per
-//!    call of `ListDiskIDs`, through the SDK's trait and through a raw
-//!    tonic client on the same socket and server, at 1, 16 and 64
-//!    concurrent callers;
+//!    call of `ListDiskIDs`, through the SDK's trait and through the raw
+//!    client on the same server, on the current-thread and on the
+//!    multi-thread runtime, with 1 and 16 concurrent callers; the two
+//!    clients alternate, round by round, and each figure is the median of
+//!    the rounds;
 //! 2. negotiation: time to a connected client for all six groups on a node
 //!    that serves every version and on one that serves only the oldest
 //!    (worst-case fallback), against connecting six known sockets
 //!    directly; and cold start (new client and first call);
-//! 3. memory: resident memory of this process holding a connected client,
-//!    idle and at its peak under the 64-caller load.
+//! 3. recovery: time from the proxy's return after an outage to the first
+//!    successful call of a caller that was waiting for it, median of 20;
+//! 4. memory: resident memory of this process holding a connected client,
+//!    idle and at its peak under load.
 //!
-//! The fake proxy runs in a child process (this program, started with
-//! `--serve`), so CPU time and memory measured here are the client's own.
-//! The last line is machine-readable.
+//! The fake proxy of parts 1, 2 and 4 runs in a child process (this
+//! program, started with `--serve`), so CPU time and memory measured here
+//! are the client's own. The last line is machine-readable; its ratios are
+//! SDK divided by raw tonic `Channel`.
 
 #[cfg(unix)]
 mod bench {
@@ -28,6 +33,8 @@ mod bench {
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
+    use tokio::runtime::Runtime;
+
     use csi_proxy_client::testing::FakeProxy;
     use csi_proxy_client::wire::disk::v1 as wire;
     use csi_proxy_client::{
@@ -37,9 +44,12 @@ mod bench {
     use tonic::transport::{Channel, Endpoint, Uri};
 
     /// Calls per caller per measured run.
-    const CALLS: usize = 3_000;
-    const CONCURRENCY: [usize; 3] = [1, 16, 64];
+    const CALLS: usize = 2_000;
+    const CONCURRENCY: [usize; 2] = [1, 16];
+    /// Alternating rounds per runtime and concurrency.
+    const ROUNDS: usize = 5;
     const NEGOTIATIONS: usize = 200;
+    const RESTARTS: usize = 20;
 
     /// A trivial backend: two disks, no work.
     struct TwoDisks;
@@ -267,51 +277,95 @@ mod bench {
         }
     }
 
-    pub async fn run() {
-        let all = Node::start("all");
-        let proxy = connect_sdk(&all).await;
-        let (idle_rss, _) = rss_mib();
+    /// Per-call figures of SDK and raw client on one runtime:
+    /// `(callers, sdk, raw)` per concurrency.
+    fn per_call(runtime: &Runtime, node: &Node) -> Vec<(usize, Run, Run)> {
+        runtime.block_on(async {
+            let proxy = connect_sdk(node).await;
+            let raw_client = wire::disk_client::DiskClient::new(
+                raw_channel(node.socket(ApiGroup::Disk, ApiVersion::V1)).await,
+            );
+            let disk = proxy.disk().unwrap();
+            let sdk_call = move || {
+                let disk = disk.clone();
+                async move {
+                    disk.list_disk_ids().await.unwrap();
+                }
+            };
+            let raw_call = move || {
+                let mut client = raw_client.clone();
+                async move {
+                    client
+                        .list_disk_i_ds(wire::ListDiskIDsRequest {})
+                        .await
+                        .unwrap();
+                }
+            };
+            // Warm up both paths.
+            measure(4, sdk_call.clone()).await;
+            measure(4, raw_call.clone()).await;
+            let mut figures = Vec::new();
+            for callers in CONCURRENCY {
+                let mut runs: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
+                for round in 0..ROUNDS {
+                    // Alternate which client goes first, too.
+                    if round % 2 == 0 {
+                        runs[0].push(measure(callers, sdk_call.clone()).await);
+                        runs[1].push(measure(callers, raw_call.clone()).await);
+                    } else {
+                        runs[1].push(measure(callers, raw_call.clone()).await);
+                        runs[0].push(measure(callers, sdk_call.clone()).await);
+                    }
+                }
+                let [sdk, raw] = runs.map(median_run);
+                figures.push((callers, sdk, raw));
+            }
+            figures
+        })
+    }
 
-        println!("Per-call cost of ListDiskIDs (disk v1), SDK trait vs raw tonic client, same socket and server");
-        println!(
-            "{:>7} {:>6} {:>10} {:>10} {:>12} {:>12}",
-            "callers", "client", "p50 µs", "p99 µs", "calls/s", "cpu µs/call"
-        );
-        let raw_client = wire::disk_client::DiskClient::new(
-            raw_channel(all.socket(ApiGroup::Disk, ApiVersion::V1)).await,
-        );
+    /// Time from the proxy's return to the first successful call of a
+    /// caller that waited through the outage; median of [`RESTARTS`].
+    async fn recovery() -> Duration {
+        let dir = tempfile::tempdir().unwrap();
+        let transport = Transport::unix_sockets(dir.path()).unwrap();
+        let mut backends = csi_proxy_client::testing::FakeHost::default().backends();
+        backends.disk = Some(Arc::new(TwoDisks));
+        let mut fake = FakeProxy::new(transport.clone(), backends);
+        fake.serve(ApiGroup::Disk, ApiVersion::V1).await.unwrap();
+        let proxy = CsiProxy::builder()
+            .transport(transport)
+            .groups([ApiGroup::Disk])
+            .connect()
+            .await
+            .unwrap();
         let disk = proxy.disk().unwrap();
-        let sdk_call = move || {
+        let mut times = Vec::with_capacity(RESTARTS);
+        for _ in 0..RESTARTS {
+            disk.list_disk_ids().await.unwrap();
+            fake.stop_all().await;
             let disk = disk.clone();
-            async move {
+            let waiting = tokio::spawn(async move {
                 disk.list_disk_ids().await.unwrap();
-            }
-        };
-        let raw_call = move || {
-            let mut client = raw_client.clone();
-            async move {
-                client
-                    .list_disk_i_ds(wire::ListDiskIDsRequest {})
-                    .await
-                    .unwrap();
-            }
-        };
-        // Warm up both paths.
-        measure(4, sdk_call.clone()).await;
-        measure(4, raw_call.clone()).await;
-        let mut ratios = Vec::new();
-        for callers in CONCURRENCY {
-            // Alternate the two clients, three runs each, and keep the
-            // median of each figure, to damp the noise of a small machine.
-            let mut runs: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
-            for _ in 0..3 {
-                runs[0].push(measure(callers, sdk_call.clone()).await);
-                runs[1].push(measure(callers, raw_call.clone()).await);
-            }
-            let [sdk, raw] = runs.map(median_run);
-            for (name, r) in [("sdk", &sdk), ("raw", &raw)] {
+                Instant::now()
+            });
+            // An outage of a second, as a quick service restart.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            fake.serve(ApiGroup::Disk, ApiVersion::V1).await.unwrap();
+            let back = Instant::now();
+            let first_success = waiting.await.unwrap();
+            times.push(first_success.saturating_duration_since(back));
+        }
+        times.sort();
+        times[RESTARTS / 2]
+    }
+
+    fn print_runs(runtime: &str, figures: &[(usize, Run, Run)]) {
+        for (callers, sdk, raw) in figures {
+            for (name, r) in [("sdk", sdk), ("raw", raw)] {
                 println!(
-                    "{:>7} {:>6} {:>10.1} {:>10.1} {:>12.0} {:>12.1}",
+                    "{:>8} {:>7} {:>6} {:>10.1} {:>10.1} {:>12.0} {:>12.1}",
+                    runtime,
                     callers,
                     name,
                     us(r.p50),
@@ -320,106 +374,151 @@ mod bench {
                     us(r.cpu_per_call)
                 );
             }
-            ratios.push((
-                us(sdk.p50) / us(raw.p50),
-                sdk.cpu_per_call.as_secs_f64() / raw.cpu_per_call.as_secs_f64(),
-            ));
         }
+    }
+
+    /// SDK / raw ratios: sequential p50 and CPU, 16-caller throughput.
+    fn ratios(figures: &[(usize, Run, Run)]) -> (f64, f64, f64) {
+        let (_, sdk1, raw1) = &figures[0];
+        let (_, sdk16, raw16) = &figures[1];
+        (
+            us(sdk1.p50) / us(raw1.p50),
+            sdk1.cpu_per_call.as_secs_f64() / raw1.cpu_per_call.as_secs_f64(),
+            sdk16.per_second / raw16.per_second,
+        )
+    }
+
+    pub fn run() {
+        let current_thread = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let multi_thread = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let all = Node::start("all");
+        let idle_rss = multi_thread.block_on(async {
+            let proxy = connect_sdk(&all).await;
+            let (idle, _) = rss_mib();
+            drop(proxy);
+            idle
+        });
+
+        println!(
+            "Per-call cost of ListDiskIDs (disk v1), SDK trait vs raw tonic Channel, same server"
+        );
+        println!(
+            "{:>8} {:>7} {:>6} {:>10} {:>10} {:>12} {:>12}",
+            "runtime", "callers", "client", "p50 µs", "p99 µs", "calls/s", "cpu µs/call"
+        );
+        let ct = per_call(&current_thread, &all);
+        print_runs("current", &ct);
+        let mt = per_call(&multi_thread, &all);
+        print_runs("multi", &mt);
         let (_, peak_rss) = rss_mib();
-
-        println!("\nNegotiation of all six groups (median of {NEGOTIATIONS})");
-        let negotiate_all = median_time(NEGOTIATIONS, || async {
-            connect_sdk(&all).await;
-        })
-        .await;
-        let oldest = Node::start("oldest");
-        let negotiate_oldest = median_time(NEGOTIATIONS, || async {
-            connect_sdk(&oldest).await;
-        })
-        .await;
-        let direct = median_time(NEGOTIATIONS, || async {
-            let sockets: Vec<String> = ApiGroup::ALL
-                .iter()
-                .map(|&g| oldest.socket(g, g.versions()[0]))
-                .collect();
-            let mut connecting = tokio::task::JoinSet::new();
-            for socket in sockets {
-                connecting.spawn(raw_channel(socket));
-            }
-            while connecting.join_next().await.is_some() {}
-        })
-        .await;
-        let cold_start = median_time(NEGOTIATIONS, || async {
-            connect_sdk(&all)
-                .await
-                .disk()
-                .unwrap()
-                .list_disk_ids()
-                .await
-                .unwrap();
-        })
-        .await;
-        println!(
-            "{:<48} {:>8.2} ms",
-            "node serving all 23 versions",
-            ms(negotiate_all)
-        );
-        println!(
-            "{:<48} {:>8.2} ms",
-            "node serving only the oldest (worst fallback)",
-            ms(negotiate_oldest)
-        );
-        println!(
-            "{:<48} {:>8.2} ms",
-            "raw: six known sockets connected directly",
-            ms(direct)
-        );
-        println!(
-            "{:<48} {:>8.2} ms",
-            "cold start: new client and first call",
-            ms(cold_start)
-        );
-
-        println!("\nMemory of this process (the client)");
-        println!(
-            "{:<48} {:>8.1} MiB",
-            "idle, connected to all six groups", idle_rss
-        );
-        println!(
-            "{:<48} {:>8.1} MiB",
-            "peak, under the 64-caller load", peak_rss
-        );
-
-        let (p50_ratio, cpu_ratio) = ratios
+        let (ct_p50, ct_cpu, ct_tput) = ratios(&ct);
+        let (mt_p50, mt_cpu, mt_tput) = ratios(&mt);
+        let (overhead_p50, overhead_cpu) = [&ct, &mt]
             .iter()
-            .fold((0.0f64, 0.0f64), |(a, b), (x, y)| (a.max(*x), b.max(*y)));
-        println!(
-            "\nWorst ratio SDK/raw over 1, 16, 64 callers: p50 {p50_ratio:.3}, cpu {cpu_ratio:.3}; \
-             worst-case negotiation / direct connect: {:.2}",
-            ms(negotiate_oldest) / ms(direct)
-        );
-        println!(
-            "bench: overhead_p50_ratio={p50_ratio:.3} overhead_cpu_ratio={cpu_ratio:.3} negotiate_all_ms={:.2} \
-             negotiate_oldest_ms={:.2} direct_connect_ms={:.2} cold_start_ms={:.2} rss_idle_mib={idle_rss:.1} \
-             rss_mib={peak_rss:.1}",
-            ms(negotiate_all),
-            ms(negotiate_oldest),
-            ms(direct),
-            ms(cold_start)
-        );
+            .flat_map(|figures| figures.iter())
+            .fold((0.0f64, 0.0f64), |(p, c), (_, sdk, raw)| {
+                (
+                    p.max(us(sdk.p50) / us(raw.p50)),
+                    c.max(sdk.cpu_per_call.as_secs_f64() / raw.cpu_per_call.as_secs_f64()),
+                )
+            });
+
+        multi_thread.block_on(async {
+            println!("\nNegotiation of all six groups (median of {NEGOTIATIONS})");
+            let negotiate_all = median_time(NEGOTIATIONS, || async {
+                connect_sdk(&all).await;
+            })
+            .await;
+            let oldest = Node::start("oldest");
+            let negotiate_oldest = median_time(NEGOTIATIONS, || async {
+                connect_sdk(&oldest).await;
+            })
+            .await;
+            let direct = median_time(NEGOTIATIONS, || async {
+                let sockets: Vec<String> = ApiGroup::ALL
+                    .iter()
+                    .map(|&g| oldest.socket(g, g.versions()[0]))
+                    .collect();
+                let mut connecting = tokio::task::JoinSet::new();
+                for socket in sockets {
+                    connecting.spawn(raw_channel(socket));
+                }
+                while connecting.join_next().await.is_some() {}
+            })
+            .await;
+            let cold_start = median_time(NEGOTIATIONS, || async {
+                connect_sdk(&all)
+                    .await
+                    .disk()
+                    .unwrap()
+                    .list_disk_ids()
+                    .await
+                    .unwrap();
+            })
+            .await;
+            for (what, time) in [
+                ("node serving all 23 versions", negotiate_all),
+                ("node serving only the oldest (worst fallback)", negotiate_oldest),
+                ("raw: six known sockets connected directly", direct),
+                ("cold start: new client and first call", cold_start),
+            ] {
+                println!("{what:<48} {:>8.2} ms", ms(time));
+            }
+
+            println!("\nRecovery after a 1 s outage (median of {RESTARTS})");
+            let recover = recovery().await;
+            println!(
+                "{:<48} {:>8.2} ms",
+                "proxy back to first successful call",
+                ms(recover)
+            );
+
+            println!("\nMemory of this process (the client)");
+            println!("{:<48} {:>8.1} MiB", "idle, connected to all six groups", idle_rss);
+            println!("{:<48} {:>8.1} MiB", "peak, under the 16-caller load", peak_rss);
+
+            println!(
+                "\nSDK / raw tonic Channel: multi-thread p50 {mt_p50:.3}, cpu {mt_cpu:.3}, \
+                 16-caller throughput {mt_tput:.3}; current-thread p50 {ct_p50:.3}, cpu {ct_cpu:.3}, \
+                 16-caller throughput {ct_tput:.3}"
+            );
+            println!(
+                "bench: mt_p50_ratio={mt_p50:.3} mt_cpu_ratio={mt_cpu:.3} mt_tput16_ratio={mt_tput:.3} \
+                 ct_p50_ratio={ct_p50:.3} ct_cpu_ratio={ct_cpu:.3} ct_tput16_ratio={ct_tput:.3} \
+                 overhead_p50_ratio={overhead_p50:.3} overhead_cpu_ratio={overhead_cpu:.3} \
+                 negotiate_all_ms={:.2} negotiate_oldest_ms={:.2} direct_connect_ms={:.2} \
+                 cold_start_ms={:.2} recover_ms={:.1} rss_idle_mib={idle_rss:.1} rss_mib={peak_rss:.1}",
+                ms(negotiate_all),
+                ms(negotiate_oldest),
+                ms(direct),
+                ms(cold_start),
+                ms(recover)
+            );
+        });
     }
 }
 
 #[cfg(unix)]
-#[tokio::main]
-async fn main() {
+fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("--serve") {
-        bench::serve(std::path::Path::new(&args[2]), &args[3]).await;
-    } else if args.get(1).map(String::as_str) == Some("--profile") {
-        bench::profile(args[2] == "sdk").await;
-    } else {
-        bench::run().await;
+    let runtime = || {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    match args.get(1).map(String::as_str) {
+        Some("--serve") => {
+            runtime().block_on(bench::serve(std::path::Path::new(&args[2]), &args[3]))
+        }
+        Some("--profile") => runtime().block_on(bench::profile(args[2] == "sdk")),
+        _ => bench::run(),
     }
 }
 

@@ -104,23 +104,45 @@ pub enum Error {
         source: BoxedSource,
     },
 
-    /// The connection to the proxy failed or broke.
-    #[error("transport error at {address}: {source}")]
+    /// The connection to the proxy could not be made, failed or broke.
+    ///
+    /// `maybe_sent` tells whether the request may have reached the proxy.
+    /// When it is `true` for a call that changes the host, the outcome is
+    /// unknown: check the host's state before trying again. When it is
+    /// `false`, nothing reached the proxy.
+    #[error("{}transport error at {address}{}: {source}",
+        operation.map(|op| format!("{} {}: ", op.group(), op.name())).unwrap_or_default(),
+        if *maybe_sent { " (the request may have reached the proxy)" } else { "" })]
     Transport {
         /// The pipe or socket.
         address: String,
-        /// What failed underneath.
+        /// The call, or `None` while connecting.
+        operation: Option<Operation>,
+        /// Whether the request may have reached the proxy.
+        maybe_sent: bool,
+        /// What failed underneath: an I/O, HTTP/2 or gRPC error.
         #[source]
         source: BoxedSource,
     },
 
-    /// An operation did not finish within its deadline. For a call, the host
-    /// operation may still go on, and finish, after the client gave up.
-    #[error("{operation} timed out after {after:?}")]
+    /// A call did not finish within its deadline. The host operation may
+    /// still go on, and finish, after the client gave up: CSI Proxy does not
+    /// cancel host work.
+    #[error("{} {} timed out after {after:?}", operation.group(), operation.name())]
     Timeout {
-        /// What timed out.
-        operation: String,
+        /// The call.
+        operation: Operation,
         /// The deadline that passed.
+        after: Duration,
+    },
+
+    /// Connecting to an endpoint (opening it, waiting for a busy pipe, and
+    /// the HTTP/2 handshake) took longer than the connect timeout.
+    #[error("connecting to {address} timed out after {after:?}")]
+    ConnectTimeout {
+        /// The pipe or socket.
+        address: String,
+        /// The connect timeout that passed.
         after: Duration,
     },
 }
@@ -140,14 +162,36 @@ impl Error {
         }
     }
 
-    pub(crate) fn transport(
+    /// A failure to connect to `address`: nothing was sent.
+    pub(crate) fn connect_failed(
         address: impl Into<String>,
         source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
         Error::Transport {
             address: address.into(),
+            operation: None,
+            maybe_sent: false,
             source: Arc::new(source),
         }
+    }
+
+    pub(crate) fn connect_timeout(address: impl Into<String>, after: Duration) -> Self {
+        Error::ConnectTimeout {
+            address: address.into(),
+            after,
+        }
+    }
+
+    /// Whether this is a transport failure of a request that certainly did
+    /// not reach the proxy.
+    pub(crate) fn certainly_not_sent(&self) -> bool {
+        matches!(
+            self,
+            Error::Transport {
+                maybe_sent: false,
+                ..
+            }
+        )
     }
 }
 

@@ -78,7 +78,10 @@ pub use api::{
 /// The attribute for implementing the group traits (for mocks).
 pub use async_trait::async_trait;
 pub use capability::{Operation, Support};
-pub use client::{Backends, CallOptions, CsiProxy, CsiProxyBuilder, VersionChange};
+pub use client::{
+    Backends, CallOptions, CsiProxy, CsiProxyBuilder, GroupHealth, GroupStatus, Health,
+    VersionChange,
+};
 pub use error::{BoxedSource, Code, Error, Result};
 pub use group::ApiGroup;
 pub use negotiate::{
@@ -86,7 +89,7 @@ pub use negotiate::{
     VersionPolicy,
 };
 pub use retry::RetryPolicy;
-pub use transport::{endpoint_name, Transport, LOCAL_PIPE_PREFIX};
+pub use transport::{endpoint_name, ConnectionError, ProxyChannel, Transport, LOCAL_PIPE_PREFIX};
 pub use version::{ApiVersion, Stability};
 
 /// The generated wire types and tonic clients (and, with the `testing`

@@ -3,12 +3,20 @@
 use std::time::Duration;
 
 /// Exponential backoff for retries: the first retry waits `initial_delay`,
-/// each later one `multiplier` times longer, capped at `max_delay`, with
-/// random jitter unless it is turned off.
+/// each later one `multiplier` times longer, capped at `max_delay`; random
+/// jitter, unless turned off, adds up to as much again on top of each wait.
 ///
-/// The SDK retries connection establishment under this policy. A missing
-/// pipe is not retried (it means the version is not served) and a busy pipe
-/// is waited for within the connect timeout instead.
+/// The SDK retries under this policy:
+/// - connection attempts that failed for a reason that may pass (a missing
+///   pipe is not retried: the version is not served; a busy pipe is waited
+///   for within the connect timeout of each attempt);
+/// - calls whose request may have reached the proxy before the connection
+///   broke: reads, and mutations only with
+///   [`CallOptions::retry_mutations`](crate::CallOptions::retry_mutations).
+///
+/// Waiting for a proxy that is away is not governed by it: calls wait
+/// within their deadline, and a request that certainly was not sent goes
+/// again without spending a retry (see [`CsiProxy`](crate::CsiProxy)).
 ///
 /// ```
 /// use std::time::Duration;
@@ -30,7 +38,7 @@ pub struct RetryPolicy {
 }
 
 impl Default for RetryPolicy {
-    /// 3 retries, starting at 50 ms, doubling, at most 1 s apart, jittered.
+    /// 3 retries, starting at 50 ms, doubling, capped at 1 s, jittered.
     fn default() -> Self {
         Self {
             max_retries: 3,

@@ -3,12 +3,14 @@
 mod common;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use common::ops::{path, portal, share, volume, IQN};
 use common::TestNode;
 use csi_proxy_client::{
-    async_trait, ApiGroup, ApiVersion, Backends, CsiProxy, DiskApi, DiskIds, Error, IscsiAuth,
-    Operation, Secret, SmbMapping, SmbRemotePath, TargetPortal, VolumeId, WindowsPath,
+    async_trait, ApiGroup, ApiVersion, Backends, CallOptions, CsiProxy, DiskApi, DiskIds, Error,
+    GroupStatus, IscsiAuth, Operation, Secret, SmbMapping, SmbRemotePath, TargetPortal, VolumeId,
+    WindowsPath,
 };
 use ApiVersion as V;
 
@@ -24,15 +26,35 @@ async fn groups_that_are_not_served_are_reported_not_fatal() {
     assert_eq!(proxy.version(ApiGroup::Volume), Some(V::V1BETA2));
     assert!(proxy.disk().is_ok() && proxy.volume().is_ok());
     assert!(!proxy.is_served(ApiGroup::Smb));
-    match proxy.smb() {
-        Err(Error::NotServed { group, tried }) => {
-            assert_eq!(group, ApiGroup::Smb);
+    assert_eq!(proxy.version(ApiGroup::Smb), None);
+    // Health says why, without waiting.
+    let health = proxy.health();
+    assert!(health.is_ready(&[ApiGroup::Disk, ApiGroup::Volume]));
+    assert!(!health.is_ready(&[ApiGroup::Smb]));
+    match &health.group(ApiGroup::Smb).unwrap().status {
+        GroupStatus::NotServed {
+            since: Some(_),
+            last_error: Some(Error::NotServed { group, tried }),
+        } => {
+            assert_eq!(*group, ApiGroup::Smb);
             assert_eq!(tried.len(), 4);
         }
-        Ok(_) => panic!("smb is not served"),
-        Err(other) => panic!("{other}"),
+        other => panic!("{other:?}"),
     }
     assert_eq!(proxy.report().chosen(ApiGroup::Smb), None);
+    // The handle exists; its calls wait for the group within their deadline.
+    let hasty =
+        proxy.with_call_options(CallOptions::default().deadline(Duration::from_millis(300)));
+    let share = SmbRemotePath::new(r"\\srv\share").unwrap();
+    let started = std::time::Instant::now();
+    let err = hasty
+        .smb()
+        .unwrap()
+        .remove_smb_global_mapping(&share)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Timeout { .. }), "{err}");
+    assert!(started.elapsed() >= Duration::from_millis(300));
 }
 
 #[tokio::test]
@@ -42,6 +64,7 @@ async fn required_groups_must_be_served() {
         .transport(node.transport())
         .require(ApiGroup::Disk)
         .require(ApiGroup::Filesystem)
+        .wait_for_proxy(Duration::ZERO)
         .connect()
         .await
         .unwrap_err();

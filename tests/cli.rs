@@ -286,3 +286,28 @@ fn errors_are_one_line_with_an_exit_code() {
     );
     assert!(bad_version.contains("disk v9"), "{bad_version}");
 }
+
+#[cfg(unix)]
+#[test]
+fn probe_waits_for_a_proxy_that_starts_later() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_str().unwrap().to_owned();
+    let probe = Command::new(BIN)
+        .args(["--socket-dir", &path, "--wait", "20", "probe", "--json"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let mut fake = Fake::spawn(&["fake", "--dir", &path, "--versions", "disk=v1"]);
+    let out = probe.wait_with_output().unwrap();
+    let _ = fake.kill();
+    let _ = fake.wait();
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let disk = report["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["group"] == "disk")
+        .unwrap();
+    assert_eq!(disk["chosen"], "v1", "{report}");
+}

@@ -235,37 +235,37 @@ async fn a_group_not_negotiated_is_an_invalid_argument() {
 }
 
 #[tokio::test]
-async fn the_connection_reconnects_after_a_proxy_restart() {
+async fn a_connection_reports_its_end_and_sends_nothing_after_it() {
     let mut node = TestNode::serving(&[(Disk, V::V1)]).await;
     let negotiated = negotiator(&node).negotiate(&[Disk]).await.unwrap();
     let connection = negotiated.connection(Disk).unwrap();
-    let (_, status) = call_one(connection.channel(), Disk, V::V1).await;
+    let channel = connection.channel();
+    let (_, status) = call_one(channel.clone(), Disk, V::V1).await;
     assert_eq!(status.message(), STUB_MESSAGE);
+    assert!(!channel.is_closed());
 
     node.stop(Disk, V::V1).await;
-    let (_, status) = call_one(connection.channel(), Disk, V::V1).await;
-    // Refused (unavailable), or cut off with the connection (cancelled, or
-    // a transport error tonic reports itself, with its cause attached).
-    assert!(
-        matches!(
-            status.code(),
-            tonic::Code::Unavailable | tonic::Code::Cancelled
-        ) || std::error::Error::source(&status).is_some(),
-        "{status:?}"
-    );
+    // The end of the connection task is the signal.
+    tokio::time::timeout(Duration::from_secs(10), channel.closed())
+        .await
+        .expect("the channel noticed that the proxy went away");
+    assert!(channel.is_closed());
+    let requests = node.paths().len();
 
+    // It does not reconnect, even when the proxy is back: a call fails at
+    // once, certainly unsent, and the proxy sees nothing.
     node.serve(Disk, V::V1).await;
-    // The channel reconnects through the same connector on the next call.
-    let mut last = None;
-    for _ in 0..50 {
-        let (_, status) = call_one(connection.channel(), Disk, V::V1).await;
-        if status.message() == STUB_MESSAGE {
-            return;
-        }
-        last = Some(status);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("never reconnected: {last:?}");
+    let (_, status) = call_one(channel.clone(), Disk, V::V1).await;
+    let cause = std::error::Error::source(&status)
+        .and_then(|e| e.downcast_ref::<csi_proxy_client::ConnectionError>())
+        .unwrap_or_else(|| panic!("{status:?}"));
+    assert!(!cause.maybe_sent());
+    assert_eq!(node.paths().len(), requests);
+
+    // Negotiating again reaches the proxy that is there now.
+    let again = negotiator(&node).negotiate(&[Disk]).await.unwrap();
+    let (_, status) = call_one(again.connection(Disk).unwrap().channel(), Disk, V::V1).await;
+    assert_eq!(status.message(), STUB_MESSAGE);
 }
 
 #[tokio::test]
@@ -297,7 +297,7 @@ async fn a_stale_socket_file_counts_as_absent() {
 
 #[cfg(unix)]
 #[tokio::test]
-async fn an_endpoint_that_opens_is_kept_even_if_it_misbehaves() {
+async fn an_endpoint_that_never_answers_is_a_connect_timeout_not_a_fallback() {
     // An open endpoint means the version is served: negotiation must not
     // fall back past it to an older version, whatever answers there.
     let node = TestNode::serving(&[(Disk, V::V1BETA1)]).await;
@@ -308,16 +308,21 @@ async fn an_endpoint_that_opens_is_kept_even_if_it_misbehaves() {
             held.push(stream);
         }
     });
-    let negotiated = negotiator(&node).negotiate(&[Disk]).await.unwrap();
-    let connection = negotiated.connection(Disk).unwrap();
-    assert_eq!(connection.version(), V::V1);
-    assert_eq!(negotiated.report().group(Disk).unwrap().attempts.len(), 1);
-
-    // Calls to it fail (here: by the caller's deadline) instead of going elsewhere.
-    let call = call_one(connection.channel(), Disk, V::V1);
-    assert!(tokio::time::timeout(Duration::from_millis(200), call)
+    // A listener that never speaks HTTP/2 is no connection: the attempt
+    // times out, and negotiation stops there with that error.
+    let started = std::time::Instant::now();
+    let negotiated = negotiator(&node)
+        .connect_timeout(Duration::from_millis(200))
+        .retry(csi_proxy_client::RetryPolicy::none())
+        .negotiate(&[Disk])
         .await
-        .is_err());
+        .unwrap();
+    let err = negotiated.connection(Disk).unwrap_err();
+    assert!(matches!(err, Error::ConnectTimeout { .. }), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    let report = negotiated.report().group(Disk).unwrap();
+    assert_eq!(report.attempts.len(), 1);
+    assert_eq!(report.chosen, None);
     silent.abort();
 }
 
@@ -339,7 +344,7 @@ async fn a_busy_pipe_is_waited_for_not_skipped() {
         .await
         .unwrap();
     let err = negotiated.connection(Disk).unwrap_err();
-    assert!(matches!(err, Error::Timeout { .. }), "{err}");
+    assert!(matches!(err, Error::ConnectTimeout { .. }), "{err}");
     assert_eq!(negotiated.report().group(Disk).unwrap().attempts.len(), 1);
 }
 

@@ -1,5 +1,6 @@
-//! Riding through proxy restarts, upgrades and downgrades; retries that
-//! never repeat a mutation; deadlines; many tasks on one client. Over Unix
+//! A proxy that starts late, restarts, goes away and comes back with other
+//! versions; retries that never repeat a mutation; deadlines; many tasks on
+//! one client. Every client here has the default settings. Over Unix
 //! sockets here, and over named pipes when built for Windows.
 
 mod common;
@@ -13,25 +14,27 @@ use common::scenario::seeded_host;
 use common::TestNode;
 use csi_proxy_client::testing::FakeProxy;
 use csi_proxy_client::{
-    async_trait, ApiGroup, ApiVersion as V, Backends, CallOptions, CsiProxy, Error, Result,
-    RetryPolicy, VersionChange, VolumeApi, VolumeId, VolumeStats,
+    async_trait, ApiGroup, ApiVersion as V, Backends, CallOptions, CsiProxy, Error, GroupStatus,
+    Operation, Result, RetryPolicy, VersionChange, VolumeApi, VolumeId, VolumeStats,
 };
 
-/// Patient enough to outlast a restart of the fake proxy.
-fn patient() -> RetryPolicy {
-    RetryPolicy::default()
-        .with_max_retries(50)
-        .with_initial_delay(Duration::from_millis(2))
-        .with_max_delay(Duration::from_millis(40))
-}
-
+/// A client with every default: the tests here hold for what drivers get
+/// without tuning anything.
 async fn client(node: &TestNode) -> CsiProxy {
     CsiProxy::builder()
         .transport(node.transport())
-        .retry(patient())
         .connect()
         .await
         .unwrap()
+}
+
+/// Waits until `done` holds, for at most 10 s.
+async fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < Duration::from_secs(10), "never: {what}");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
 }
 
 /// Runs `readers` tasks calling `ListDiskIDs` until told to stop; returns
@@ -177,24 +180,316 @@ async fn version_changes_are_reported() {
         .unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_driver_started_before_the_proxy_waits_for_the_groups_it_requires() {
+    let node = TestNode::new();
+    let transport = node.transport();
+    let late = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let mut fake = FakeProxy::for_host(transport, &seeded_host());
+        fake.serve_all([(ApiGroup::Disk, V::V1), (ApiGroup::Volume, V::V1)])
+            .await
+            .unwrap();
+        fake
+    });
+    let started = Instant::now();
+    let proxy = CsiProxy::builder()
+        .transport(node.transport())
+        .require(ApiGroup::Disk)
+        .wait_for_proxy(Duration::from_secs(10))
+        .connect()
+        .await
+        .unwrap();
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_millis(1_900), "{waited:?}");
+    // Noticed soon after it came: looks are at most 250 ms apart.
+    assert!(waited < Duration::from_secs(4), "{waited:?}");
+    assert_eq!(proxy.version(ApiGroup::Disk), Some(V::V1));
+    let _fake = late.await.unwrap();
+    proxy.disk().unwrap().list_disk_ids().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_that_appears_later_is_found_by_its_next_call() {
+    let node = TestNode::new();
+    let started = Instant::now();
+    let proxy = client(&node).await;
+    // Nothing required: no wait at connect.
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert!(!proxy.is_served(ApiGroup::Disk));
+    let disk = proxy.disk().expect("handles exist before the proxy is up");
+
+    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
+    fake.serve_all([
+        (ApiGroup::Disk, V::V1BETA2),
+        (ApiGroup::System, V::V1ALPHA1),
+    ])
+    .await
+    .unwrap();
+    assert!(disk.list_disk_ids().await.unwrap().contains_key(&1));
+    assert_eq!(proxy.version(ApiGroup::Disk), Some(V::V1BETA2));
+    let system = proxy.system().unwrap();
+    assert_eq!(system.get_bios_serial_number().await.unwrap(), "BIOS-42");
+}
+
 #[tokio::test]
-async fn a_group_missing_at_connect_time_can_join_later() {
+async fn waiting_for_a_proxy_that_never_comes_ends_with_not_served() {
+    let node = TestNode::new();
+    let started = Instant::now();
+    let err = CsiProxy::builder()
+        .transport(node.transport())
+        .require(ApiGroup::Disk)
+        .wait_for_proxy(Duration::from_secs(1))
+        .connect()
+        .await
+        .unwrap_err();
+    let waited = started.elapsed();
+    match err {
+        Error::NotServed { group, tried } => {
+            assert_eq!(group, ApiGroup::Disk);
+            assert_eq!(tried.len(), 5, "{tried:?}");
+        }
+        other => panic!("{other}"),
+    }
+    assert!(waited >= Duration::from_secs(1), "{waited:?}");
+    assert!(waited < Duration::from_secs(3), "{waited:?}");
+
+    // Zero looks once.
+    let started = Instant::now();
+    let err = CsiProxy::builder()
+        .transport(node.transport())
+        .require(ApiGroup::Disk)
+        .wait_for_proxy(Duration::ZERO)
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotServed { .. }), "{err}");
+    assert!(started.elapsed() < Duration::from_millis(500));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readers_ride_through_outages_of_seconds_and_an_upgrade() {
+    let node = TestNode::new();
+    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
+    fake.serve(ApiGroup::Disk, V::V1BETA2).await.unwrap();
+    let proxy = client(&node).await;
+    let mut changes = proxy.version_changes();
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers = spawn_readers(&proxy, 8, stop.clone());
+
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    fake.stop_all().await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    fake.serve(ApiGroup::Disk, V::V1BETA2).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    fake.stop_all().await;
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    // Back as an upgraded proxy: every disk version.
+    fake.serve_all(
+        ApiGroup::Disk
+            .versions()
+            .iter()
+            .map(|&v| (ApiGroup::Disk, v)),
+    )
+    .await
+    .unwrap();
+    let waited = Instant::now();
+    while !fake.calls().iter().any(|c| c.version == V::V1) {
+        if waited.elapsed() > Duration::from_secs(10) {
+            eprintln!("health: {}", proxy.health());
+            eprintln!("calls: {}", fake.calls().len());
+            panic!("no read on v1");
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let returned = fake
+        .calls()
+        .iter()
+        .position(|c| c.version == V::V1)
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, Ordering::Relaxed);
+    let (ok, failed) = collect(readers).await;
+    assert!(
+        failed.is_empty(),
+        "{} of {} reads failed, e.g. {:?}",
+        failed.len(),
+        ok + failed.len(),
+        failed.first()
+    );
+    // After the return, every read went to the version served then.
+    let calls = fake.calls();
+    assert!(calls[returned..].iter().all(|c| c.version == V::V1));
+    assert_eq!(proxy.version(ApiGroup::Disk), Some(V::V1));
+    // Each outage was seen: gone, back, gone, back upgraded.
+    let mut seen = Vec::new();
+    while let Ok(change) = changes.try_recv() {
+        seen.push((change.from, change.to));
+    }
+    assert_eq!(
+        seen,
+        [
+            (Some(V::V1BETA2), None),
+            (None, Some(V::V1BETA2)),
+            (Some(V::V1BETA2), None),
+            (None, Some(V::V1)),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_read_waits_for_the_proxy_until_its_deadline_and_no_longer() {
     let node = TestNode::new();
     let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
     fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
     let proxy = client(&node).await;
-    assert!(matches!(proxy.system(), Err(Error::NotServed { .. })));
-    fake.serve(ApiGroup::System, V::V1ALPHA1).await.unwrap();
-    proxy.renegotiate().await.unwrap();
-    assert_eq!(
-        proxy
-            .system()
-            .unwrap()
-            .get_bios_serial_number()
-            .await
-            .unwrap(),
-        "BIOS-42"
+    fake.stop_all().await;
+    let deadline = Duration::from_millis(700);
+    let hasty = proxy.with_call_options(CallOptions::default().deadline(deadline));
+    let started = Instant::now();
+    let err = hasty.disk().unwrap().list_disk_ids().await.unwrap_err();
+    let waited = started.elapsed();
+    assert!(
+        matches!(
+            err,
+            Error::Timeout {
+                operation: Operation::ListDiskIds,
+                ..
+            }
+        ),
+        "{err}"
     );
+    assert!(waited >= deadline, "{waited:?}");
+    assert!(waited < deadline + Duration::from_millis(500), "{waited:?}");
+}
+
+#[tokio::test]
+async fn a_call_that_was_certainly_not_sent_goes_on_the_new_connection_without_retries() {
+    let node = TestNode::new();
+    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
+    fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
+    let proxy = CsiProxy::builder()
+        .transport(node.transport())
+        .retry(RetryPolicy::none())
+        .connect()
+        .await
+        .unwrap();
+    proxy.disk().unwrap().list_disk_ids().await.unwrap();
+    fake.restart([(ApiGroup::Disk, V::V1)]).await.unwrap();
+    // The old connection has ended: what is sent now was certainly not
+    // sent on it. Even a mutation goes, on the new connection.
+    wait_until("the connection ended", || {
+        proxy.version(ApiGroup::Disk).is_none()
+    })
+    .await;
+    fake.clear_calls();
+    proxy.disk().unwrap().rescan().await.unwrap();
+    let calls = fake.calls();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0].rpc, "Rescan");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_that_disappears_is_reported_and_so_is_its_return() {
+    let node = TestNode::new();
+    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
+    fake.serve_all([(ApiGroup::Disk, V::V1), (ApiGroup::Volume, V::V1)])
+        .await
+        .unwrap();
+    let proxy = client(&node).await;
+    let mut changes = proxy.version_changes();
+    fake.stop(ApiGroup::Disk, V::V1).await;
+    wait_until("disk is not served", || !proxy.is_served(ApiGroup::Disk)).await;
+    assert_eq!(proxy.version(ApiGroup::Disk), None);
+    assert_eq!(proxy.version(ApiGroup::Volume), Some(V::V1));
+
+    let hasty =
+        proxy.with_call_options(CallOptions::default().deadline(Duration::from_millis(300)));
+    let err = hasty.disk().unwrap().list_disk_ids().await.unwrap_err();
+    assert!(matches!(err, Error::Timeout { .. }), "{err}");
+    assert_eq!(
+        changes.try_recv().unwrap(),
+        VersionChange {
+            group: ApiGroup::Disk,
+            from: Some(V::V1),
+            to: None
+        }
+    );
+    assert!(changes.try_recv().is_err(), "one change, not one per look");
+    match &proxy.health().group(ApiGroup::Disk).unwrap().status {
+        GroupStatus::NotServed {
+            since: Some(_),
+            last_error: Some(Error::NotServed { .. }),
+        } => {}
+        other => panic!("{other:?}"),
+    }
+
+    fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
+    proxy.disk().unwrap().list_disk_ids().await.unwrap();
+    assert!(proxy.is_served(ApiGroup::Disk));
+    assert_eq!(
+        changes.try_recv().unwrap(),
+        VersionChange {
+            group: ApiGroup::Disk,
+            from: None,
+            to: Some(V::V1)
+        }
+    );
+    assert!(proxy.health().group(ApiGroup::Disk).unwrap().is_served());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_callers_share_one_look_at_a_failing_endpoint() {
+    use tokio_stream::StreamExt;
+
+    let node = TestNode::new();
+    // Accepts connections and never answers: every attempt runs into the
+    // connect timeout.
+    let mut incoming = csi_proxy_client::testing::listen(&node.transport(), ApiGroup::Disk, V::V1)
+        .await
+        .unwrap();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counter = accepted.clone();
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Some(stream) = incoming.next().await {
+            counter.fetch_add(1, Ordering::SeqCst);
+            held.push(stream);
+        }
+    });
+    let connect_timeout = Duration::from_millis(200);
+    let proxy = CsiProxy::builder()
+        .transport(node.transport())
+        .groups([ApiGroup::Disk])
+        .connect_timeout(connect_timeout)
+        .connect()
+        .await
+        .unwrap();
+    // One negotiation: the first attempt and the default policy's retries.
+    let per_look = accepted.load(Ordering::SeqCst);
+    assert_eq!(per_look, 1 + RetryPolicy::default().max_retries());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    let started = Instant::now();
+    let mut callers = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let disk = proxy.disk().unwrap();
+        callers.spawn(async move { disk.list_disk_ids().await });
+    }
+    while let Some(result) = callers.join_next().await {
+        let err = result.unwrap().unwrap_err();
+        assert!(matches!(err, Error::ConnectTimeout { .. }), "{err}");
+    }
+    let elapsed = started.elapsed();
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        2 * per_look,
+        "one look for all eight callers"
+    );
+    // About the time of one look (four attempts of 200 ms, with backoff).
+    assert!(elapsed < Duration::from_millis(2_500), "{elapsed:?}");
+    silent.abort();
 }
 
 /// A volume backend that takes its time and counts what it was asked.
@@ -272,7 +567,16 @@ async fn a_mutation_cut_off_by_a_crash_is_not_sent_again() {
         async move { volumes.format_volume(&volume()).await },
     )
     .await;
-    assert!(matches!(result, Err(Error::Transport { .. })), "{result:?}");
+    assert!(
+        matches!(
+            result,
+            Err(Error::Transport {
+                maybe_sent: true,
+                ..
+            })
+        ),
+        "{result:?}"
+    );
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(
         backend.formats.load(Ordering::SeqCst),
@@ -323,15 +627,26 @@ async fn a_proxy_that_stays_away_is_reported_by_what_the_call_knows() {
     }
     fake.stop(ApiGroup::Volume, V::V1).await;
     let result = format.await.unwrap();
-    assert!(matches!(result, Err(Error::Transport { .. })), "{result:?}");
+    assert!(
+        matches!(
+            result,
+            Err(Error::Transport {
+                maybe_sent: true,
+                operation: Some(Operation::FormatVolume),
+                ..
+            })
+        ),
+        "{result:?}"
+    );
 
-    // Calls that certainly were not sent say why. (A read retries until
-    // its channel has noticed that the connection is gone; from then on a
-    // mutation is certainly unsent too.)
-    let result = proxy.volume().unwrap().get_volume_stats(&volume()).await;
-    assert!(matches!(result, Err(Error::NotServed { .. })), "{result:?}");
-    let result = proxy.volume().unwrap().format_volume(&volume()).await;
-    assert!(matches!(result, Err(Error::NotServed { .. })), "{result:?}");
+    // Calls that certainly were not sent wait for the proxy within their
+    // deadline, and send nothing while it is away.
+    let hasty =
+        proxy.with_call_options(CallOptions::default().deadline(Duration::from_millis(300)));
+    let result = hasty.volume().unwrap().get_volume_stats(&volume()).await;
+    assert!(matches!(result, Err(Error::Timeout { .. })), "{result:?}");
+    let result = hasty.volume().unwrap().format_volume(&volume()).await;
+    assert!(matches!(result, Err(Error::Timeout { .. })), "{result:?}");
     assert_eq!(backend.formats.load(Ordering::SeqCst), 1);
     assert_eq!(backend.stats.load(Ordering::SeqCst), 0);
 }
@@ -385,7 +700,7 @@ async fn a_slow_backend_hits_the_deadline() {
     match hasty.volume().unwrap().format_volume(&volume()).await {
         Err(Error::Timeout { after, operation }) => {
             assert_eq!(after, Duration::from_millis(50));
-            assert_eq!(operation, "volume FormatVolume");
+            assert_eq!(operation, csi_proxy_client::Operation::FormatVolume);
         }
         other => panic!("{other:?}"),
     }

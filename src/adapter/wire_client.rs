@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use tonic::client::Grpc;
 use tonic::codegen::http::uri::PathAndQuery;
-use tonic::transport::Channel;
 use tonic_prost::ProstCodec;
 use tracing::Instrument;
 
@@ -13,13 +12,13 @@ use crate::capability::{Operation, Support};
 use crate::error::{Code, Error, Result};
 use crate::group::ApiGroup;
 use crate::negotiate::Connection;
-use crate::transport::{is_connection_lost, service_name, ConnectionLost};
+use crate::transport::{service_name, ConnectionError, ProxyChannel};
 use crate::version::ApiVersion;
 
 /// A negotiated connection, ready for unary calls of its version.
 #[derive(Clone)]
 pub(crate) struct WireClient {
-    grpc: Grpc<Channel>,
+    grpc: Grpc<ProxyChannel>,
     group: ApiGroup,
     version: ApiVersion,
     address: Arc<str>,
@@ -85,8 +84,9 @@ impl WireClient {
             outcome = tracing::field::Empty,
         );
         let mut grpc = self.grpc.clone();
+        // No `ready()` first: a `ProxyChannel` is always ready, and reports a
+        // closed connection per request, with whether it was sent.
         let exchange = async move {
-            grpc.ready().await.map_err(|e| self.transport_error(&e))?;
             grpc.unary(
                 tonic::Request::new(request),
                 path,
@@ -101,38 +101,18 @@ impl WireClient {
         result
     }
 
-    /// A transport failure; [`ConnectionLost`] when the request was never
-    /// sent because the connection broke earlier.
-    fn transport_error(&self, error: &(dyn std::error::Error + Send + Sync + 'static)) -> Error {
-        let source: crate::error::BoxedSource = if is_connection_lost(error) {
-            Arc::new(ConnectionLost)
-        } else {
-            Arc::new(std::io::Error::other(error.to_string()))
-        };
-        Error::Transport {
-            address: self.address.to_string(),
-            source,
-        }
-    }
-
+    /// The error for a status. Whether the connection failed is decided by
+    /// what caused the status (an I/O, hyper or h2 error, or the channel's
+    /// own [`ConnectionError`]), never by its code: which code tonic gives a
+    /// reset stream depends on tonic's cargo features, and the proxy's own
+    /// answers arrive without a cause.
     fn status_error(&self, operation: Operation, status: tonic::Status) -> Error {
-        if is_connection_lost(&status) {
-            return self.transport_error(&status);
-        }
-        // A status with a cause was made here, by tonic, from a broken
-        // connection (often with code Unknown); the proxy's own answers
-        // arrive without one.
-        if std::error::Error::source(&status).is_some() && status.code() != Code::Internal {
-            return Error::Transport {
-                address: self.address.to_string(),
-                source: Arc::new(status),
-            };
+        if let Some(maybe_sent) = connection_failure(&status) {
+            return self.transport_error(operation, maybe_sent, status);
         }
         match status.code() {
-            Code::Unavailable | Code::Cancelled => Error::Transport {
-                address: self.address.to_string(),
-                source: Arc::new(status),
-            },
+            // A proxy that is shutting down may answer so itself.
+            Code::Unavailable | Code::Cancelled => self.transport_error(operation, true, status),
             // tonic's own report of a response it could not decode.
             Code::Internal if status.message().starts_with("failed to decode") => {
                 Error::invalid_response(operation, status.message())
@@ -144,6 +124,36 @@ impl WireClient {
             },
         }
     }
+
+    fn transport_error(
+        &self,
+        operation: Operation,
+        maybe_sent: bool,
+        status: tonic::Status,
+    ) -> Error {
+        Error::Transport {
+            address: self.address.to_string(),
+            operation: Some(operation),
+            maybe_sent,
+            source: Arc::new(status),
+        }
+    }
+}
+
+/// If `status` was made from a failed connection: whether the request may
+/// have been sent.
+fn connection_failure(status: &tonic::Status) -> Option<bool> {
+    let mut cause = std::error::Error::source(status);
+    while let Some(error) = cause {
+        if let Some(connection) = error.downcast_ref::<ConnectionError>() {
+            return Some(connection.maybe_sent());
+        }
+        if error.is::<hyper::Error>() || error.is::<h2::Error>() || error.is::<std::io::Error>() {
+            return Some(true);
+        }
+        cause = error.source();
+    }
+    None
 }
 
 /// A short word for the tracing span; never the message, which may echo
@@ -152,7 +162,7 @@ fn outcome<T>(result: &Result<T>) -> &'static str {
     match result {
         Ok(_) => "ok",
         Err(Error::Host { .. }) => "host_error",
-        Err(Error::Timeout { .. }) => "timeout",
+        Err(Error::Timeout { .. } | Error::ConnectTimeout { .. }) => "timeout",
         Err(Error::Transport { .. }) => "transport_error",
         Err(Error::InvalidResponse { .. }) => "invalid_response",
         Err(_) => "error",

@@ -1,14 +1,16 @@
 //! The facade: connect once, get a handle per group.
 
 mod handles;
+mod health;
 mod options;
 mod slot;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::broadcast;
 
+pub use health::{GroupHealth, GroupStatus, Health};
 pub use options::{CallOptions, VersionChange};
 
 use crate::adapter::FromConnection;
@@ -22,7 +24,7 @@ use crate::transport::Transport;
 use crate::version::ApiVersion;
 use handles::Handle;
 use options::Deadlines;
-use slot::{AnySlot, Behaviour, GroupSlot};
+use slot::{is_worth_waiting_for, look_schedule, AnySlot, Behaviour, GroupSlot};
 
 /// A connection to CSI Proxy: one negotiated handle per API group.
 ///
@@ -31,14 +33,27 @@ use slot::{AnySlot, Behaviour, GroupSlot};
 /// mention a wire version; the adapter behind it translates to whatever
 /// version is negotiated.
 ///
-/// # Restarts, upgrades and downgrades
+/// # When the proxy comes and goes
 ///
-/// When the connection to a group breaks (the proxy restarted), the next
-/// call negotiates that group again and carries on with whatever version is
-/// served now, so a driver rides through a proxy upgrade (v1beta2 to v1) or
-/// a downgrade without noticing; [`CsiProxy::version`] tells the current
-/// version and [`CsiProxy::version_changes`] reports each change (also
-/// logged). A call never goes to a version that is no longer served.
+/// CSI Proxy may start after the driver, restart, or come back from an
+/// upgrade with other versions. The SDK hides that wherever it is safe:
+/// - [`CsiProxyBuilder::connect`] waits for the groups the driver
+///   [`require`](CsiProxyBuilder::require)s (30 s by default, see
+///   [`CsiProxyBuilder::wait_for_proxy`]); other groups are not waited for.
+/// - Handles are handed out for every configured group, served or not. A
+///   call on a group that is not served (yet, or any more) looks for its
+///   endpoints again, every 250 ms at most, and waits for them within the
+///   call's deadline; no driver has to call [`CsiProxy::renegotiate`].
+///   Concurrent callers share one look and its result.
+/// - When a connection ends under a call, reads, and calls that certainly
+///   were not sent, go again on whatever version is served once the proxy is
+///   back. A call that changes the host and may have reached the proxy fails
+///   with [`Error::Transport`] (`maybe_sent: true`: the outcome is unknown)
+///   and is never repeated by the SDK.
+/// - [`CsiProxy::version`], [`CsiProxy::is_served`] and
+///   [`CsiProxy::health`] tell the present state;
+///   [`CsiProxy::version_changes`] reports each change, including a group
+///   that disappears (`to: None`) and comes back.
 ///
 /// # Deadlines and retries
 ///
@@ -48,12 +63,14 @@ use slot::{AnySlot, Behaviour, GroupSlot};
 /// with [`Error::Timeout`]; the host operation may still go on and finish,
 /// because CSI Proxy does not cancel host work.
 ///
-/// Reads are retried under the [`RetryPolicy`] when the connection fails or
-/// breaks. Calls that change the host (partition, format, mount, resize,
-/// mkdir, rmdir, symlink, SMB map, iSCSI login, service start, disk state,
-/// ...) are retried only when they certainly were not sent, unless the
-/// caller opts in with [`CallOptions::retry_mutations`]. A failure the proxy
-/// reports ([`Error::Host`], usually code `Unknown`) is never retried.
+/// A read whose request may have reached the proxy before the connection
+/// broke is sent again under the [`RetryPolicy`] (3 times by default).
+/// Calls that change the host (partition, format, mount, resize, mkdir,
+/// rmdir, symlink, SMB map, iSCSI login, service start, disk state, ...)
+/// are sent again only when they certainly were not sent, unless the caller
+/// opts in with [`CallOptions::retry_mutations`]. Sending again what was
+/// certainly not sent spends no retry. A failure the proxy reports
+/// ([`Error::Host`], usually code `Unknown`) is never retried.
 ///
 /// ```no_run
 /// use csi_proxy_client::{ApiGroup, CsiProxy, WindowsPath};
@@ -120,9 +137,6 @@ macro_rules! handle {
         $(#[$doc])*
         pub fn $name(&self) -> Result<Arc<dyn $trait>> {
             let slot = self.groups.$name.as_ref().ok_or_else(|| self.missing(ApiGroup::$group))?;
-            if slot.current().is_none() {
-                return Err(self.missing(ApiGroup::$group));
-            }
             Ok(Arc::new(Handle { slot: slot.clone(), options: self.options }))
         }
     };
@@ -150,14 +164,7 @@ impl CsiProxy {
             api: Option<Arc<A>>,
             behaviour: &Arc<Behaviour>,
         ) -> Option<Arc<GroupSlot<A>>> {
-            api.map(|api| {
-                Arc::new(GroupSlot::new(
-                    group,
-                    Some((api, None)),
-                    None,
-                    behaviour.clone(),
-                ))
-            })
+            api.map(|api| Arc::new(GroupSlot::direct(group, api, behaviour.clone())))
         }
         let groups = Groups {
             disk: slot(ApiGroup::Disk, backends.disk, &behaviour),
@@ -189,36 +196,51 @@ impl CsiProxy {
         &self.report
     }
 
-    /// The wire version serving `group` now, if it is served over the wire.
+    /// The wire version serving `group` now: `None` while it is not served
+    /// (not found at the last look, or its connection has ended), and for a
+    /// backend given directly.
     pub fn version(&self, group: ApiGroup) -> Option<ApiVersion> {
         self.groups.any(group).and_then(|slot| slot.version())
     }
 
-    /// Whether `group` has a handle now.
+    /// Whether calls on `group` go to the proxy now, without waiting.
     pub fn is_served(&self, group: ApiGroup) -> bool {
-        self.groups
-            .any(group)
-            .is_some_and(|slot| slot.generation().is_some())
+        self.groups.any(group).is_some_and(|slot| slot.is_served())
     }
 
-    /// Changes of the negotiated versions from now on: each time a group is
-    /// negotiated again after its connection broke and the proxy serves
-    /// another version.
+    /// Per configured group: the version served and since when, or not
+    /// served since when and what the last look found. It answers at once:
+    /// it neither waits nor sends anything.
+    ///
+    /// This is what a node plugin answers CSI `Probe` with (`ready` when the
+    /// groups it needs are served: [`Health::is_ready`]) and logs at
+    /// startup; its `Display` is one line per group.
+    pub fn health(&self) -> Health {
+        let groups = ApiGroup::ALL
+            .iter()
+            .filter_map(|&g| self.groups.any(g).map(AnySlot::health))
+            .collect();
+        Health { groups }
+    }
+
+    /// Changes of the negotiated versions from now on: a group whose proxy
+    /// came back with another version, or that stopped being served
+    /// (`to: None`), or that is served again (`from: None`).
     pub fn version_changes(&self) -> broadcast::Receiver<VersionChange> {
         self.groups.behaviour.events.subscribe()
     }
 
-    /// Negotiates every group again now (normally this happens by itself
-    /// when a connection breaks), for instance to pick up a group the proxy
-    /// did not serve before. Groups still not served stay without a handle;
-    /// any other failure is returned (the first), after trying all groups.
+    /// Looks for every group that is not served now, at once. Not needed
+    /// for calls (a call on such a group looks by itself); useful to
+    /// refresh [`CsiProxy::health`]. Groups still not served stay so; any
+    /// other failure is returned (the first), after trying all groups.
     pub async fn renegotiate(&self) -> Result<()> {
         let mut first_error = None;
         for group in ApiGroup::ALL {
             let Some(slot) = self.groups.any(group) else {
                 continue;
             };
-            match slot.renegotiate(slot.generation()).await {
+            match slot.look_again().await {
                 Ok(()) | Err(Error::NotServed { .. }) => {}
                 Err(e) => {
                     first_error.get_or_insert(e);
@@ -228,7 +250,7 @@ impl CsiProxy {
         first_error.map_or(Ok(()), Err)
     }
 
-    /// Why `group` has no handle: what the first negotiation found.
+    /// Why `group` has no handle: it was not configured.
     fn missing(&self, group: ApiGroup) -> Error {
         let tried = self
             .report
@@ -239,27 +261,30 @@ impl CsiProxy {
     }
 
     handle!(
-        /// The disk group, or why it is not available.
+        /// The disk group. Every configured group has a handle, served or
+        /// not (its calls wait for it); a group left out of
+        /// [`CsiProxyBuilder::groups`] or [`Backends`] is
+        /// [`Error::NotServed`].
         disk, Disk, DiskApi
     );
     handle!(
-        /// The filesystem group, or why it is not available.
+        /// The filesystem group; see [`CsiProxy::disk`].
         filesystem, Filesystem, FilesystemApi
     );
     handle!(
-        /// The SMB group, or why it is not available.
+        /// The SMB group; see [`CsiProxy::disk`].
         smb, Smb, SmbApi
     );
     handle!(
-        /// The volume group, or why it is not available.
+        /// The volume group; see [`CsiProxy::disk`].
         volume, Volume, VolumeApi
     );
     handle!(
-        /// The iSCSI group, or why it is not available.
+        /// The iSCSI group; see [`CsiProxy::disk`].
         iscsi, Iscsi, IscsiApi
     );
     handle!(
-        /// The system group, or why it is not available.
+        /// The system group; see [`CsiProxy::disk`].
         system, System, SystemApi
     );
 }
@@ -292,7 +317,15 @@ pub struct CsiProxyBuilder {
     deadlines: Deadlines,
     groups: Vec<ApiGroup>,
     required: Vec<ApiGroup>,
+    wait_for_proxy: Option<Duration>,
 }
+
+/// How long [`CsiProxyBuilder::connect`] waits for required groups unless
+/// told otherwise.
+const DEFAULT_WAIT_FOR_PROXY: Duration = Duration::from_secs(30);
+
+/// How often a waiting `connect` says what it still waits for.
+const WAIT_LOG_INTERVAL: Duration = Duration::from_secs(10);
 
 impl Default for CsiProxyBuilder {
     fn default() -> Self {
@@ -304,6 +337,7 @@ impl Default for CsiProxyBuilder {
             deadlines: Deadlines::default(),
             groups: ApiGroup::ALL.to_vec(),
             required: Vec::new(),
+            wait_for_proxy: None,
         }
     }
 }
@@ -371,8 +405,10 @@ impl CsiProxyBuilder {
         self
     }
 
-    /// Fail [`connect`](Self::connect) unless `group` is served. Groups not
-    /// required may be missing: their handles return the reason.
+    /// Wait in [`connect`](Self::connect) until `group` is served, and fail
+    /// if it is not within [`wait_for_proxy`](Self::wait_for_proxy). Groups
+    /// not required are not waited for at connect; their calls wait for
+    /// them instead.
     pub fn require(mut self, group: ApiGroup) -> Self {
         if !self.groups.contains(&group) {
             self.groups.push(group);
@@ -381,17 +417,36 @@ impl CsiProxyBuilder {
         self
     }
 
-    /// Negotiates every group concurrently and builds the handles.
+    /// How long [`connect`](Self::connect) waits for the
+    /// [`require`](Self::require)d groups to be served, looking again every
+    /// 250 ms at most, so that a driver started before CSI Proxy (at node
+    /// boot) connects as soon as the proxy is up. Default: 30 s when a group
+    /// is required. While it waits, it logs at info level which endpoints it
+    /// waits for, at the start and then every 10 s. `Duration::ZERO` looks
+    /// once and fails at once.
+    pub fn wait_for_proxy(mut self, wait: Duration) -> Self {
+        self.wait_for_proxy = Some(wait);
+        self
+    }
+
+    /// Negotiates every group concurrently, waits for the required ones
+    /// (see [`wait_for_proxy`](Self::wait_for_proxy)) and builds the
+    /// handles.
+    ///
+    /// Fails with [`Error::NotServed`] (every endpoint tried) when a
+    /// required group is still not served when the wait is over, at once
+    /// with the group's error when its endpoint exists but cannot be used
+    /// (for example [`Error::PermissionDenied`]), and with
+    /// [`Error::InvalidArgument`] for an invalid setting, before anything
+    /// is connected.
     pub async fn connect(self) -> Result<CsiProxy> {
         let negotiator = Negotiator::new(self.transport?)
             .policy(self.policy)
             .retry(self.retry)
-            .connect_timeout(self.connect_timeout)
-            .reconnect(false);
-        let negotiated = negotiator.negotiate(&self.groups).await?;
-        for &group in &self.required {
-            negotiated.connection(group)?;
-        }
+            .connect_timeout(self.connect_timeout);
+        let mut negotiated = negotiator.negotiate(&self.groups).await?;
+        let wait = self.wait_for_proxy.unwrap_or(DEFAULT_WAIT_FOR_PROXY);
+        wait_for_required(&negotiator, &mut negotiated, &self.required, wait).await?;
         let behaviour = Arc::new(Behaviour {
             deadlines: self.deadlines,
             retry: self.retry,
@@ -423,6 +478,49 @@ impl CsiProxyBuilder {
     }
 }
 
+/// Negotiates the `required` groups that are missing again until all are
+/// served or `wait` has passed; then the first one missing is the error.
+async fn wait_for_required(
+    negotiator: &Negotiator,
+    negotiated: &mut Negotiated,
+    required: &[ApiGroup],
+    wait: Duration,
+) -> Result<()> {
+    let started = Instant::now();
+    let mut schedule = look_schedule();
+    let mut logged: Option<Instant> = None;
+    loop {
+        let mut missing = Vec::new();
+        for &group in required {
+            match negotiated.connection(group) {
+                Ok(_) => {}
+                Err(e) if is_worth_waiting_for(&e) && started.elapsed() < wait => {
+                    missing.push((group, e))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        if logged.is_none_or(|at| at.elapsed() >= WAIT_LOG_INTERVAL) {
+            let waiting_for: Vec<String> = missing.iter().map(|(_, e)| e.to_string()).collect();
+            tracing::info!(
+                waited_s = started.elapsed().as_secs(),
+                limit_s = wait.as_secs(),
+                "waiting for CSI Proxy: {}",
+                waiting_for.join("; ")
+            );
+            logged = Some(Instant::now());
+        }
+        let left = wait.saturating_sub(started.elapsed());
+        let delay = schedule.next().unwrap_or(slot::MAX_LOOK_INTERVAL);
+        tokio::time::sleep(delay.min(left)).await;
+        let groups: Vec<ApiGroup> = missing.iter().map(|&(g, _)| g).collect();
+        negotiated.merge(negotiator.negotiate(&groups).await?);
+    }
+}
+
 /// Builds the slot of one negotiated group.
 struct SlotFactory<'a> {
     group: ApiGroup,
@@ -433,16 +531,10 @@ struct SlotFactory<'a> {
 
 impl SlotFactory<'_> {
     fn build<A: ?Sized + FromConnection + Send + Sync + 'static>(self) -> Arc<GroupSlot<A>> {
-        let attached = self
-            .negotiated
-            .connection(self.group)
-            .ok()
-            .map(|c| (A::from_connection(&c), Some(c.version())));
-        let negotiator = self.negotiator.clone();
-        Arc::new(GroupSlot::new(
+        Arc::new(GroupSlot::negotiated(
             self.group,
-            attached,
-            Some(negotiator),
+            self.negotiated.connection(self.group),
+            self.negotiator.clone(),
             self.behaviour.clone(),
         ))
     }

@@ -1,10 +1,11 @@
-//! One group's current adapter, swapped when the proxy comes back with
-//! other versions, and the call loop: deadline, retries, re-negotiation.
+//! One group's state (the adapter in use, or why there is none) and the
+//! call loop: deadline, looking for the proxy again, riding through outages.
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
-use arc_swap::ArcSwapOption;
+use arc_swap::ArcSwap;
 use backon::BackoffBuilder;
 use tokio::sync::{broadcast, Mutex};
 
@@ -13,16 +14,31 @@ use crate::adapter::FromConnection;
 use crate::capability::Operation;
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
-use crate::negotiate::Negotiator;
+use crate::negotiate::{Connection, Negotiator};
 use crate::retry::RetryPolicy;
-use crate::transport::ConnectionLost;
+use crate::transport::ProxyChannel;
 use crate::version::ApiVersion;
 
-/// The adapter in use, and when it was attached.
-pub(crate) struct Attached<A: ?Sized> {
-    pub api: Arc<A>,
-    pub version: Option<ApiVersion>,
-    generation: u64,
+/// The longest wait between two looks for a proxy that is away, so that
+/// its return is noticed fast.
+pub(crate) const MAX_LOOK_INTERVAL: Duration = Duration::from_millis(250);
+
+/// A look that failed is shared with every caller that comes within this
+/// time, instead of each of them looking again.
+const LOOK_COOL_DOWN: Duration = Duration::from_millis(50);
+
+/// The waits between looks while the proxy is away: short at first, since
+/// most restarts take a moment, then every [`MAX_LOOK_INTERVAL`]. No
+/// jitter: it would come on top of the cap, and a look at a missing
+/// endpoint costs the proxy nothing.
+pub(crate) fn look_schedule() -> impl Iterator<Item = Duration> {
+    RetryPolicy::default()
+        .with_initial_delay(Duration::from_millis(20))
+        .with_max_delay(MAX_LOOK_INTERVAL)
+        .with_max_retries(usize::MAX)
+        .with_jitter(false)
+        .backoff()
+        .build()
 }
 
 /// How the client behaves, shared by every group.
@@ -32,80 +48,166 @@ pub(crate) struct Behaviour {
     pub events: broadcast::Sender<VersionChange>,
 }
 
-/// One group: its current adapter, and how to find a new one.
+/// What a group has now. Replaced whole on every look, so readers see one
+/// consistent picture without locking.
+pub(crate) struct SlotState<A: ?Sized> {
+    /// Counts looks; a caller that saw generation `g` fail only looks again
+    /// if nobody else did since.
+    generation: u64,
+    served: Option<Served<A>>,
+    /// Why the group is not served (`None` while it is).
+    error: Option<Error>,
+    /// Since when the group is served, or not served.
+    since: SystemTime,
+    /// When this state was found.
+    found_at: Instant,
+}
+
+struct Served<A: ?Sized> {
+    api: Arc<A>,
+    /// `None` for a backend given directly (a mock).
+    version: Option<ApiVersion>,
+    channel: Option<ProxyChannel>,
+}
+
+impl<A: ?Sized> Served<A> {
+    /// Whether calls can still go to it: a closed connection sends nothing.
+    fn is_open(&self) -> bool {
+        self.channel.as_ref().is_none_or(|c| !c.is_closed())
+    }
+}
+
+impl<A: ?Sized> SlotState<A> {
+    /// The adapter, if calls can go to it now.
+    fn usable(&self) -> Option<&Arc<A>> {
+        self.served.as_ref().filter(|s| s.is_open()).map(|s| &s.api)
+    }
+
+    /// What this state says of the group, as a result.
+    fn outcome(&self, group: ApiGroup) -> Result<()> {
+        match (&self.served, &self.error) {
+            (Some(_), _) => Ok(()),
+            (None, Some(error)) => Err(error.clone()),
+            (None, None) => Err(Error::NotServed {
+                group,
+                tried: Vec::new(),
+            }),
+        }
+    }
+}
+
+/// One group: its current state, and how to look for the proxy again.
 pub(crate) struct GroupSlot<A: ?Sized> {
     group: ApiGroup,
-    attached: ArcSwapOption<Attached<A>>,
-    /// `None` for backends given directly (mocks): nothing to renegotiate.
+    state: ArcSwap<SlotState<A>>,
+    /// `None` for backends given directly (mocks): nothing to look for.
     negotiator: Option<Negotiator>,
-    renegotiating: Mutex<()>,
+    /// One look at a time; the others share its result.
+    looking: Mutex<()>,
     pub behaviour: Arc<Behaviour>,
 }
 
 impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
-    pub fn new(
+    /// A slot for a backend given directly (a mock): always served.
+    pub fn direct(group: ApiGroup, api: Arc<A>, behaviour: Arc<Behaviour>) -> Self {
+        let served = Served {
+            api,
+            version: None,
+            channel: None,
+        };
+        Self::with_state(group, Some(served), None, None, behaviour)
+    }
+
+    /// A slot for a negotiated group, from what negotiation found.
+    pub fn negotiated(
         group: ApiGroup,
-        attached: Option<(Arc<A>, Option<ApiVersion>)>,
+        outcome: Result<Connection>,
+        negotiator: Negotiator,
+        behaviour: Arc<Behaviour>,
+    ) -> Self {
+        let (served, error) = match outcome {
+            Ok(connection) => (Some(Self::attach(&connection)), None),
+            Err(e) => (None, Some(e)),
+        };
+        Self::with_state(group, served, error, Some(negotiator), behaviour)
+    }
+
+    fn with_state(
+        group: ApiGroup,
+        served: Option<Served<A>>,
+        error: Option<Error>,
         negotiator: Option<Negotiator>,
         behaviour: Arc<Behaviour>,
     ) -> Self {
-        let attached = attached.map(|(api, version)| {
-            Arc::new(Attached {
-                api,
-                version,
-                generation: 0,
-            })
-        });
+        let state = SlotState {
+            generation: 0,
+            served,
+            error,
+            since: SystemTime::now(),
+            found_at: Instant::now(),
+        };
         Self {
             group,
-            attached: ArcSwapOption::new(attached),
+            state: ArcSwap::from_pointee(state),
             negotiator,
-            renegotiating: Mutex::new(()),
+            looking: Mutex::new(()),
             behaviour,
         }
     }
 
-    /// The adapter in use, if the group is served.
-    pub fn current(&self) -> Option<Arc<Attached<A>>> {
-        self.attached.load_full()
+    fn attach(connection: &Connection) -> Served<A> {
+        Served {
+            api: A::from_connection(connection),
+            version: Some(connection.version()),
+            channel: Some(connection.channel()),
+        }
     }
 
-    /// Negotiates this group again, unless another call already did since
-    /// `seen` was attached. Fails if no version is served now.
-    async fn renegotiate_now(&self, seen: Option<u64>) -> Result<()> {
+    /// The state now.
+    pub fn state(&self) -> Arc<SlotState<A>> {
+        self.state.load_full()
+    }
+
+    /// Looks for the group's endpoints again, unless somebody else did
+    /// since the state of generation `seen` was found (then their result is
+    /// shared), or, with `cool_down`, that state is a failed look younger
+    /// than [`LOOK_COOL_DOWN`].
+    async fn look(&self, seen: u64, cool_down: bool) -> Result<()> {
+        let _only_one = self.looking.lock().await;
+        let before = self.state();
         let Some(negotiator) = &self.negotiator else {
-            // A backend given directly stays; there is nothing to look for.
-            return match self.current() {
-                Some(_) => Ok(()),
-                None => Err(Error::NotServed {
-                    group: self.group,
-                    tried: Vec::new(),
-                }),
-            };
+            return before.outcome(self.group);
         };
-        let _only_one = self.renegotiating.lock().await;
-        let before = self.current();
-        if before.as_ref().map(|a| a.generation) != seen {
-            return Ok(());
+        let shared = before.generation != seen
+            || (cool_down && before.served.is_none() && before.found_at.elapsed() < LOOK_COOL_DOWN);
+        if shared {
+            return before.outcome(self.group);
         }
-        let negotiated = negotiator.negotiate(&[self.group]).await?;
-        let outcome = negotiated.connection(self.group);
-        let (from, generation) = (
-            before.as_ref().and_then(|a| a.version),
-            seen.map_or(1, |g| g + 1),
-        );
-        let attached = match &outcome {
-            Ok(connection) => Some(Arc::new(Attached {
-                api: A::from_connection(connection),
-                version: Some(connection.version()),
-                generation,
-            })),
-            // Keep the old adapter: its calls fail fast until the proxy is back.
-            Err(_) => before,
+        let outcome = negotiator
+            .negotiate(&[self.group])
+            .await?
+            .connection(self.group);
+        let from = before.served.as_ref().and_then(|s| s.version);
+        let (served, error) = match &outcome {
+            Ok(connection) => (Some(Self::attach(connection)), None),
+            Err(e) => (None, Some(e.clone())),
         };
-        let to = attached.as_ref().and_then(|a| a.version);
-        self.attached.store(attached);
-        if from != to && outcome.is_ok() {
+        let to = served.as_ref().and_then(|s| s.version);
+        // "Since" moves only when the group goes from served to not served
+        // or back; another failed look keeps the start of the outage.
+        let since = if served.is_some() == before.served.is_some() && served.is_none() {
+            before.since
+        } else {
+            SystemTime::now()
+        };
+        self.state.store(Arc::new(SlotState {
+            generation: before.generation + 1,
+            served,
+            error,
+            since,
+            found_at: Instant::now(),
+        }));
+        if from != to {
             tracing::info!(group = %self.group, ?from, ?to, "CSI Proxy API version changed");
             let _ = self.behaviour.events.send(VersionChange {
                 group: self.group,
@@ -117,8 +219,14 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
     }
 
     /// Runs `call` on the current adapter within the operation's deadline.
-    /// When the connection is lost, negotiates again and, if the policy
-    /// allows, retries on whatever version is served now.
+    ///
+    /// While the group is not served, or its connection has ended, the call
+    /// looks for the proxy again (sharing each look with concurrent callers)
+    /// and waits for it within its deadline. A request that certainly was
+    /// not sent goes again on the new connection without spending the retry
+    /// budget; one that may have been sent is repeated only if the
+    /// operation only reads (or the caller opted in), under the
+    /// [`RetryPolicy`].
     pub async fn run<T, F, Fut>(
         &self,
         operation: Operation,
@@ -132,49 +240,79 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
         let deadline = options
             .deadline
             .unwrap_or_else(|| self.behaviour.deadlines.of(operation));
-        let may_repeat = !operation.is_mutating() || options.retry_mutations;
         let attempts = async {
-            // Built on the first failure: most calls never need it.
-            let mut delays = None;
-            loop {
-                let Some(attached) = self.current() else {
-                    self.renegotiate_now(None).await?;
-                    continue;
-                };
-                let result = call(attached.api.clone()).await;
-                let error = match result {
-                    Err(error) if is_connection_failure(&error) => error,
+            let state = self.state();
+            // The fast path: served, and the connection is open.
+            let failure = match state.usable() {
+                Some(api) => match call(api.clone()).await {
+                    Err(error) if is_connection_failure(&error) => Some(error),
                     other => return other,
-                };
-                // Whatever comes back may serve other versions: look again.
-                let renegotiated = self.renegotiate_now(Some(attached.generation)).await;
-                let may_retry = may_repeat || was_not_sent(&error);
-                let delays = delays.get_or_insert_with(|| self.behaviour.retry.backoff().build());
-                match (may_retry, delays.next()) {
-                    (true, Some(delay)) => tokio::time::sleep(delay).await,
-                    _ => return Err(final_error(error, renegotiated)),
-                }
-            }
+                },
+                None => None,
+            };
+            self.run_slowly(operation, options, &call, state, failure)
+                .await
         };
         match tokio::time::timeout(deadline, attempts).await {
             Ok(result) => result,
             Err(_) => Err(Error::Timeout {
-                operation: format!("{} {}", operation.group(), operation.name()),
+                operation,
                 after: deadline,
             }),
         }
     }
-}
 
-/// What a call that is not tried again reports. A request that may have
-/// reached the proxy reports its own broken connection, so the caller knows
-/// the outcome is uncertain, whatever renegotiation found since. A request
-/// that was certainly not sent reports why no proxy could take it, if
-/// renegotiation found that.
-fn final_error(call: Error, renegotiated: Result<()>) -> Error {
-    match renegotiated {
-        Err(now) if was_not_sent(&call) => now,
-        _ => call,
+    /// The slow path: the group is not usable now, or `failure` is the
+    /// connection failure that the last attempt met.
+    async fn run_slowly<T, F, Fut>(
+        &self,
+        operation: Operation,
+        options: CallOptions,
+        call: &F,
+        mut state: Arc<SlotState<A>>,
+        mut failure: Option<Error>,
+    ) -> Result<T>
+    where
+        F: Fn(Arc<A>) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let may_repeat = !operation.is_mutating() || options.retry_mutations;
+        let mut retries = None;
+        let mut waits = None;
+        loop {
+            if let Some(error) = failure.take() {
+                // Sending again what certainly was not sent is no retry.
+                if !error.certainly_not_sent() {
+                    let retries =
+                        retries.get_or_insert_with(|| self.behaviour.retry.backoff().build());
+                    match (may_repeat, retries.next()) {
+                        (true, Some(delay)) => tokio::time::sleep(delay).await,
+                        // The outcome is unknown: report this connection's
+                        // failure, never what a later look finds.
+                        _ => return Err(error),
+                    }
+                }
+                // The connection is gone: find the proxy's endpoint again.
+                // A failed look is handled below.
+                let _ = self.look(state.generation, false).await;
+                state = self.state();
+            }
+            let Some(api) = state.usable().cloned() else {
+                if let Err(error) = self.look(state.generation, true).await {
+                    if !is_worth_waiting_for(&error) {
+                        return Err(error);
+                    }
+                    let delay = waits.get_or_insert_with(look_schedule).next();
+                    tokio::time::sleep(delay.unwrap_or(MAX_LOOK_INTERVAL)).await;
+                }
+                state = self.state();
+                continue;
+            };
+            match call(api).await {
+                Err(error) if is_connection_failure(&error) => failure = Some(error),
+                other => return other,
+            }
+        }
     }
 }
 
@@ -184,33 +322,71 @@ fn is_connection_failure(error: &Error) -> bool {
     matches!(error, Error::Transport { .. })
 }
 
-/// The request certainly did not reach the proxy.
-fn was_not_sent(error: &Error) -> bool {
-    matches!(error, Error::Transport { source, .. } if source.is::<ConnectionLost>())
+/// Whether a look that failed so is worth waiting for: nothing is there
+/// (yet, or any more). An endpoint that exists but fails (access denied, a
+/// handshake that times out) already had its retries under the
+/// [`RetryPolicy`] in that look; its error is every waiting caller's answer.
+pub(crate) fn is_worth_waiting_for(error: &Error) -> bool {
+    matches!(error, Error::NotServed { .. })
 }
 
 /// What the facade needs of a slot, whatever its group's trait.
 #[async_trait::async_trait]
 pub(crate) trait AnySlot: Send + Sync {
-    /// The version in use (`None` for a backend given directly).
+    /// The version in use, if calls can go to it now.
     fn version(&self) -> Option<ApiVersion>;
-    /// The generation of the adapter in use, if any.
-    fn generation(&self) -> Option<u64>;
-    /// Negotiates again unless that already happened since `seen`.
-    async fn renegotiate(&self, seen: Option<u64>) -> Result<()>;
+    /// Whether calls can go to the group now.
+    fn is_served(&self) -> bool;
+    /// The group's health now, without waiting.
+    fn health(&self) -> super::health::GroupHealth;
+    /// Looks for the group's endpoints again now.
+    async fn look_again(&self) -> Result<()>;
 }
 
 #[async_trait::async_trait]
 impl<A: ?Sized + FromConnection + Send + Sync + 'static> AnySlot for GroupSlot<A> {
     fn version(&self) -> Option<ApiVersion> {
-        self.current().and_then(|a| a.version)
+        let state = self.state.load();
+        state
+            .served
+            .as_ref()
+            .filter(|s| s.is_open())
+            .and_then(|s| s.version)
     }
 
-    fn generation(&self) -> Option<u64> {
-        self.current().map(|a| a.generation)
+    fn is_served(&self) -> bool {
+        self.state.load().usable().is_some()
     }
 
-    async fn renegotiate(&self, seen: Option<u64>) -> Result<()> {
-        self.renegotiate_now(seen).await
+    fn health(&self) -> super::health::GroupHealth {
+        use super::health::{GroupHealth, GroupStatus};
+        let state = self.state.load();
+        let status = match &state.served {
+            Some(served) if served.is_open() => GroupStatus::Served {
+                version: served.version,
+                since: state.since,
+            },
+            // Ended, but nobody looked since: the outage starts now-ish.
+            Some(_) => GroupStatus::NotServed {
+                since: None,
+                last_error: None,
+            },
+            None => GroupStatus::NotServed {
+                since: Some(state.since),
+                last_error: state.error.clone(),
+            },
+        };
+        GroupHealth {
+            group: self.group,
+            status,
+        }
+    }
+
+    async fn look_again(&self) -> Result<()> {
+        let state = self.state();
+        if state.usable().is_some() {
+            return Ok(());
+        }
+        self.look(state.generation, false).await
     }
 }

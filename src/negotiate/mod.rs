@@ -7,7 +7,6 @@ mod report;
 use std::time::{Duration, Instant};
 
 use tokio::task::JoinSet;
-use tonic::transport::Channel;
 use tracing::Instrument;
 
 pub use policy::VersionPolicy;
@@ -16,18 +15,19 @@ pub use report::{Attempt, AttemptOutcome, GroupReport, NegotiationReport};
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
 use crate::retry::RetryPolicy;
-use crate::transport::{connect, ConnectFailure, ConnectOptions, Transport};
+use crate::transport::{connect, ConnectFailure, ConnectOptions, ProxyChannel, Transport};
 use crate::version::ApiVersion;
 
 /// A connected group-version: the channel that negotiation opened, ready
 /// for the generated clients in [`crate::wire`]. Cheap to clone; clones share
-/// the connection.
+/// the connection, which does not reconnect by itself (see
+/// [`ProxyChannel`]).
 #[derive(Clone, Debug)]
 pub struct Connection {
     group: ApiGroup,
     version: ApiVersion,
     address: String,
-    channel: Channel,
+    channel: ProxyChannel,
 }
 
 impl Connection {
@@ -46,8 +46,10 @@ impl Connection {
         &self.address
     }
 
-    /// The gRPC channel. It reconnects by itself if the proxy restarts.
-    pub fn channel(&self) -> Channel {
+    /// The gRPC channel, for the generated clients in [`crate::wire`]. It
+    /// does not reconnect: once [`ProxyChannel::is_closed`] is true, negotiate
+    /// again.
+    pub fn channel(&self) -> ProxyChannel {
         self.channel.clone()
     }
 }
@@ -104,18 +106,11 @@ impl Negotiator {
         self
     }
 
-    /// Bounds one connection attempt, including waiting for a busy pipe.
+    /// Bounds one connection attempt: opening the endpoint (including
+    /// waiting for a busy pipe) and the HTTP/2 handshake. With retries, a
+    /// busy pipe may be waited for up to this long per attempt.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.options.connect_timeout = timeout;
-        self
-    }
-
-    /// Whether the channels may reconnect by themselves after their
-    /// connection breaks (default: yes). With `false`, a call on a broken
-    /// channel fails at once without being sent, so that the caller can
-    /// negotiate again, as [`CsiProxy`](crate::CsiProxy) does.
-    pub fn reconnect(mut self, reconnect: bool) -> Self {
-        self.options.reconnect = reconnect;
         self
     }
 
@@ -162,6 +157,23 @@ impl Negotiator {
         }
         negotiated.report.groups.sort_by_key(|r| r.group);
         Ok(negotiated)
+    }
+}
+
+impl Negotiated {
+    /// Takes the groups of a later negotiation in place of what this one
+    /// found for them.
+    pub(crate) fn merge(&mut self, later: Negotiated) {
+        for (i, outcome) in later.outcomes.into_iter().enumerate() {
+            if outcome.is_some() {
+                self.outcomes[i] = outcome;
+            }
+        }
+        for report in later.report.groups {
+            self.report.groups.retain(|r| r.group != report.group);
+            self.report.groups.push(report);
+        }
+        self.report.groups.sort_by_key(|r| r.group);
     }
 }
 

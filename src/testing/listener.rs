@@ -147,7 +147,7 @@ pub async fn listen(
     if transport.socket_dir().is_some() {
         let listener = bind_socket(&address)
             .await
-            .map_err(|e| Error::transport(&address, e))?;
+            .map_err(|e| Error::connect_failed(&address, e))?;
         let accept_loop = tokio::spawn(accept_sockets(listener, sender)).abort_handle();
         return Ok(Incoming {
             accepted,
@@ -158,7 +158,7 @@ pub async fn listen(
     }
     #[cfg(windows)]
     {
-        let first = pipe::create(&address, true).map_err(|e| Error::transport(&address, e))?;
+        let first = pipe::create(&address, true).map_err(|e| Error::connect_failed(&address, e))?;
         let accept_loop = tokio::spawn(pipe::accept(address, first, sender)).abort_handle();
         Ok(Incoming {
             accepted,
@@ -171,7 +171,7 @@ pub async fn listen(
     #[cfg(not(windows))]
     {
         drop((sender, accepted));
-        Err(Error::transport(
+        Err(Error::connect_failed(
             address,
             io::Error::new(
                 io::ErrorKind::Unsupported,

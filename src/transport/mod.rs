@@ -1,4 +1,4 @@
-//! Where CSI Proxy listens, and how a tonic channel is opened to it.
+//! Where CSI Proxy listens, and how a gRPC channel is opened to it.
 //!
 //! CSI Proxy serves each (group, version) on its own endpoint named
 //! `csi-proxy-<group>-<version>`: a Windows named pipe under `\\.\pipe\`, or,
@@ -18,9 +18,8 @@ use crate::error::{Error, Result};
 use crate::group::ApiGroup;
 use crate::version::ApiVersion;
 
-pub(crate) use channel::{
-    connect, is_connection_lost, ConnectFailure, ConnectOptions, ConnectionLost,
-};
+pub(crate) use channel::{connect, ConnectFailure, ConnectOptions};
+pub use channel::{ConnectionError, ProxyChannel};
 pub(crate) use stream::Inner as StreamInner;
 pub use stream::IoStream;
 

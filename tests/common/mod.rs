@@ -110,7 +110,7 @@ macro_rules! clients {
         /// client on `channel`; returns the gRPC path the test expects it to
         /// use and the status the server answered.
         pub async fn call_one(
-            channel: tonic::transport::Channel,
+            channel: csi_proxy_client::ProxyChannel,
             group: ApiGroup,
             version: ApiVersion,
         ) -> (String, tonic::Status) {

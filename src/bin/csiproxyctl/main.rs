@@ -43,9 +43,14 @@ struct Cli {
     #[arg(long, global = true)]
     json: bool,
 
-    /// Seconds to wait for each call.
+    /// Seconds to wait for each call (formatting and resizing included).
     #[arg(long, global = true, default_value_t = 60)]
     timeout: u64,
+
+    /// Seconds to wait for CSI Proxy to serve what the command needs (a
+    /// proxy that is starting or restarting); 0 looks once.
+    #[arg(long, global = true, default_value_t = 0)]
+    wait: u64,
 
     #[command(subcommand)]
     command: Command,
@@ -285,8 +290,11 @@ async fn run(cli: Cli) -> Outcome {
                 .policy(policy)
                 .groups([group])
                 .require(group)
+                .wait_for_proxy(Duration::from_secs(cli.wait))
                 .read_deadline(Duration::from_secs(cli.timeout))
                 .mutation_deadline(Duration::from_secs(cli.timeout))
+                .deadline(Operation::FormatVolume, Duration::from_secs(cli.timeout))
+                .deadline(Operation::ResizeVolume, Duration::from_secs(cli.timeout))
                 .connect()
                 .await?;
             match command {
@@ -358,10 +366,21 @@ fn done(cli: &Cli, what: String) -> Outcome {
 }
 
 async fn probe(cli: &Cli, transport: Transport, policy: VersionPolicy) -> Outcome {
-    let negotiated = Negotiator::new(transport.clone())
-        .policy(policy)
-        .negotiate(&ApiGroup::ALL)
-        .await?;
+    let negotiator = Negotiator::new(transport.clone()).policy(policy);
+    // With --wait, look again (every 250 ms) until some group is served.
+    let waited = std::time::Instant::now();
+    let negotiated = loop {
+        let negotiated = negotiator.negotiate(&ApiGroup::ALL).await?;
+        let served = negotiated
+            .report()
+            .groups()
+            .iter()
+            .any(|g| g.chosen.is_some());
+        if served || waited.elapsed() >= Duration::from_secs(cli.wait) {
+            break negotiated;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
     let mut groups = Vec::new();
     let mut pipes = Table::new(&["GROUP", "PIPE", "RESULT"]);
     let mut available = Table::new(&["GROUP", "VERSION", "OPERATIONS (* emulated)"]);

@@ -197,6 +197,12 @@ impl FakeProxy {
         self.endpoints.stop(group, version).await;
     }
 
+    /// Stops every endpoint: the proxy is down (a crash, or a restart in
+    /// progress) until something is served again.
+    pub async fn stop_all(&mut self) {
+        self.endpoints.stop_all().await;
+    }
+
     /// Stops everything, then serves `versions`: a proxy restart, or an
     /// upgrade or downgrade when the set differs.
     pub async fn restart(

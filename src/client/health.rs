@@ -1,0 +1,104 @@
+//! What [`CsiProxy::health`](crate::CsiProxy::health) reports: per group,
+//! served or not, since when, and why not.
+
+use std::fmt;
+use std::time::SystemTime;
+
+use crate::error::Error;
+use crate::group::ApiGroup;
+use crate::version::ApiVersion;
+
+/// The state of every configured group, taken without waiting or sending
+/// anything. See [`CsiProxy::health`](crate::CsiProxy::health).
+#[derive(Clone, Debug)]
+pub struct Health {
+    pub(crate) groups: Vec<GroupHealth>,
+}
+
+/// The state of one group.
+#[derive(Clone, Debug)]
+pub struct GroupHealth {
+    /// The group.
+    pub group: ApiGroup,
+    /// Served or not.
+    pub status: GroupStatus,
+}
+
+/// Whether a group is served now.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum GroupStatus {
+    /// Calls go to this version now.
+    Served {
+        /// The wire version (`None` for a backend given directly, a mock).
+        version: Option<ApiVersion>,
+        /// Since when this version is served (to this client).
+        since: SystemTime,
+    },
+    /// Not served now: calls wait for it within their deadline.
+    NotServed {
+        /// Since when: the first look that found it missing. `None` when
+        /// the connection just ended and the group was not looked for
+        /// since.
+        since: Option<SystemTime>,
+        /// What the last look found: usually [`Error::NotServed`] with the
+        /// endpoints tried, or the failure at an endpoint that exists (for
+        /// example [`Error::PermissionDenied`]).
+        last_error: Option<Error>,
+    },
+}
+
+impl Health {
+    /// Every configured group, in [`ApiGroup::ALL`] order.
+    pub fn groups(&self) -> &[GroupHealth] {
+        &self.groups
+    }
+
+    /// The state of `group`, if it was configured.
+    pub fn group(&self, group: ApiGroup) -> Option<&GroupHealth> {
+        self.groups.iter().find(|g| g.group == group)
+    }
+
+    /// Whether every group in `groups` is served now: what a node plugin's
+    /// CSI `Probe` answers as `ready`, with the groups it cannot work
+    /// without.
+    pub fn is_ready(&self, groups: &[ApiGroup]) -> bool {
+        groups
+            .iter()
+            .all(|&g| self.group(g).is_some_and(GroupHealth::is_served))
+    }
+}
+
+impl GroupHealth {
+    /// Whether calls go to the group now.
+    pub fn is_served(&self) -> bool {
+        matches!(self.status, GroupStatus::Served { .. })
+    }
+}
+
+impl fmt::Display for Health {
+    /// One line per group, for logs.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ago = |t: &SystemTime| t.elapsed().map(|d| d.as_secs()).unwrap_or(0);
+        for g in &self.groups {
+            write!(f, "{:<10} ", g.group.to_string())?;
+            match &g.status {
+                GroupStatus::Served { version, since } => {
+                    let version = version.map_or("(backend)".to_owned(), |v| v.to_string());
+                    writeln!(f, "served {version} for {} s", ago(since))?;
+                }
+                GroupStatus::NotServed { since, last_error } => {
+                    f.write_str("not served")?;
+                    if let Some(since) = since {
+                        write!(f, " for {} s", ago(since))?;
+                    }
+                    match last_error {
+                        Some(e) => writeln!(f, ": {e}")?,
+                        None => writeln!(f, ": the connection ended")?,
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
