@@ -74,14 +74,27 @@ fn spawn_readers(
     tasks
 }
 
-async fn collect(mut tasks: tokio::task::JoinSet<(usize, Vec<Error>)>) -> (usize, Vec<Error>) {
+/// Stops the readers, checks that no read failed, and returns how many
+/// succeeded.
+async fn stop_readers(
+    stop: &AtomicBool,
+    mut readers: tokio::task::JoinSet<(usize, Vec<Error>)>,
+) -> usize {
+    stop.store(true, Ordering::Relaxed);
     let (mut ok, mut failed) = (0, Vec::new());
-    while let Some(done) = tasks.join_next().await {
+    while let Some(done) = readers.join_next().await {
         let (o, f) = done.unwrap();
         ok += o;
         failed.extend(f);
     }
-    (ok, failed)
+    assert!(
+        failed.is_empty(),
+        "{} of {} reads failed, e.g. {:?}",
+        failed.len(),
+        ok + failed.len(),
+        failed.first()
+    );
+    ok
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -120,14 +133,7 @@ async fn reads_ride_through_fifty_restarts() {
         fake.restart(served).await.unwrap();
     }
     tokio::time::sleep(Duration::from_millis(20)).await;
-    stop.store(true, Ordering::Relaxed);
-    let (ok, failed) = collect(readers).await;
-    assert!(
-        failed.is_empty(),
-        "{} reads failed, e.g. {:?}",
-        failed.len(),
-        failed.first()
-    );
+    let ok = stop_readers(&stop, readers).await;
     assert!(ok > 0 && fake.calls().len() >= 50, "only {ok} reads");
     assert_eq!(proxy.version(ApiGroup::Disk), Some(V::V1));
     assert!(fake.calls().iter().all(|c| c.version == V::V1));
@@ -162,9 +168,7 @@ async fn calls_follow_an_upgrade_and_a_downgrade() {
         assert!(calls.iter().all(|c| c.version == expected), "{calls:?}");
         assert_eq!(proxy.version(ApiGroup::Disk), Some(expected));
     }
-    stop.store(true, Ordering::Relaxed);
-    let (ok, failed) = collect(readers).await;
-    assert!(failed.is_empty(), "{failed:?}");
+    let ok = stop_readers(&stop, readers).await;
     assert!(ok > 0);
 }
 
@@ -306,30 +310,17 @@ async fn readers_ride_through_outages_of_seconds_and_an_upgrade() {
     )
     .await
     .unwrap();
-    let waited = Instant::now();
-    while !fake.calls().iter().any(|c| c.version == V::V1) {
-        if waited.elapsed() > Duration::from_secs(10) {
-            eprintln!("health: {}", proxy.health());
-            eprintln!("calls: {}", fake.calls().len());
-            panic!("no read on v1");
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    wait_until("a read on v1", || {
+        fake.calls().iter().any(|c| c.version == V::V1)
+    })
+    .await;
     let returned = fake
         .calls()
         .iter()
         .position(|c| c.version == V::V1)
         .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    stop.store(true, Ordering::Relaxed);
-    let (ok, failed) = collect(readers).await;
-    assert!(
-        failed.is_empty(),
-        "{} of {} reads failed, e.g. {:?}",
-        failed.len(),
-        ok + failed.len(),
-        failed.first()
-    );
+    stop_readers(&stop, readers).await;
     // After the return, every read went to the version served then.
     let calls = fake.calls();
     assert!(calls[returned..].iter().all(|c| c.version == V::V1));

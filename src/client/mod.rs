@@ -250,14 +250,13 @@ impl CsiProxy {
         first_error.map_or(Ok(()), Err)
     }
 
-    /// Why `group` has no handle: it was not configured.
+    /// Why `group` has no handle: it was not configured, so nothing was
+    /// tried.
     fn missing(&self, group: ApiGroup) -> Error {
-        let tried = self
-            .report
-            .group(group)
-            .map(|r| r.attempts.iter().map(|a| a.address.clone()).collect())
-            .unwrap_or_default();
-        Error::NotServed { group, tried }
+        Error::NotServed {
+            group,
+            tried: Vec::new(),
+        }
     }
 
     handle!(

@@ -54,13 +54,17 @@ pub(crate) struct SlotState<A: ?Sized> {
     /// Counts looks; a caller that saw generation `g` fail only looks again
     /// if nobody else did since.
     generation: u64,
-    served: Option<Served<A>>,
-    /// Why the group is not served (`None` while it is).
-    error: Option<Error>,
+    presence: Presence<A>,
     /// Since when the group is served, or not served.
     since: SystemTime,
     /// When this state was found.
     found_at: Instant,
+}
+
+/// Served, or why not.
+enum Presence<A: ?Sized> {
+    Served(Served<A>),
+    Absent(Error),
 }
 
 struct Served<A: ?Sized> {
@@ -78,20 +82,28 @@ impl<A: ?Sized> Served<A> {
 }
 
 impl<A: ?Sized> SlotState<A> {
+    fn served(&self) -> Option<&Served<A>> {
+        match &self.presence {
+            Presence::Served(served) => Some(served),
+            Presence::Absent(_) => None,
+        }
+    }
+
+    /// What is served, if calls can go to it now.
+    fn open(&self) -> Option<&Served<A>> {
+        self.served().filter(|s| s.is_open())
+    }
+
     /// The adapter, if calls can go to it now.
     fn usable(&self) -> Option<&Arc<A>> {
-        self.served.as_ref().filter(|s| s.is_open()).map(|s| &s.api)
+        self.open().map(|s| &s.api)
     }
 
     /// What this state says of the group, as a result.
-    fn outcome(&self, group: ApiGroup) -> Result<()> {
-        match (&self.served, &self.error) {
-            (Some(_), _) => Ok(()),
-            (None, Some(error)) => Err(error.clone()),
-            (None, None) => Err(Error::NotServed {
-                group,
-                tried: Vec::new(),
-            }),
+    fn outcome(&self) -> Result<()> {
+        match &self.presence {
+            Presence::Served(_) => Ok(()),
+            Presence::Absent(error) => Err(error.clone()),
         }
     }
 }
@@ -115,7 +127,7 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
             version: None,
             channel: None,
         };
-        Self::with_state(group, Some(served), None, None, behaviour)
+        Self::with_state(group, Presence::Served(served), None, behaviour)
     }
 
     /// A slot for a negotiated group, from what negotiation found.
@@ -125,24 +137,22 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
         negotiator: Negotiator,
         behaviour: Arc<Behaviour>,
     ) -> Self {
-        let (served, error) = match outcome {
-            Ok(connection) => (Some(Self::attach(&connection)), None),
-            Err(e) => (None, Some(e)),
+        let presence = match outcome {
+            Ok(connection) => Presence::Served(Self::attach(&connection)),
+            Err(e) => Presence::Absent(e),
         };
-        Self::with_state(group, served, error, Some(negotiator), behaviour)
+        Self::with_state(group, presence, Some(negotiator), behaviour)
     }
 
     fn with_state(
         group: ApiGroup,
-        served: Option<Served<A>>,
-        error: Option<Error>,
+        presence: Presence<A>,
         negotiator: Option<Negotiator>,
         behaviour: Arc<Behaviour>,
     ) -> Self {
         let state = SlotState {
             generation: 0,
-            served,
-            error,
+            presence,
             since: SystemTime::now(),
             found_at: Instant::now(),
         };
@@ -176,34 +186,39 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
         let _only_one = self.looking.lock().await;
         let before = self.state();
         let Some(negotiator) = &self.negotiator else {
-            return before.outcome(self.group);
+            return before.outcome();
         };
         let shared = before.generation != seen
-            || (cool_down && before.served.is_none() && before.found_at.elapsed() < LOOK_COOL_DOWN);
+            || (cool_down
+                && before.served().is_none()
+                && before.found_at.elapsed() < LOOK_COOL_DOWN);
         if shared {
-            return before.outcome(self.group);
+            return before.outcome();
         }
         let outcome = negotiator
             .negotiate(&[self.group])
             .await?
             .connection(self.group);
-        let from = before.served.as_ref().and_then(|s| s.version);
-        let (served, error) = match &outcome {
-            Ok(connection) => (Some(Self::attach(connection)), None),
-            Err(e) => (None, Some(e.clone())),
+        let from = before.served().and_then(|s| s.version);
+        let presence = match &outcome {
+            Ok(connection) => Presence::Served(Self::attach(connection)),
+            Err(e) => Presence::Absent(e.clone()),
         };
-        let to = served.as_ref().and_then(|s| s.version);
-        // "Since" moves only when the group goes from served to not served
-        // or back; another failed look keeps the start of the outage.
-        let since = if served.is_some() == before.served.is_some() && served.is_none() {
+        let to = match &presence {
+            Presence::Served(served) => served.version,
+            Presence::Absent(_) => None,
+        };
+        // Another failed look keeps the start of the outage; anything else
+        // (found, or newly missing) starts a new "since".
+        let still_absent = outcome.is_err() && before.served().is_none();
+        let since = if still_absent {
             before.since
         } else {
             SystemTime::now()
         };
         self.state.store(Arc::new(SlotState {
             generation: before.generation + 1,
-            served,
-            error,
+            presence,
             since,
             found_at: Instant::now(),
         }));
@@ -346,12 +361,7 @@ pub(crate) trait AnySlot: Send + Sync {
 #[async_trait::async_trait]
 impl<A: ?Sized + FromConnection + Send + Sync + 'static> AnySlot for GroupSlot<A> {
     fn version(&self) -> Option<ApiVersion> {
-        let state = self.state.load();
-        state
-            .served
-            .as_ref()
-            .filter(|s| s.is_open())
-            .and_then(|s| s.version)
+        self.state.load().open().and_then(|s| s.version)
     }
 
     fn is_served(&self) -> bool {
@@ -361,19 +371,19 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> AnySlot for GroupSlot<A
     fn health(&self) -> super::health::GroupHealth {
         use super::health::{GroupHealth, GroupStatus};
         let state = self.state.load();
-        let status = match &state.served {
-            Some(served) if served.is_open() => GroupStatus::Served {
+        let status = match &state.presence {
+            Presence::Served(served) if served.is_open() => GroupStatus::Served {
                 version: served.version,
                 since: state.since,
             },
-            // Ended, but nobody looked since: the outage starts now-ish.
-            Some(_) => GroupStatus::NotServed {
+            // Ended, but nobody looked since.
+            Presence::Served(_) => GroupStatus::NotServed {
                 since: None,
                 last_error: None,
             },
-            None => GroupStatus::NotServed {
+            Presence::Absent(error) => GroupStatus::NotServed {
                 since: Some(state.since),
-                last_error: state.error.clone(),
+                last_error: Some(error.clone()),
             },
         };
         GroupHealth {

@@ -160,23 +160,6 @@ impl Negotiator {
     }
 }
 
-impl Negotiated {
-    /// Takes the groups of a later negotiation in place of what this one
-    /// found for them.
-    pub(crate) fn merge(&mut self, later: Negotiated) {
-        for (i, outcome) in later.outcomes.into_iter().enumerate() {
-            if outcome.is_some() {
-                self.outcomes[i] = outcome;
-            }
-        }
-        for report in later.report.groups {
-            self.report.groups.retain(|r| r.group != report.group);
-            self.report.groups.push(report);
-        }
-        self.report.groups.sort_by_key(|r| r.group);
-    }
-}
-
 /// The result of [`Negotiator::negotiate`]: a connection or an error per
 /// group, and a report of what was tried.
 #[derive(Debug, Default)]
@@ -203,6 +186,21 @@ impl Negotiated {
                 format!("{group} was not among the negotiated groups"),
             )),
         }
+    }
+
+    /// Takes the groups of a later negotiation in place of what this one
+    /// found for them.
+    pub(crate) fn merge(&mut self, later: Negotiated) {
+        for (i, outcome) in later.outcomes.into_iter().enumerate() {
+            if outcome.is_some() {
+                self.outcomes[i] = outcome;
+            }
+        }
+        for report in later.report.groups {
+            self.report.groups.retain(|r| r.group != report.group);
+            self.report.groups.push(report);
+        }
+        self.report.groups.sort_by_key(|r| r.group);
     }
 }
 

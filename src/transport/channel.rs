@@ -326,7 +326,7 @@ impl tower::Service<Request<Body>> for ProxyChannel {
 
     fn call(&mut self, mut request: Request<Body>) -> Self::Future {
         if self.is_closed() {
-            return Box::pin(std::future::ready(Err(ConnectionError::not_sent(None))));
+            return Box::pin(std::future::ready(Err(ConnectionError::ended())));
         }
         // tonic gives a path-only URI; h2 needs the scheme and authority.
         let mut parts = std::mem::take(request.uri_mut()).into_parts();
@@ -360,10 +360,11 @@ pub struct ConnectionError {
 }
 
 impl ConnectionError {
-    fn not_sent(source: Option<hyper::Error>) -> Self {
+    /// The connection had ended before the request: nothing was sent.
+    fn ended() -> Self {
         Self {
             sent: false,
-            source,
+            source: None,
         }
     }
 
