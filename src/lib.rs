@@ -63,6 +63,7 @@ mod client;
 mod error;
 mod group;
 mod negotiate;
+mod redact;
 mod retry;
 mod transport;
 mod version;

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::ops::volume;
 use common::scenario::seeded_host;
+use common::slow::serve_slow_volumes;
 use common::TestNode;
 use csi_proxy_client::testing::FakeProxy;
 use csi_proxy_client::{
@@ -495,48 +496,6 @@ async fn concurrent_callers_share_one_look_at_a_failing_endpoint() {
     silent.abort();
 }
 
-/// A volume backend that takes its time and counts what it was asked.
-#[derive(Default)]
-struct SlowVolumes {
-    formats: AtomicUsize,
-    stats: AtomicUsize,
-    delay_ms: u64,
-}
-
-#[async_trait]
-impl VolumeApi for SlowVolumes {
-    async fn format_volume(&self, _volume: &VolumeId) -> Result<()> {
-        self.formats.fetch_add(1, Ordering::SeqCst);
-        tokio::time::sleep(Duration::from_millis(self.delay_ms)).await;
-        Ok(())
-    }
-
-    async fn get_volume_stats(&self, _volume: &VolumeId) -> Result<VolumeStats> {
-        self.stats.fetch_add(1, Ordering::SeqCst);
-        tokio::time::sleep(Duration::from_millis(self.delay_ms)).await;
-        Ok(VolumeStats {
-            total_bytes: 10,
-            used_bytes: 1,
-        })
-    }
-}
-
-/// A fake proxy serving volume v1 from a [`SlowVolumes`] backend that
-/// takes `delay_ms` per call.
-async fn serve_slow_volumes(node: &TestNode, delay_ms: u64) -> (Arc<SlowVolumes>, FakeProxy) {
-    let backend = Arc::new(SlowVolumes {
-        delay_ms,
-        ..Default::default()
-    });
-    let backends = Backends {
-        volume: Some(backend.clone()),
-        ..Default::default()
-    };
-    let mut fake = FakeProxy::new(node.transport(), backends);
-    fake.serve(ApiGroup::Volume, V::V1).await.unwrap();
-    (backend, fake)
-}
-
 /// Starts `call` and kills the proxy once the backend got it.
 async fn kill_during<T: Send + 'static>(
     fake: &Mutex<Option<FakeProxy>>,
@@ -558,7 +517,7 @@ async fn kill_during<T: Send + 'static>(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mutation_cut_off_by_a_crash_is_not_sent_again() {
     let node = TestNode::new();
-    let (backend, fake) = serve_slow_volumes(&node, 300).await;
+    let (backend, fake) = serve_slow_volumes(node.transport(), 300).await;
     let proxy = client(&node).await;
     let fake = Mutex::new(Some(fake));
 
@@ -618,7 +577,7 @@ async fn a_mutation_cut_off_by_a_crash_is_not_sent_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proxy_that_stays_away_is_reported_by_what_the_call_knows() {
     let node = TestNode::new();
-    let (backend, mut fake) = serve_slow_volumes(&node, 300).await;
+    let (backend, mut fake) = serve_slow_volumes(node.transport(), 300).await;
     let proxy = client(&node).await;
 
     // The format may have reached the host: the caller hears of the broken
@@ -683,7 +642,7 @@ async fn host_failures_are_never_retried() {
 #[tokio::test]
 async fn a_slow_backend_hits_the_deadline() {
     let node = TestNode::new();
-    let (backend, _fake) = serve_slow_volumes(&node, 5_000).await;
+    let (backend, _fake) = serve_slow_volumes(node.transport(), 5_000).await;
     let proxy = CsiProxy::builder()
         .transport(node.transport())
         .read_deadline(Duration::from_millis(200))

@@ -7,11 +7,12 @@
 
 use async_trait::async_trait;
 
-use super::convert::{legacy_error, redact};
+use super::convert::legacy_error;
 use super::WireClient;
 use crate::api::{SmbApi, SmbMapping, SmbRemotePath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
+use crate::redact::redact;
 use crate::wire::smb::{v1 as plain, v1beta1 as error_field};
 
 /// The request is the same message in every version.

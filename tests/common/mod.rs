@@ -8,6 +8,7 @@
 pub mod ops;
 pub mod raw;
 pub mod scenario;
+pub mod slow;
 
 use csi_proxy_client::testing::StubProxy;
 pub use csi_proxy_client::testing::STUB_MESSAGE;

@@ -1,0 +1,276 @@
+//! Taking a secret out of an error. CSI Proxy may echo what it was sent
+//! (a failed `New-SmbGlobalMapping` quotes its command line), and the text
+//! can reach the caller in any variant: a host message, a transport
+//! failure's status, a malformed-response reason. The secret may show as
+//! is or escaped, once or twice over.
+
+use std::cmp::Reverse;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::api::Secret;
+use crate::error::{BoxedSource, Error};
+
+/// What takes a secret's place.
+const MASK: &str = "***";
+
+/// `error` with every form of `secret` replaced by `***`, in every variant's
+/// text and in its source. A source that showed the secret becomes its
+/// text, cleaned; others stay as they were.
+pub(crate) fn redact(error: Error, secret: &Secret) -> Error {
+    if secret.is_empty() {
+        return error;
+    }
+    let forms = forms(secret.expose());
+    let clean = |text: String| mask(&forms, text);
+    match error {
+        Error::Host {
+            operation,
+            code,
+            message,
+        } => Error::Host {
+            operation,
+            code,
+            message: clean(message),
+        },
+        Error::InvalidResponse { operation, reason } => Error::InvalidResponse {
+            operation,
+            reason: clean(reason),
+        },
+        Error::NotFound { what } => Error::NotFound { what: clean(what) },
+        Error::InvalidArgument { what, reason } => Error::InvalidArgument {
+            what,
+            reason: clean(reason),
+        },
+        Error::Transport {
+            address,
+            operation,
+            maybe_sent,
+            source,
+        } => Error::Transport {
+            address,
+            operation,
+            maybe_sent,
+            source: clean_source(&forms, source),
+        },
+        Error::PermissionDenied { address, source } => Error::PermissionDenied {
+            address,
+            source: clean_source(&forms, source),
+        },
+        // No text that could hold a request's data.
+        error @ (Error::NotServed { .. }
+        | Error::Unsupported { .. }
+        | Error::NotImplemented { .. }
+        | Error::Timeout { .. }
+        | Error::ConnectTimeout { .. }) => error,
+    }
+}
+
+/// The forms a secret can take in a message, longest first: as is, escaped
+/// as Go's `%q` does (how the proxy quotes command output), as Rust's
+/// `{:?}` does (how a gRPC status shows its message), as JSON does, and
+/// each of those escaped once more.
+fn forms(secret: &str) -> Vec<String> {
+    let escapes: [fn(&str) -> String; 3] = [go_quoted, rust_debug, json_escaped];
+    let mut forms = vec![secret.to_owned()];
+    let mut last = forms.clone();
+    for _ in 0..2 {
+        let next: Vec<String> = last
+            .iter()
+            .flat_map(|form| escapes.iter().map(move |escape| escape(form)))
+            .filter(|form| !forms.contains(form))
+            .collect();
+        forms.extend(next.iter().cloned());
+        last = next;
+    }
+    forms.sort_by_key(|form| Reverse(form.len()));
+    forms.dedup();
+    forms
+}
+
+/// `text` with each of `forms` masked, longest first.
+fn mask(forms: &[String], text: String) -> String {
+    forms.iter().fold(text, |text, form| {
+        if text.contains(form.as_str()) {
+            text.replace(form.as_str(), MASK)
+        } else {
+            text
+        }
+    })
+}
+
+/// `source` itself if no form of the secret shows in its text or `Debug`
+/// form; otherwise its text, the secret masked.
+fn clean_source(forms: &[String], source: BoxedSource) -> BoxedSource {
+    let text = chain_text(&*source);
+    let shows = |text: &str| forms.iter().any(|form| text.contains(form.as_str()));
+    if shows(&text) || shows(&format!("{source:?}")) {
+        Arc::new(Redacted(mask(forms, text)))
+    } else {
+        source
+    }
+}
+
+/// An error and its causes, as one line.
+fn chain_text(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(error) = cause {
+        text.push_str(": ");
+        text.push_str(&error.to_string());
+        cause = error.source();
+    }
+    text
+}
+
+/// The text of an error that showed a secret, with the secret masked.
+#[derive(Debug)]
+struct Redacted(String);
+
+impl fmt::Display for Redacted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Redacted {}
+
+/// The inside of Go's `strconv.Quote(s)`.
+fn go_quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\u{7}' => out.push_str(r"\a"),
+            '\u{8}' => out.push_str(r"\b"),
+            '\u{c}' => out.push_str(r"\f"),
+            '\n' => out.push_str(r"\n"),
+            '\r' => out.push_str(r"\r"),
+            '\t' => out.push_str(r"\t"),
+            '\u{b}' => out.push_str(r"\v"),
+            '\\' => out.push_str(r"\\"),
+            '"' => out.push_str("\\\""),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The inside of Rust's `format!("{s:?}")`.
+fn rust_debug(s: &str) -> String {
+    let quoted = format!("{s:?}");
+    quoted[1..quoted.len() - 1].to_owned()
+}
+
+/// The inside of a JSON string holding `s`.
+fn json_escaped(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str(r"\\"),
+            '\n' => out.push_str(r"\n"),
+            '\r' => out.push_str(r"\r"),
+            '\t' => out.push_str(r"\t"),
+            '\u{8}' => out.push_str(r"\b"),
+            '\u{c}' => out.push_str(r"\f"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capability::Operation;
+    use crate::error::Code;
+
+    const OP: Operation = Operation::NewSmbGlobalMapping;
+    const SECRET: &str = "Zq\"9\\9\n";
+
+    fn leaks(error: &Error) -> bool {
+        let text = format!("{error} {error:?}");
+        text.contains("Zq") || text.contains('9')
+    }
+
+    #[test]
+    fn each_escaping_is_the_languages_own() {
+        assert_eq!(go_quoted("a\"b\\c\n\u{1}é"), r#"a\"b\\c\n\x01é"#);
+        assert_eq!(rust_debug("a\"b\\c\n\u{1}"), r#"a\"b\\c\n\u{1}"#);
+        assert_eq!(json_escaped("a\"b\\c\n\u{1}"), r#"a\"b\\c\n\u0001"#);
+    }
+
+    #[test]
+    fn every_variant_with_text_is_cleaned() {
+        let secret = Secret::new(SECRET);
+        let status = tonic::Status::unavailable(format!("mapping failed for {SECRET}"));
+        let errors = [
+            Error::Host {
+                operation: OP,
+                code: Code::Unknown,
+                message: format!("bad password \"{}\"", go_quoted(SECRET)),
+            },
+            Error::InvalidResponse {
+                operation: OP,
+                reason: format!("{SECRET:?} is not a number"),
+            },
+            Error::NotFound {
+                what: format!("share for {}", json_escaped(SECRET)),
+            },
+            Error::invalid_argument("password", format!("{SECRET} is too short")),
+            Error::Transport {
+                address: "pipe".into(),
+                operation: Some(OP),
+                maybe_sent: true,
+                source: Arc::new(status.clone()),
+            },
+            Error::PermissionDenied {
+                address: "pipe".into(),
+                source: Arc::new(std::io::Error::other(format!("echo: {SECRET:?}"))),
+            },
+        ];
+        for error in errors {
+            assert!(leaks(&error), "the test must leak first: {error:?}");
+            let clean = redact(error, &secret);
+            assert!(!leaks(&clean), "{clean} {clean:?}");
+            assert!(format!("{clean}").contains(MASK), "{clean}");
+        }
+    }
+
+    #[test]
+    fn twice_escaped_forms_are_cleaned() {
+        // A Go `%q` echo shown again through a status's `{:?}`.
+        let message = rust_debug(&format!("bad password \"{}\"", go_quoted(SECRET)));
+        let error = Error::Host {
+            operation: OP,
+            code: Code::Unknown,
+            message,
+        };
+        assert!(!leaks(&redact(error, &Secret::new(SECRET))));
+    }
+
+    #[test]
+    fn what_shows_no_secret_is_left_as_it_was() {
+        let source: BoxedSource = Arc::new(std::io::Error::other("broken pipe"));
+        let error = Error::Transport {
+            address: "pipe".into(),
+            operation: Some(OP),
+            maybe_sent: true,
+            source: source.clone(),
+        };
+        let Error::Transport { source: kept, .. } = redact(error, &Secret::new(SECRET)) else {
+            panic!("still a transport error")
+        };
+        assert!(Arc::ptr_eq(&kept, &source), "the original source is kept");
+        let empty = Error::invalid_argument("x", "y");
+        assert!(matches!(
+            redact(empty, &Secret::default()),
+            Error::InvalidArgument { .. }
+        ));
+    }
+}

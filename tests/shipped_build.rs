@@ -1,0 +1,252 @@
+//! The build drivers ship. `tests/shipped-client` is the crate with default
+//! features only (no `testing`, so tonic without its server), in a process
+//! of its own; the fake proxies it talks to are served here. Every scenario
+//! also runs through this test's own client, built with `testing`: the
+//! facts a driver acts on must not depend on a cargo feature.
+//!
+//! Unix only: the client is built for the host with a nested `cargo build`.
+#![cfg(unix)]
+
+#[path = "shipped-client/src/calls.rs"]
+mod calls;
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use common::raw::RawServer;
+use common::slow::serve_slow_volumes;
+use csi_proxy_client::testing::{FakeHost, FakeProxy};
+use csi_proxy_client::{ApiGroup, ApiVersion, Transport};
+use tokio_stream::StreamExt;
+
+/// Builds the shipped client once per test run; returns its executable.
+fn shipped_client() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        // A target directory of its own: the outer cargo holds the lock on
+        // the main one while tests run.
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root.join("target"))
+            .join("shipped-client");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "--locked", "--manifest-path"])
+            .arg(root.join("tests/shipped-client/Cargo.toml"))
+            .arg("--target-dir")
+            .arg(&target)
+            .status()
+            .expect("run cargo");
+        assert!(
+            status.success(),
+            "building tests/shipped-client failed; after a dependency change, \
+             refresh its Cargo.lock with `cargo update --workspace` there"
+        );
+        target.join("debug/shipped-client")
+    })
+}
+
+/// A socket directory and its transport.
+struct Node {
+    dir: tempfile::TempDir,
+}
+
+impl Node {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn transport(&self) -> Transport {
+        Transport::unix_sockets(self.dir.path()).unwrap()
+    }
+
+    /// Runs the shipped client with `args` in its own process; its outcome
+    /// line.
+    async fn shipped(&self, args: &[&str]) -> String {
+        let mut command = Command::new(shipped_client());
+        command.arg(self.dir.path()).args(args);
+        let output = tokio::task::spawn_blocking(move || command.output())
+            .await
+            .unwrap()
+            .expect("run the shipped client");
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap().trim().to_owned()
+    }
+
+    /// Runs the same call with this test's client (the `testing` build).
+    async fn in_process(&self, args: &[&str]) -> String {
+        let deadline = args
+            .iter()
+            .position(|a| *a == "--deadline-ms")
+            .map(|i| Duration::from_millis(args[i + 1].parse().unwrap()));
+        let arg = args.get(1).copied().filter(|a| !a.starts_with("--"));
+        calls::run(self.transport(), args[0], arg, deadline).await
+    }
+
+    /// Both builds' outcomes of `args`, checked to state the same facts.
+    async fn both(&self, args: &[&str]) -> [String; 2] {
+        let shipped = self.shipped(args).await;
+        let in_process = self.in_process(args).await;
+        assert_eq!(
+            facts(&shipped),
+            facts(&in_process),
+            "{shipped}\n{in_process}"
+        );
+        [shipped, in_process]
+    }
+}
+
+/// The matchable part of an outcome line.
+fn facts(line: &str) -> &str {
+    line.split(" | ").next().unwrap()
+}
+
+#[tokio::test]
+async fn a_host_error_is_a_host_error() {
+    let node = Node::new();
+    let host = FakeHost::builder().build();
+    let mut fake = FakeProxy::for_host(node.transport(), &host);
+    fake.serve(ApiGroup::Filesystem, ApiVersion::V1)
+        .await
+        .unwrap();
+    let missing = r"C:\var\lib\kubelet\plugins\missing";
+    for line in node.both(&["rmdir", missing]).await {
+        assert_eq!(facts(&line), "Host operation=Rmdir code=Unknown", "{line}");
+    }
+}
+
+#[tokio::test]
+async fn an_operation_the_version_lacks_is_unsupported_and_not_sent() {
+    let node = Node::new();
+    let host = FakeHost::builder().disk(1, "pd-1", 1 << 30).build();
+    let mut fake = FakeProxy::for_host(node.transport(), &host);
+    fake.serve(ApiGroup::Disk, ApiVersion::V1ALPHA1)
+        .await
+        .unwrap();
+    for line in node.both(&["list-disk-ids"]).await {
+        assert_eq!(
+            facts(&line),
+            "Unsupported operation=ListDiskIds served=v1alpha1 needed=v1beta1",
+            "{line}"
+        );
+    }
+    assert!(fake.calls().is_empty(), "{:?}", fake.calls());
+}
+
+#[tokio::test]
+async fn a_call_past_its_deadline_is_a_timeout_naming_the_operation() {
+    let node = Node::new();
+    let (_backend, _fake) = serve_slow_volumes(node.transport(), 5_000).await;
+    let args = ["format-volume", r"\\?\Volume{1}\", "--deadline-ms", "300"];
+    for line in node.both(&args).await {
+        assert_eq!(
+            facts(&line),
+            "Timeout operation=FormatVolume after=300ms",
+            "{line}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mutation_cut_off_by_a_broken_connection_may_have_been_sent() {
+    let node = Node::new();
+    let args = ["format-volume", r"\\?\Volume{1}\"];
+    for shipped in [true, false] {
+        let (backend, mut fake) = serve_slow_volumes(node.transport(), 10_000).await;
+        let call = {
+            let (node_dir, transport) = (node.dir.path().to_owned(), node.transport());
+            tokio::spawn(async move {
+                if shipped {
+                    let mut command = Command::new(shipped_client());
+                    command.arg(node_dir).args(args);
+                    let output = tokio::task::spawn_blocking(move || command.output());
+                    let output = output.await.unwrap().unwrap();
+                    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+                } else {
+                    calls::run(transport, args[0], Some(args[1]), None).await
+                }
+            })
+        };
+        let started = Instant::now();
+        while backend.formats.load(Ordering::SeqCst) == 0 {
+            assert!(started.elapsed() < Duration::from_secs(60), "never arrived");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        fake.stop_all().await;
+        let line = call.await.unwrap();
+        assert_eq!(
+            facts(&line),
+            "Transport operation=Some(FormatVolume) maybe_sent=true",
+            "{line}"
+        );
+        assert_eq!(backend.formats.load(Ordering::SeqCst), 1, "sent once");
+    }
+}
+
+/// Serves `group` `version` with a bare HTTP/2 server that resets every
+/// stream with `reason` as soon as its headers arrive.
+async fn serve_resets(transport: &Transport, reason: h2::Reason) -> tokio::task::JoinHandle<()> {
+    let mut incoming = csi_proxy_client::testing::listen(transport, ApiGroup::Disk, ApiVersion::V1)
+        .await
+        .unwrap();
+    tokio::spawn(async move {
+        while let Some(Ok(stream)) = incoming.next().await {
+            tokio::spawn(async move {
+                let Ok(mut connection) = h2::server::handshake(stream).await else {
+                    return;
+                };
+                while let Some(Ok((_request, mut respond))) = connection.accept().await {
+                    respond.send_reset(reason);
+                }
+            });
+        }
+    })
+}
+
+#[tokio::test]
+async fn a_stream_the_server_resets_is_a_transport_error_in_both_builds() {
+    for reason in [
+        h2::Reason::INTERNAL_ERROR,
+        h2::Reason::PROTOCOL_ERROR,
+        h2::Reason::REFUSED_STREAM,
+    ] {
+        let node = Node::new();
+        let server = serve_resets(&node.transport(), reason).await;
+        for line in node.both(&["list-disk-ids"]).await {
+            assert_eq!(
+                facts(&line),
+                "Transport operation=Some(ListDiskIds) maybe_sent=true",
+                "{reason:?}: {line}"
+            );
+        }
+        server.abort();
+    }
+}
+
+#[tokio::test]
+async fn an_echoed_password_shows_in_no_variant_and_in_no_quoting() {
+    let secret = r#"Zq9"W\x"#;
+    let go_quoted = r#"Zq9\"W\\x"#;
+    let answers = [
+        tonic::Status::unavailable(format!("mapping failed for {secret}")),
+        tonic::Status::unknown(format!("bad password \"{go_quoted}\"")),
+        tonic::Status::internal(format!("password {secret:?} rejected")),
+    ];
+    for answer in answers {
+        let node = Node::new();
+        let server = RawServer::start(&node.transport(), ApiGroup::Smb, ApiVersion::V1).await;
+        let script = answer.clone();
+        server.script(move |_| Err(script.clone()));
+        for line in node.both(&["smb-map", secret]).await {
+            assert!(!line.contains("Zq9") && !line.contains("W\\"), "{line}");
+            assert!(line.contains("***"), "{line}");
+        }
+    }
+}
