@@ -54,8 +54,10 @@ macro_rules! operations {
                 match self { $( Operation::$op => $name, )+ }
             }
 
-            /// Whether the operation changes the host (and so is never
-            /// retried automatically).
+            /// Whether the operation changes the host. Such a call is sent
+            /// again automatically only when it certainly did not reach the
+            /// proxy, or with
+            /// [`CallOptions::retry_mutations`](crate::CallOptions::retry_mutations).
             pub const fn is_mutating(self) -> bool {
                 match self { $( Operation::$op => matches!(Effect::$effect, Effect::Mutates), )+ }
             }

@@ -7,7 +7,10 @@ use crate::capability::Operation;
 use crate::group::ApiGroup;
 use crate::version::ApiVersion;
 
-/// A gRPC status code, as in [`Error::Host`].
+/// A gRPC status code, as in [`Error::Host`]: tonic's own type. tonic is
+/// part of this crate's public API (the generated clients in
+/// [`wire`](crate::wire) and [`ProxyChannel`](crate::ProxyChannel)), so a
+/// tonic major release means a major release of this crate.
 pub use tonic::Code;
 
 /// The source of a transport failure, shared so that [`Error`] is `Clone`.

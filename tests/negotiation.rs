@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use common::{call_one, every_version, TestNode, STUB_MESSAGE};
 use csi_proxy_client::{
-    ApiGroup, ApiVersion, AttemptOutcome, Error, Negotiated, Negotiator, RetryPolicy, Transport,
-    VersionPolicy,
+    ApiGroup, ApiVersion, AttemptOutcome, CsiProxy, Error, Negotiated, Negotiator, RetryPolicy,
+    Transport, VersionPolicy,
 };
 use ApiGroup::*;
 use ApiVersion as V;
@@ -313,7 +313,7 @@ async fn an_endpoint_that_never_answers_is_a_connect_timeout_not_a_fallback() {
     let started = std::time::Instant::now();
     let negotiated = negotiator(&node)
         .connect_timeout(Duration::from_millis(200))
-        .retry(csi_proxy_client::RetryPolicy::none())
+        .retry(RetryPolicy::none())
         .negotiate(&[Disk])
         .await
         .unwrap();
@@ -324,6 +324,53 @@ async fn an_endpoint_that_never_answers_is_a_connect_timeout_not_a_fallback() {
     assert_eq!(report.attempts.len(), 1);
     assert_eq!(report.chosen, None);
     silent.abort();
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_failure_to_open_an_endpoint_is_reported_as_itself_not_as_not_served() {
+    // A socket path that is a symlink loop: it exists, and opening it fails
+    // (on Windows, access denied is the like of it).
+    let node = TestNode::new();
+    let address = node.transport().address(Disk, V::V1);
+    std::os::unix::fs::symlink(&address, &address).unwrap();
+    let proxy = CsiProxy::builder()
+        .transport(node.transport())
+        .groups([Disk])
+        .retry(RetryPolicy::none())
+        .connect()
+        .await
+        .unwrap();
+    let err = proxy.disk().unwrap().list_disk_ids().await.unwrap_err();
+    match &err {
+        Error::Transport {
+            address: at,
+            operation: None,
+            maybe_sent: false,
+            source,
+        } => {
+            assert_eq!(at, &address.to_string());
+            let io = source.downcast_ref::<std::io::Error>();
+            assert_eq!(
+                io.and_then(|e| e.raw_os_error()),
+                Some(libc_eloop()),
+                "{source}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let status = proxy.health();
+    assert!(!status.is_ready(&[Disk]), "{status}");
+}
+
+/// `ELOOP` on Linux and on the BSDs and macOS.
+#[cfg(unix)]
+fn libc_eloop() -> i32 {
+    if cfg!(target_os = "linux") {
+        40
+    } else {
+        62
+    }
 }
 
 #[cfg(windows)]

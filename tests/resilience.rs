@@ -675,6 +675,28 @@ async fn a_slow_backend_hits_the_deadline() {
     assert_eq!(backend.formats.load(Ordering::SeqCst), 1);
 }
 
+#[tokio::test]
+async fn a_partition_listing_has_a_deadline_of_its_own() {
+    let node = TestNode::new();
+    let (_backend, _fake) = serve_slow_volumes(node.transport(), 300).await;
+    let proxy = CsiProxy::builder()
+        .transport(node.transport())
+        .deadline(Operation::ListVolumesOnPartition, Duration::from_millis(50))
+        .connect()
+        .await
+        .unwrap();
+    let volume = proxy.volume().unwrap();
+    match volume.list_volumes_on_disk(1, Some(1)).await {
+        Err(Error::Timeout { operation, after }) => {
+            assert_eq!(operation, Operation::ListVolumesOnPartition);
+            assert_eq!(after, Duration::from_millis(50));
+        }
+        other => panic!("{other:?}"),
+    }
+    // The whole disk's listing keeps the read deadline.
+    assert_eq!(volume.list_volumes_on_disk(1, None).await.unwrap(), []);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixty_four_tasks_share_one_client() {
     let node = TestNode::new();

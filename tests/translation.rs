@@ -10,7 +10,7 @@ use common::ops::{path, pod_path, portal, share, volume, IQN};
 use common::TestNode;
 use csi_proxy_client::{
     wire, ApiGroup, ApiVersion, Code, CsiProxy, DiskIds, DiskLocation, Error, IscsiAuth, Operation,
-    Secret, ServiceStatus, SmbMapping, StartType, TargetPortal,
+    Secret, ServiceStatus, SmbMapping, StartType, TargetPortal, WindowsPath,
 };
 use prost::Message;
 use ApiGroup::*;
@@ -182,6 +182,25 @@ async fn disk_number_by_name_is_native_on_v1alpha1() {
         disk.get_disk_number_by_name("pd-1").await,
         Operation::GetDiskNumberByName,
     );
+
+    // Both ways releases word an unknown identifier: the same error as the
+    // emulation on newer versions.
+    for words in [
+        "could not find disk with Page83 ID pd-9",
+        "Could not find disk with Page83 ID pd-9",
+    ] {
+        raw.script(move |_| Err(tonic::Status::unknown(words)));
+        assert!(matches!(
+            disk.get_disk_number_by_name("pd-9").await,
+            Err(Error::NotFound { .. })
+        ));
+    }
+    // Any other failure stays the proxy's.
+    raw.script(|_| Err(tonic::Status::unknown("WMI query failed")));
+    assert!(matches!(
+        disk.get_disk_number_by_name("pd-9").await,
+        Err(Error::Host { .. })
+    ));
 }
 
 #[tokio::test]
@@ -249,6 +268,29 @@ async fn old_filesystem_requests_carry_the_path_context() {
     assert_eq!(
         mkdir.context,
         wire::filesystem::v1beta1::PathContext::Plugin as i32
+    );
+}
+
+#[tokio::test]
+async fn only_the_kubelet_pods_directory_makes_a_pod_path() {
+    let (_node, raw, proxy) = pinned(Filesystem, V::V1ALPHA1).await;
+    let fs = proxy.filesystem().unwrap();
+    // A static volume named `pods` under the plugins directory.
+    let plugin_pods = WindowsPath::new(r"C:\var\lib\kubelet\plugins\drv\pods\v").unwrap();
+    fs.mkdir(&plugin_pods).await.unwrap();
+    fs.mkdir(&WindowsPath::new(r"c:\Var\Lib\Kubelet\Pods\uid\v").unwrap())
+        .await
+        .unwrap();
+    let contexts: Vec<i32> = raw
+        .requests()
+        .iter()
+        .map(|r| wire::filesystem::v1alpha1::MkdirRequest::decode(&r.body[..]).unwrap())
+        .map(|mkdir| mkdir.context)
+        .collect();
+    use wire::filesystem::v1alpha1::PathContext;
+    assert_eq!(
+        contexts,
+        [PathContext::Plugin as i32, PathContext::Pod as i32]
     );
 }
 

@@ -10,9 +10,12 @@ use async_trait::async_trait;
 
 use super::convert::{by_disk_number, byte_count, disk_number};
 use super::WireClient;
-use crate::api::{check_name, find_disk_by_page83, DiskApi, DiskIds, DiskLocation};
+use crate::api::{
+    check_name, find_disk_by_page83, no_disk_with_page83, DiskApi, DiskIds, DiskLocation,
+    PROXY_NO_SUCH_PAGE83,
+};
 use crate::capability::Operation as Op;
-use crate::error::Result;
+use crate::error::{Code, Error, Result};
 use crate::wire::disk::{v1 as numbered, v1alpha1 as alpha, v1beta2 as string_id};
 
 /// Both families carry the same `DiskLocation` message.
@@ -114,10 +117,27 @@ impl DiskApi for StringIdDisk {
         let request = alpha::GetDiskNumberByNameRequest {
             disk_name: page83.to_owned(),
         };
-        let response: alpha::GetDiskNumberByNameResponse =
-            self.wire.call(Op::GetDiskNumberByName, request).await?;
+        let sent: Result<alpha::GetDiskNumberByNameResponse> =
+            self.wire.call(Op::GetDiskNumberByName, request).await;
+        let response = sent.map_err(|e| match e {
+            // The same answer as the emulation on newer versions.
+            Error::Host {
+                code: Code::Unknown,
+                message,
+                ..
+            } if contains_ignoring_case(&message, PROXY_NO_SUCH_PAGE83) => {
+                no_disk_with_page83(page83)
+            }
+            other => other,
+        })?;
         disk_number(Op::GetDiskNumberByName, &response.disk_number)
     }
+}
+
+/// Whether `text` contains `part`, ASCII case ignored.
+fn contains_ignoring_case(text: &str, part: &str) -> bool {
+    text.to_ascii_lowercase()
+        .contains(&part.to_ascii_lowercase())
 }
 
 pub(super) struct NumberedDisk {

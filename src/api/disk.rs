@@ -104,7 +104,9 @@ pub trait DiskApi: Send + Sync {
         unsupported!(GetDiskState)
     }
 
-    /// The number of the disk whose page83 identifier is `page83`.
+    /// The number of the disk whose page83 identifier is `page83`, or
+    /// [`Error::NotFound`](crate::Error::NotFound) on every version when no
+    /// disk has it.
     ///
     /// Only v1alpha1 has this RPC. On newer versions it is emulated exactly
     /// as the proxy implements it: [`list_disk_ids`](Self::list_disk_ids)
@@ -123,7 +125,16 @@ pub(crate) fn find_disk_by_page83(ids: &BTreeMap<u32, DiskIds>, page83: &str) ->
     ids.iter()
         .find(|(_, id)| id.page83 == page83)
         .map(|(&number, _)| number)
-        .ok_or_else(|| crate::Error::NotFound {
-            what: format!("disk with page83 identifier {page83:?}"),
-        })
+        .ok_or_else(|| no_disk_with_page83(page83))
 }
+
+/// What every version reports for a page83 identifier no disk has.
+pub(crate) fn no_disk_with_page83(page83: &str) -> crate::Error {
+    crate::Error::NotFound {
+        what: format!("disk with page83 identifier {page83:?}"),
+    }
+}
+
+/// How every CSI Proxy release words an unknown page83 identifier in
+/// v1alpha1's own `GetDiskNumberByName` (capitalized in some releases).
+pub(crate) const PROXY_NO_SUCH_PAGE83: &str = "could not find disk with Page83 ID";

@@ -10,8 +10,10 @@ use crate::error::Result;
 /// The proxy only works under the kubelet directory and its
 /// `--working-dir`s. On v1alpha1 and v1beta1 the request also says whether
 /// a path belongs to a plugin or a pod (old proxies checked it against
-/// different roots); the SDK sends "pod" for paths with a `pods` component
-/// and "plugin" otherwise, as drivers do.
+/// different roots); the SDK sends "pod" for paths under the kubelet's
+/// pods directory, `C:\var\lib\kubelet\pods\` (in any case), and "plugin"
+/// for every other path, such as a static volume named `pods` under the
+/// plugins directory.
 ///
 /// ```
 /// use std::sync::Arc;

@@ -24,7 +24,7 @@ mod system;
 mod types;
 mod volume;
 
-pub(crate) use disk::find_disk_by_page83;
+pub(crate) use disk::{find_disk_by_page83, no_disk_with_page83, PROXY_NO_SUCH_PAGE83};
 pub use disk::{DiskApi, DiskIds, DiskLocation};
 pub use filesystem::FilesystemApi;
 pub use iscsi::{IscsiApi, IscsiAuth, TargetPortal, DEFAULT_ISCSI_PORT};

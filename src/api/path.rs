@@ -10,6 +10,14 @@ pub const MAX_PATH: usize = 260;
 /// Characters CSI Proxy rejects anywhere after the drive prefix.
 const FORBIDDEN: [char; 6] = ['"', '/', ':', '?', '*', '|'];
 
+/// Characters Windows never allows in a file name, beyond [`FORBIDDEN`] and
+/// the control characters.
+const NOT_IN_NAMES: [char; 2] = ['<', '>'];
+
+/// The kubelet's pods directory: paths under it are pod paths for the old
+/// filesystem versions' `PathContext`.
+const KUBELET_PODS_DIR: &str = r"C:\var\lib\kubelet\pods\";
+
 /// An absolute local Windows path, normalized the way CSI drivers do it and
 /// checked the way CSI Proxy checks paths, so that a path the proxy would
 /// reject is rejected here, before anything is sent.
@@ -24,7 +32,16 @@ const FORBIDDEN: [char; 6] = ['"', '/', ':', '?', '*', '|'];
 /// - is longer than 260 bytes ([`MAX_PATH`]);
 /// - is a UNC or device path (`\\server\share`, `\\?\...`);
 /// - does not start with a drive letter, colon and backslash (`C:\`);
-/// - contains `..`, or any of `" / : ? * |` after the drive prefix, or a NUL.
+/// - contains `..`, or any of `" / : ? * |` after the drive prefix, or a NUL;
+///
+/// and, because Windows would open something other than what the path
+/// reads, when
+/// - it contains a control character (`\u{1}`, a line break) or `<`, `>`;
+/// - a component ends with a dot or a space (Windows drops them: `x.` is
+///   `x`);
+/// - a component is a device name (`CON`, `PRN`, `AUX`, `NUL`, `COM0`-`COM9`,
+///   `LPT0`-`LPT9`, `CONIN$`, `CONOUT$`), with or without an extension
+///   (`NUL.txt` is the null device).
 ///
 /// The proxy additionally requires filesystem paths to lie under the
 /// kubelet directory or one of its `--working-dir`s; the client cannot know
@@ -75,9 +92,19 @@ impl WindowsPath {
         }
         if let Some(c) = path[3..]
             .chars()
-            .find(|c| FORBIDDEN.contains(c) || *c == '\0')
+            .find(|c| FORBIDDEN.contains(c) || NOT_IN_NAMES.contains(c) || (*c as u32) < 0x20)
         {
             return reject(&format!("must not contain {c:?}"));
+        }
+        for name in path[3..].split('\\').filter(|name| !name.is_empty()) {
+            if name.ends_with(['.', ' ']) {
+                return reject(&format!(
+                    "{name:?} ends with a dot or space, which Windows drops"
+                ));
+            }
+            if is_device_name(name) {
+                return reject(&format!("{name:?} is a device name on Windows"));
+            }
         }
         Ok(Self(path))
     }
@@ -87,12 +114,41 @@ impl WindowsPath {
         &self.0
     }
 
-    /// Whether a path component is `pods`: a pod's volume path under the
-    /// kubelet directory, as opposed to a plugin's staging path. Old wire
-    /// versions need to know which (see `FilesystemApi`).
+    /// Whether the path lies under the kubelet's pods directory
+    /// (`C:\var\lib\kubelet\pods\`, in any case): a pod's volume path, as
+    /// opposed to a plugin's staging path. Old wire versions need to know
+    /// which (see `FilesystemApi`).
     pub(crate) fn is_under_pods(&self) -> bool {
-        self.0.split('\\').any(|c| c.eq_ignore_ascii_case("pods"))
+        self.0
+            .get(..KUBELET_PODS_DIR.len())
+            .is_some_and(|prefix| prefix.eq_ignore_ascii_case(KUBELET_PODS_DIR))
     }
+}
+
+/// Whether Windows opens a file `name` as a device: `CON`, `PRN`, `AUX`,
+/// `NUL`, `CONIN$`, `CONOUT$`, `COM0`-`COM9` and `LPT0`-`LPT9` (with the
+/// superscript digits too), in any case, with or without an extension.
+fn is_device_name(name: &str) -> bool {
+    let stem = name
+        .split('.')
+        .next()
+        .unwrap_or_default()
+        .trim_end_matches(' ');
+    let stem = stem.to_ascii_uppercase();
+    let numbered = |prefix: &str| {
+        stem.strip_prefix(prefix).is_some_and(|n| {
+            let mut digits = n.chars();
+            matches!(
+                (digits.next(), digits.next()),
+                (Some('0'..='9' | '\u{b9}' | '\u{b2}' | '\u{b3}'), None)
+            )
+        })
+    };
+    matches!(
+        stem.as_str(),
+        "CON" | "PRN" | "AUX" | "NUL" | "CONIN$" | "CONOUT$"
+    ) || numbered("COM")
+        || numbered("LPT")
 }
 
 impl fmt::Debug for WindowsPath {
@@ -186,6 +242,20 @@ mod tests {
             "C:\\a\0b",
             "1:\\a",
             &long,
+            "C:\\a\u{1}b",
+            "C:\\a\nb",
+            r"C:\a<b",
+            r"C:\a>b",
+            r"C:\dir.\x",
+            r"C:\dir \x",
+            r"C:\x\.",
+            r"C:\x\NUL",
+            r"C:\x\nul.txt",
+            r"C:\x\Com1\y",
+            r"C:\x\LPT9.log",
+            "C:\\x\\COM\u{b9}",
+            r"C:\x\CON .txt",
+            r"C:\x\conout$",
         ] {
             let err = WindowsPath::new(bad).unwrap_err();
             assert!(
@@ -194,6 +264,18 @@ mod tests {
             );
         }
         assert!(WindowsPath::new(format!(r"C:\{}", "a".repeat(257))).is_ok());
+        // Near device names, and dots inside names, are ordinary names.
+        for good in [
+            r"C:\x\CONSOLE",
+            r"C:\x\COM10",
+            r"C:\x\nullable",
+            r"C:\x\my.NUL",
+            r"C:\x\.hidden",
+            r"C:\x\a.b\c d",
+            r"C:\x\",
+        ] {
+            assert!(WindowsPath::new(good).is_ok(), "{good:?}");
+        }
     }
 
     #[test]
@@ -201,8 +283,19 @@ mod tests {
         assert!(WindowsPath::new(r"C:\var\lib\kubelet\pods\u\v")
             .unwrap()
             .is_under_pods());
-        assert!(!WindowsPath::new(r"C:\var\lib\kubelet\plugins\p")
+        assert!(WindowsPath::new(r"c:\VAR\lib\kubelet\Pods\u\v")
             .unwrap()
             .is_under_pods());
+        for elsewhere in [
+            r"C:\var\lib\kubelet\plugins\p",
+            // A static volume named `pods` under the plugins directory.
+            r"C:\var\lib\kubelet\plugins\x\pods\v",
+            r"C:\var\lib\kubelet\pods",
+            r"C:\var\lib\kubelet\podsx\v",
+            r"D:\var\lib\kubelet\pods\u",
+        ] {
+            let path = WindowsPath::new(elsewhere).unwrap();
+            assert!(!path.is_under_pods(), "{elsewhere}");
+        }
     }
 }

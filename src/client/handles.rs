@@ -20,17 +20,21 @@ pub(crate) struct Handle<A: ?Sized> {
 }
 
 /// Implements a group trait on [`Handle`]: every method runs the same
-/// method of the current adapter through the slot.
+/// method of the current adapter through the slot, as the operation after
+/// `=` (an [`Operation`](Op) variant, or an expression of the arguments
+/// that gives one), whose deadline and retry rules apply.
 macro_rules! handle_impl {
     ($trait:ident { $(
-        fn $method:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty = $op:ident;
+        fn $method:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty = $op:expr;
     )+ }) => {
         #[async_trait]
         impl $trait for Handle<dyn $trait> {
             $(
                 async fn $method(&self $(, $arg: $ty)*) -> Result<$ret> {
+                    #[allow(unused_imports)]
+                    use Op::*;
                     self.slot
-                        .run(Op::$op, self.options, |api| async move { api.$method($($arg),*).await })
+                        .run($op, self.options, |api| async move { api.$method($($arg),*).await })
                         .await
                 }
             )+
@@ -64,7 +68,8 @@ handle_impl!(SmbApi {
 });
 
 handle_impl!(VolumeApi {
-    fn list_volumes_on_disk(&self, disk: u32, partition: Option<u32>) -> Vec<VolumeId> = ListVolumesOnDisk;
+    fn list_volumes_on_disk(&self, disk: u32, partition: Option<u32>) -> Vec<VolumeId> =
+        if partition.is_some() { ListVolumesOnPartition } else { ListVolumesOnDisk };
     fn mount_volume(&self, volume: &VolumeId, target: &WindowsPath) -> () = MountVolume;
     fn unmount_volume(&self, volume: &VolumeId, target: &WindowsPath) -> () = UnmountVolume;
     fn is_volume_formatted(&self, volume: &VolumeId) -> bool = IsVolumeFormatted;

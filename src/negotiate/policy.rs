@@ -55,7 +55,8 @@ impl VersionPolicy {
         self
     }
 
-    /// Never pick a version of `group` older than `version`.
+    /// Never pick a version of `group` older than `version`, which must be
+    /// one the group has.
     pub fn minimum(mut self, group: ApiGroup, version: ApiVersion) -> Self {
         self.rules[group.index()].minimum = Some(version);
         self
@@ -85,7 +86,7 @@ impl VersionPolicy {
                 Err(invalid(format!("CSI Proxy has no {group} {v}")))
             }
         };
-        if let Some(v) = rule.pinned {
+        for v in rule.pinned.into_iter().chain(rule.minimum) {
             known(v)?;
         }
         for &v in rule.allowed.iter().flatten() {
@@ -154,6 +155,8 @@ mod tests {
             VersionPolicy::default().pin(ApiGroup::System, V::V1),
             VersionPolicy::default().allow_only(ApiGroup::Iscsi, [V::V1]),
             VersionPolicy::default().minimum(ApiGroup::Iscsi, V::V1BETA1),
+            // Disk never had v1alpha2, though newer versions would be left.
+            VersionPolicy::default().minimum(ApiGroup::Disk, V::V1ALPHA2),
             VersionPolicy::default().allow_only(ApiGroup::Smb, []),
             VersionPolicy::default()
                 .pin(ApiGroup::Disk, V::V1ALPHA1)

@@ -27,6 +27,15 @@ impl VolumeApi for SlowVolumes {
         Ok(())
     }
 
+    async fn list_volumes_on_disk(
+        &self,
+        _disk: u32,
+        _partition: Option<u32>,
+    ) -> Result<Vec<VolumeId>> {
+        tokio::time::sleep(Duration::from_millis(self.delay_ms)).await;
+        Ok(Vec::new())
+    }
+
     async fn get_volume_stats(&self, _volume: &VolumeId) -> Result<VolumeStats> {
         self.stats.fetch_add(1, Ordering::SeqCst);
         tokio::time::sleep(Duration::from_millis(self.delay_ms)).await;

@@ -3,11 +3,13 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use tonic::Status;
 
 use super::codec::{decode, disk_id, host, name, reply, wire_bytes, Answer};
 use super::WireServer;
-use crate::api::{DiskApi, DiskLocation};
+use crate::api::{DiskApi, DiskLocation, PROXY_NO_SUCH_PAGE83};
 use crate::capability::Operation as Op;
+use crate::error::Error;
 use crate::wire::disk::{v1 as numbered, v1alpha1 as alpha, v1beta2 as string_id};
 
 macro_rules! location_to_wire {
@@ -82,7 +84,14 @@ impl WireServer for StringIdDisk {
             Op::GetDiskNumberByName => {
                 let request: alpha::GetDiskNumberByNameRequest = decode(body)?;
                 name("disk name", &request.disk_name)?;
-                let number = host!(api.get_disk_number_by_name(&request.disk_name));
+                // The proxy's own words for an unknown identifier.
+                let number = match api.get_disk_number_by_name(&request.disk_name).await {
+                    Err(Error::NotFound { .. }) => Err(Status::unknown(format!(
+                        "{PROXY_NO_SUCH_PAGE83} {}",
+                        request.disk_name
+                    ))),
+                    other => other.map_err(super::codec::status),
+                }?;
                 reply(alpha::GetDiskNumberByNameResponse {
                     disk_number: number.to_string(),
                 })
