@@ -7,8 +7,11 @@ mod common;
 
 use common::scenario::{expected_unsupported, seeded_host, versions_with, Scenario};
 use common::{every_version, TestNode};
-use csi_proxy_client::testing::{FakeHost, FakeProxy};
-use csi_proxy_client::{ApiGroup, ApiVersion, CsiProxy, Error, Operation, VersionPolicy};
+use csi_proxy_client::testing::{FakeHost, FakeProxy, PathEntry};
+use csi_proxy_client::{
+    ApiGroup, ApiVersion, CsiProxy, Error, Operation, Secret, SmbMapping, SmbRemotePath,
+    VersionPolicy, VolumeId, WindowsPath,
+};
 
 #[tokio::test]
 async fn the_node_flow_runs_on_the_fake_host_directly() {
@@ -160,4 +163,184 @@ async fn an_unknown_page83_is_not_found_on_every_version() {
     })
     .await;
     assert_all(&outcomes, "NotFound".to_owned());
+}
+
+fn path(p: &str) -> WindowsPath {
+    WindowsPath::new(p).unwrap()
+}
+
+/// Under the kubelet directory, the fake host's working directory.
+const KUBELET: &str = r"C:\var\lib\kubelet";
+
+#[tokio::test]
+async fn a_forced_rmdir_of_a_missing_path_succeeds_an_unforced_one_fails() {
+    let outcomes = on_every_backend(ApiGroup::Filesystem, seeded_host, |proxy, _| async move {
+        let fs = proxy.filesystem().unwrap();
+        let missing = path(&format!(r"{KUBELET}\missing"));
+        (
+            kind(fs.rmdir(&missing, true).await),
+            kind(fs.rmdir(&missing, false).await),
+        )
+    })
+    .await;
+    assert_all(&outcomes, ("ok".into(), "Host(Unknown)".into()));
+}
+
+#[tokio::test]
+async fn a_dangling_symlink_exists_but_is_no_mount_point() {
+    let outcomes = on_every_backend(ApiGroup::Filesystem, seeded_host, |proxy, _| async move {
+        let fs = proxy.filesystem().unwrap();
+        let (target, link) = (
+            path(&format!(r"{KUBELET}\target")),
+            path(&format!(r"{KUBELET}\link")),
+        );
+        fs.mkdir(&target).await.unwrap();
+        fs.create_symlink(&target, &link).await.unwrap();
+        fs.rmdir(&target, false).await.unwrap();
+        (
+            fs.path_exists(&link).await.unwrap(),
+            fs.is_symlink(&link).await.unwrap(),
+        )
+    })
+    .await;
+    assert_all(&outcomes, (true, false));
+}
+
+#[tokio::test]
+async fn listing_the_volumes_of_a_missing_disk_is_an_empty_list() {
+    let outcomes = on_every_backend(ApiGroup::Volume, seeded_host, |proxy, _| async move {
+        proxy
+            .volume()
+            .unwrap()
+            .list_volumes_on_disk(99, None)
+            .await
+            .map_err(|e| e.to_string())
+    })
+    .await;
+    assert_all(&outcomes, Ok(Vec::new()));
+}
+
+/// Partitions disk 1 and formats its volume; returns the volume.
+async fn formatted_volume(proxy: &CsiProxy) -> VolumeId {
+    proxy.disk().unwrap().partition_disk(1).await.unwrap();
+    let volume = proxy.volume().unwrap();
+    let id = volume
+        .list_volumes_on_disk(1, None)
+        .await
+        .unwrap()
+        .remove(0);
+    volume.format_volume(&id).await.unwrap();
+    id
+}
+
+#[tokio::test]
+async fn a_resize_to_less_than_100_mib_more_is_skipped_smaller_included() {
+    let outcomes = on_every_backend(ApiGroup::Volume, seeded_host, |proxy, host| async move {
+        let id = formatted_volume(&proxy).await;
+        let volume = proxy.volume().unwrap();
+        let size = || host.volume(&id).unwrap().size_bytes;
+        let before = size();
+        let shrink = kind(volume.resize_volume(&id, before / 2).await);
+        let nudge = kind(volume.resize_volume(&id, before + (50 << 20)).await);
+        let too_big = kind(volume.resize_volume(&id, before * 4).await);
+        let after = size();
+        (shrink, nudge, too_big, after == before)
+    })
+    .await;
+    assert_all(
+        &outcomes,
+        ("ok".into(), "ok".into(), "Host(Unknown)".into(), true),
+    );
+}
+
+#[tokio::test]
+async fn unmounting_removes_the_mount_point_whichever_volume_it_holds() {
+    let outcomes = on_every_backend(ApiGroup::Volume, seeded_host, |proxy, host| async move {
+        let first = formatted_volume(&proxy).await;
+        proxy.disk().unwrap().partition_disk(2).await.unwrap();
+        let volume = proxy.volume().unwrap();
+        let second = volume
+            .list_volumes_on_disk(2, None)
+            .await
+            .unwrap()
+            .remove(0);
+        let target = path(&format!(r"{KUBELET}\mnt"));
+        proxy.filesystem().unwrap().mkdir(&target).await.unwrap();
+        volume.mount_volume(&first, &target).await.unwrap();
+        // Named with the other volume: the proxy removes the mount point
+        // at the path all the same.
+        let unmounted = kind(volume.unmount_volume(&second, &target).await);
+        let again = kind(volume.unmount_volume(&first, &target).await);
+        (unmounted, again, host.entry(target.as_str()))
+    })
+    .await;
+    assert_all(
+        &outcomes,
+        (
+            "ok".into(),
+            "Host(Unknown)".into(),
+            Some(PathEntry::Directory),
+        ),
+    );
+}
+
+fn share() -> SmbRemotePath {
+    SmbRemotePath::new(r"\\files\share").unwrap()
+}
+
+#[tokio::test]
+async fn a_refused_local_path_leaves_the_global_mapping_made() {
+    let outcomes = on_every_backend(ApiGroup::Smb, seeded_host, |proxy, host| async move {
+        let outside = path(r"C:\Windows\Temp\share");
+        let mapping = SmbMapping::new(share(), "smb-user", Secret::new("smb-pw"))
+            .with_local_path(outside.clone());
+        let refused = kind(proxy.smb().unwrap().new_smb_global_mapping(&mapping).await);
+        (refused, host.smb_mappings(), host.entry(outside.as_str()))
+    })
+    .await;
+    assert_all(
+        &outcomes,
+        (
+            "Host(Unknown)".into(),
+            vec![r"\\files\share".to_owned()],
+            None,
+        ),
+    );
+}
+
+#[tokio::test]
+async fn a_usable_mapping_is_kept_without_checking_credentials_again() {
+    let outcomes = on_every_backend(ApiGroup::Smb, seeded_host, |proxy, host| async move {
+        let smb = proxy.smb().unwrap();
+        let wrong = SmbMapping::new(share(), "smb-user", Secret::new("wrong"));
+        let before = kind(smb.new_smb_global_mapping(&wrong).await);
+        let right = SmbMapping::new(share(), "smb-user", Secret::new("smb-pw"));
+        smb.new_smb_global_mapping(&right).await.unwrap();
+        let kept = kind(smb.new_smb_global_mapping(&wrong).await);
+        // A mapping that went bad is made again, and then they count.
+        host.invalidate_smb_mapping(r"\\files\share");
+        let remade = kind(smb.new_smb_global_mapping(&wrong).await);
+        (before, kept, remade)
+    })
+    .await;
+    assert_all(
+        &outcomes,
+        ("Host(Unknown)".into(), "ok".into(), "Host(Unknown)".into()),
+    );
+}
+
+#[tokio::test]
+async fn a_local_path_that_exists_is_refused_even_as_the_same_link() {
+    let outcomes = on_every_backend(ApiGroup::Smb, seeded_host, |proxy, _| async move {
+        let link = path(&format!(r"{KUBELET}\share-link"));
+        let mapping =
+            SmbMapping::new(share(), "smb-user", Secret::new("smb-pw")).with_local_path(link);
+        let smb = proxy.smb().unwrap();
+        (
+            kind(smb.new_smb_global_mapping(&mapping).await),
+            kind(smb.new_smb_global_mapping(&mapping).await),
+        )
+    })
+    .await;
+    assert_all(&outcomes, ("ok".into(), "Host(Unknown)".into()));
 }

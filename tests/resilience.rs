@@ -15,8 +15,8 @@ use common::slow::serve_slow_volumes;
 use common::TestNode;
 use csi_proxy_client::testing::FakeProxy;
 use csi_proxy_client::{
-    async_trait, ApiGroup, ApiVersion as V, Backends, CallOptions, CsiProxy, Error, GroupStatus,
-    Operation, Result, RetryPolicy, VersionChange, VolumeApi, VolumeId, VolumeStats,
+    ApiGroup, ApiVersion as V, CallOptions, CsiProxy, Error, GroupStatus, Operation, Result,
+    RetryPolicy, VersionChange,
 };
 
 /// A client with every default: the tests here hold for what drivers get

@@ -301,8 +301,14 @@ impl<'a> Scenario<'a> {
             smb.remove_smb_global_mapping(&share),
         )
         .await;
+        // The link is still there (the proxy's `os.Lstat` sees it), but it
+        // no longer leads anywhere.
         assert_eq!(
             self.step(O::PathExists, fs.path_exists(&link)).await,
+            Some(true)
+        );
+        assert_eq!(
+            self.step(O::IsSymlink, fs.is_symlink(&link)).await,
             Some(false)
         );
         self.step(O::Rmdir, fs.rmdir(&link, false)).await;

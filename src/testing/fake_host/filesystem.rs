@@ -62,8 +62,8 @@ impl FilesystemApi for FakeHost {
     async fn path_exists(&self, path: &WindowsPath) -> Result<bool> {
         let state = self.state();
         state.check_working_dir(Operation::PathExists, path)?;
-        // Like a stat: follows symlinks, so a dangling link does not exist.
-        Ok(state.leads_somewhere(path.as_str()))
+        // Like the proxy's `os.Lstat`: a symlink exists, wherever it leads.
+        Ok(state.tree.exists(path.as_str()))
     }
 
     async fn mkdir(&self, path: &WindowsPath) -> Result<()> {
@@ -77,6 +77,11 @@ impl FilesystemApi for FakeHost {
         let op = Operation::Rmdir;
         let mut state = self.state();
         state.check_working_dir(op, path)?;
+        // Forced, the proxy runs Go's `os.RemoveAll`, which is content
+        // with a path that is not there.
+        if force && !state.tree.exists(path.as_str()) {
+            return Ok(());
+        }
         state.check_exists(op, path)?;
         let below = state.tree.descendants(path.as_str());
         if !below.is_empty() && !force {

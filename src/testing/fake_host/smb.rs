@@ -23,42 +23,42 @@ impl SmbApi for FakeHost {
     async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
         let op = Op::NewSmbGlobalMapping;
         let mut state = self.state();
-        if let Some(local) = &mapping.local_path {
-            state.check_working_dir(op, local)?;
-        }
         let remote = mapping.remote_path.as_str();
         let root = state
             .smb_root(remote)
             .ok_or_else(|| host_error(op, format!("{remote} is not a share path")))?;
-        let Some(share) = state.shares.get(&root) else {
-            return Err(host_error(
-                op,
-                format!("{root}: the network path was not found"),
-            ));
-        };
-        if share.username != mapping.username || share.password != mapping.password {
-            return Err(host_error(op, format!("{root}: access is denied")));
-        }
-        // A mapping that went bad is removed and made again.
+        // A usable mapping is kept as it is, credentials unchecked; one that
+        // went bad is removed and made again.
         let usable = state.smb_mappings.get(&root).is_some_and(|m| m.valid);
         if !usable {
+            let Some(share) = state.shares.get(&root) else {
+                return Err(host_error(
+                    op,
+                    format!("{root}: the network path was not found"),
+                ));
+            };
+            if share.username != mapping.username || share.password != mapping.password {
+                return Err(host_error(op, format!("{root}: access is denied")));
+            }
             state
                 .smb_mappings
                 .insert(root, SmbMappingState { valid: true });
         }
+        // As the proxy does: the local path is checked only now, so a
+        // mapping made above stays when it is refused.
         if let Some(local) = &mapping.local_path {
-            match state.tree.get(local.as_str()) {
-                Some(PathEntry::Symlink(target)) if target.eq_ignore_ascii_case(remote) => {}
-                Some(_) => {
-                    return Err(host_error(
-                        op,
-                        format!("{local}: a file already exists there"),
-                    ))
-                }
-                None => state
-                    .tree
-                    .insert(local.as_str(), PathEntry::Symlink(remote.to_owned())),
+            state.check_working_dir(op, local)?;
+            if state.tree.exists(local.as_str()) {
+                return Err(host_error(
+                    op,
+                    format!(
+                        "creating link {local} to {remote} failed: a file already exists there"
+                    ),
+                ));
             }
+            state
+                .tree
+                .insert(local.as_str(), PathEntry::Symlink(remote.to_owned()));
         }
         Ok(())
     }
