@@ -30,11 +30,18 @@ use crate::error::{Code, Error};
 /// under a working directory (default `C:\var\lib\kubelet`); `rmdir` of a
 /// non-empty directory needs `force`; partitioning is idempotent (GPT);
 /// mounting needs an existing empty folder and is idempotent for the same
-/// volume; `resize_volume(_, 0)` grows to the maximum and growth under
-/// 100 MB is skipped; an SMB mapping maps the share's root and is remapped
+/// volume; `resize_volume(_, 0)` grows to the maximum, and a target less
+/// than 100 MiB above the current size (a smaller one included) is skipped;
+/// an SMB mapping maps the share's root, is kept while usable and remapped
 /// when it went bad; iSCSI logins check CHAP and attach the target's disks.
 /// Failures are [`Error::Host`] with code `Unknown` and a message, as the
 /// proxy reports them.
+///
+/// As on a real node, an SMB global mapping made by
+/// `new_smb_global_mapping` stays when its `local_path` is refused
+/// afterwards ([`FakeHost::smb_mappings`] shows it): a driver must clean up
+/// after that. Every rule, and the upstream function it follows, is listed
+/// in the crate's `docs/fake-host.md`.
 ///
 /// Clones share the host. Seed it with [`FakeHost::builder`], use it as
 /// the backend of a [`FakeProxy`](super::FakeProxy) or directly through
