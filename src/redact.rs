@@ -73,18 +73,20 @@ pub(crate) fn redact(error: Error, secret: &Secret) -> Error {
 fn forms(secret: &str) -> Vec<String> {
     let escapes: [fn(&str) -> String; 3] = [go_quoted, rust_debug, json_escaped];
     let mut forms = vec![secret.to_owned()];
-    let mut last = forms.clone();
+    let mut last = 0..forms.len();
     for _ in 0..2 {
-        let next: Vec<String> = last
-            .iter()
-            .flat_map(|form| escapes.iter().map(move |escape| escape(form)))
-            .filter(|form| !forms.contains(form))
-            .collect();
-        forms.extend(next.iter().cloned());
-        last = next;
+        let start = forms.len();
+        for i in last {
+            for escape in escapes {
+                let form = escape(&forms[i]);
+                if !forms.contains(&form) {
+                    forms.push(form);
+                }
+            }
+        }
+        last = start..forms.len();
     }
     forms.sort_by_key(|form| Reverse(form.len()));
-    forms.dedup();
     forms
 }
 
