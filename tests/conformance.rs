@@ -21,22 +21,32 @@ async fn the_node_flow_runs_on_the_fake_host_directly() {
     assert!(unsupported.is_empty(), "{unsupported:?}");
 }
 
+/// `host` behind a fake proxy serving `group` at `version` (the other
+/// groups at their newest), and a client that negotiated that version.
+async fn serve_at(
+    group: ApiGroup,
+    version: ApiVersion,
+    host: &FakeHost,
+) -> (TestNode, FakeProxy, CsiProxy) {
+    let node = TestNode::new();
+    let mut fake = FakeProxy::for_host(node.transport(), host);
+    fake.serve_all(versions_with(group, version)).await.unwrap();
+    let proxy = CsiProxy::builder()
+        .transport(node.transport())
+        .policy(VersionPolicy::default().allow_preview(version.is_preview()))
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(proxy.version(group), Some(version), "negotiated {group}");
+    (node, fake, proxy)
+}
+
 #[tokio::test]
 async fn the_node_flow_runs_over_the_wire_at_every_version() {
     let mut ran = 0;
     for (group, version) in every_version() {
-        let node = TestNode::new();
         let host = seeded_host();
-        let mut fake = FakeProxy::for_host(node.transport(), &host);
-        fake.serve_all(versions_with(group, version)).await.unwrap();
-        let proxy = CsiProxy::builder()
-            .transport(node.transport())
-            .policy(VersionPolicy::default().allow_preview(version.is_preview()))
-            .connect()
-            .await
-            .unwrap();
-        assert_eq!(proxy.version(group), Some(version), "negotiated {group}");
-
+        let (_node, fake, proxy) = serve_at(group, version, &host).await;
         let unsupported = Scenario::new(&proxy).run(Some(&host)).await;
         assert_eq!(
             unsupported,
@@ -112,17 +122,8 @@ where
     let direct = host();
     let mut outcomes = vec![("directly".to_owned(), check(direct.proxy(), direct).await)];
     for &version in group.versions() {
-        let node = TestNode::new();
         let host = host();
-        let mut fake = FakeProxy::for_host(node.transport(), &host);
-        fake.serve_all(versions_with(group, version)).await.unwrap();
-        let proxy = CsiProxy::builder()
-            .transport(node.transport())
-            .policy(VersionPolicy::default().allow_preview(version.is_preview()))
-            .connect()
-            .await
-            .unwrap();
-        assert_eq!(proxy.version(group), Some(version));
+        let (_node, fake, proxy) = serve_at(group, version, &host).await;
         outcomes.push((format!("{group} {version}"), check(proxy, host).await));
         fake.shutdown().await;
     }

@@ -17,6 +17,7 @@ use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use calls::Call;
 use common::raw::RawServer;
 use common::slow::serve_slow_volumes;
 use csi_proxy_client::testing::{FakeHost, FakeProxy};
@@ -70,24 +71,12 @@ impl Node {
     /// Runs the shipped client with `args` in its own process; its outcome
     /// line.
     async fn shipped(&self, args: &[&str]) -> String {
-        let mut command = Command::new(shipped_client());
-        command.arg(self.dir.path()).args(args);
-        let output = tokio::task::spawn_blocking(move || command.output())
-            .await
-            .unwrap()
-            .expect("run the shipped client");
-        assert!(output.status.success(), "{output:?}");
-        String::from_utf8(output.stdout).unwrap().trim().to_owned()
+        run_shipped(self.dir.path().to_owned(), args).await
     }
 
     /// Runs the same call with this test's client (the `testing` build).
     async fn in_process(&self, args: &[&str]) -> String {
-        let deadline = args
-            .iter()
-            .position(|a| *a == "--deadline-ms")
-            .map(|i| Duration::from_millis(args[i + 1].parse().unwrap()));
-        let arg = args.get(1).copied().filter(|a| !a.starts_with("--"));
-        calls::run(self.transport(), args[0], arg, deadline).await
+        calls::run(self.transport(), &Call::parse(args).unwrap()).await
     }
 
     /// Both builds' outcomes of `args`, checked to state the same facts.
@@ -101,6 +90,19 @@ impl Node {
         );
         [shipped, in_process]
     }
+}
+
+/// Runs the shipped client on the sockets in `dir` with `args`, in its own
+/// process; its outcome line.
+async fn run_shipped(dir: PathBuf, args: &[&str]) -> String {
+    let mut command = Command::new(shipped_client());
+    command.arg(dir).args(args);
+    let output = tokio::task::spawn_blocking(move || command.output())
+        .await
+        .unwrap()
+        .expect("run the shipped client");
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
 }
 
 /// The matchable part of an outcome line.
@@ -161,16 +163,12 @@ async fn a_mutation_cut_off_by_a_broken_connection_may_have_been_sent() {
     for shipped in [true, false] {
         let (backend, mut fake) = serve_slow_volumes(node.transport(), 10_000).await;
         let call = {
-            let (node_dir, transport) = (node.dir.path().to_owned(), node.transport());
+            let (dir, transport) = (node.dir.path().to_owned(), node.transport());
             tokio::spawn(async move {
                 if shipped {
-                    let mut command = Command::new(shipped_client());
-                    command.arg(node_dir).args(args);
-                    let output = tokio::task::spawn_blocking(move || command.output());
-                    let output = output.await.unwrap().unwrap();
-                    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+                    run_shipped(dir, &args).await
                 } else {
-                    calls::run(transport, args[0], Some(args[1]), None).await
+                    calls::run(transport, &Call::parse(&args).unwrap()).await
                 }
             })
         };

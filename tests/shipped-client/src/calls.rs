@@ -13,16 +13,42 @@ use csi_proxy_client::{
 /// password never shows in an outcome.
 pub const SMB_SHARE: &str = r"\\fileserver\data";
 
+/// A call as given on the command line: `CALL [ARG] [--deadline-ms N]`.
+pub struct Call<'a> {
+    /// `list-disk-ids`, `rmdir`, `format-volume`, `get-volume-stats` or
+    /// `smb-map`.
+    pub name: &'a str,
+    /// A path, volume ID or password, as the call needs.
+    pub arg: Option<&'a str>,
+    /// The deadline of the call's operation.
+    pub deadline: Option<Duration>,
+}
+
+impl<'a> Call<'a> {
+    /// Parses `CALL [ARG] [--deadline-ms N]`.
+    pub fn parse(args: &[&'a str]) -> Option<Self> {
+        let name = args.first()?;
+        let arg = args.get(1).copied().filter(|a| !a.starts_with("--"));
+        let deadline = match args.iter().position(|a| *a == "--deadline-ms") {
+            Some(i) => Some(Duration::from_millis(args.get(i + 1)?.parse().ok()?)),
+            None => None,
+        };
+        Some(Self {
+            name,
+            arg,
+            deadline,
+        })
+    }
+}
+
 /// Connects on `transport` (every group, none required, no waiting) and
-/// makes `call`: `list-disk-ids`, `rmdir PATH`, `format-volume ID`,
-/// `get-volume-stats ID` or `smb-map PASSWORD`. `deadline` applies to
-/// that call's operation. Returns the outcome as [`describe`] writes it.
-pub async fn run(
-    transport: Transport,
-    call: &str,
-    arg: Option<&str>,
-    deadline: Option<Duration>,
-) -> String {
+/// makes `call`. Returns the outcome as [`describe`] writes it.
+pub async fn run(transport: Transport, call: &Call<'_>) -> String {
+    let Call {
+        name: call,
+        arg,
+        deadline,
+    } = *call;
     let operation = match call {
         "list-disk-ids" => Operation::ListDiskIds,
         "rmdir" => Operation::Rmdir,
