@@ -13,6 +13,11 @@ use crate::version::ApiVersion;
 /// tonic major release means a major release of this crate.
 pub use tonic::Code;
 
+/// [`Error::outcome`] of a call's result, `ok` for a success.
+pub(crate) fn outcome<T>(result: &Result<T>) -> &'static str {
+    result.as_ref().map_or_else(Error::outcome, |_| "ok")
+}
+
 /// The source of a transport failure, shared so that [`Error`] is `Clone`.
 pub type BoxedSource = Arc<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -151,6 +156,23 @@ pub enum Error {
 }
 
 impl Error {
+    /// One word for what happened, for tracing spans and metric labels:
+    /// never the message, which may echo request data (paths, secrets).
+    pub(crate) fn outcome(&self) -> &'static str {
+        match self {
+            Error::NotServed { .. } => "not_served",
+            Error::Unsupported { .. } => "unsupported",
+            Error::NotImplemented { .. } => "not_implemented",
+            Error::Host { .. } => "host_error",
+            Error::InvalidResponse { .. } => "invalid_response",
+            Error::NotFound { .. } => "not_found",
+            Error::InvalidArgument { .. } => "invalid_argument",
+            Error::PermissionDenied { .. } => "permission_denied",
+            Error::Transport { .. } => "transport_error",
+            Error::Timeout { .. } | Error::ConnectTimeout { .. } => "timeout",
+        }
+    }
+
     pub(crate) fn invalid_argument(what: &'static str, reason: impl Into<String>) -> Self {
         Error::InvalidArgument {
             what,

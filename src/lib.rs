@@ -62,6 +62,7 @@ pub mod capability;
 mod client;
 mod error;
 mod group;
+pub mod metrics;
 mod negotiate;
 mod redact;
 mod retry;

@@ -9,7 +9,7 @@ use tonic_prost::ProstCodec;
 use tracing::Instrument;
 
 use crate::capability::{Operation, Support};
-use crate::error::{Code, Error, Result};
+use crate::error::{outcome, Code, Error, Result};
 use crate::group::ApiGroup;
 use crate::negotiate::Connection;
 use crate::transport::{service_name, ConnectionError, ProxyChannel};
@@ -154,17 +154,4 @@ fn connection_failure(status: &tonic::Status) -> Option<bool> {
         cause = error.source();
     }
     None
-}
-
-/// A short word for the tracing span; never the message, which may echo
-/// request data.
-fn outcome<T>(result: &Result<T>) -> &'static str {
-    match result {
-        Ok(_) => "ok",
-        Err(Error::Host { .. }) => "host_error",
-        Err(Error::Timeout { .. } | Error::ConnectTimeout { .. }) => "timeout",
-        Err(Error::Transport { .. }) => "transport_error",
-        Err(Error::InvalidResponse { .. }) => "invalid_response",
-        Err(_) => "error",
-    }
 }

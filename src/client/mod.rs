@@ -439,6 +439,8 @@ impl CsiProxyBuilder {
     /// [`Error::InvalidArgument`] for an invalid setting, before anything
     /// is connected.
     pub async fn connect(self) -> Result<CsiProxy> {
+        #[cfg(feature = "metrics")]
+        crate::metrics::describe();
         let negotiator = Negotiator::new(self.transport?)
             .policy(self.policy)
             .retry(self.retry)

@@ -14,6 +14,7 @@ use crate::adapter::FromConnection;
 use crate::capability::Operation;
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
+use crate::metrics::{self, CallVersion, GroupGauges};
 use crate::negotiate::{Connection, Negotiator};
 use crate::retry::RetryPolicy;
 use crate::transport::ProxyChannel;
@@ -99,6 +100,12 @@ impl<A: ?Sized> SlotState<A> {
         self.open().map(|s| &s.api)
     }
 
+    /// The version and connection serving the group, for the gauges.
+    fn connection(&self) -> Option<(ApiVersion, &ProxyChannel)> {
+        let served = self.served()?;
+        Some((served.version?, served.channel.as_ref()?))
+    }
+
     /// What this state says of the group, as a result.
     fn outcome(&self) -> Result<()> {
         match &self.presence {
@@ -117,6 +124,7 @@ pub(crate) struct GroupSlot<A: ?Sized> {
     /// One look at a time; the others share its result.
     looking: Mutex<()>,
     pub behaviour: Arc<Behaviour>,
+    gauges: GroupGauges,
 }
 
 impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
@@ -156,12 +164,18 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
             since: SystemTime::now(),
             found_at: Instant::now(),
         };
+        let gauges = GroupGauges::new(group);
+        // A backend given directly is no proxy to show.
+        if negotiator.is_some() {
+            gauges.show(state.connection());
+        }
         Self {
             group,
             state: ArcSwap::from_pointee(state),
             negotiator,
             looking: Mutex::new(()),
             behaviour,
+            gauges,
         }
     }
 
@@ -216,14 +230,17 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
         } else {
             SystemTime::now()
         };
-        self.state.store(Arc::new(SlotState {
+        let state = Arc::new(SlotState {
             generation: before.generation + 1,
             presence,
             since,
             found_at: Instant::now(),
-        }));
+        });
+        self.gauges.show(state.connection());
+        self.state.store(state);
         if from != to {
             tracing::info!(group = %self.group, ?from, ?to, "CSI Proxy API version changed");
+            metrics::version_changed(self.group, from, to);
             let _ = self.behaviour.events.send(VersionChange {
                 group: self.group,
                 from,
@@ -252,6 +269,7 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
         F: Fn(Arc<A>) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
+        let timer = metrics::call_started();
         let deadline = options
             .deadline
             .unwrap_or_else(|| self.behaviour.deadlines.of(operation));
@@ -268,12 +286,23 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
             self.run_slowly(operation, options, &call, state, failure)
                 .await
         };
-        match tokio::time::timeout(deadline, attempts).await {
+        let result = match tokio::time::timeout(deadline, attempts).await {
             Ok(result) => result,
             Err(_) => Err(Error::Timeout {
                 operation,
                 after: deadline,
             }),
+        };
+        timer.finish(self.group, || self.call_version(), operation, &result);
+        result
+    }
+
+    /// The version calls go to now (its connection may just have ended),
+    /// for the metrics.
+    fn call_version(&self) -> CallVersion {
+        match &self.negotiator {
+            Some(_) => CallVersion::Negotiated(self.state.load().served().and_then(|s| s.version)),
+            None => CallVersion::Direct,
         }
     }
 

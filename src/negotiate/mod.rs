@@ -14,6 +14,7 @@ pub use report::{Attempt, AttemptOutcome, GroupReport, NegotiationReport};
 
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
+use crate::metrics;
 use crate::retry::RetryPolicy;
 use crate::transport::{connect, ConnectFailure, ConnectOptions, ProxyChannel, Transport};
 use crate::version::ApiVersion;
@@ -257,7 +258,7 @@ async fn negotiate_group(
     (report, outcome)
 }
 
-/// Fills the negotiation span and logs the result.
+/// Fills the negotiation span, logs the result and counts it.
 fn record(report: &GroupReport, outcome: &Result<Connection>) {
     let span = tracing::Span::current();
     let tried: Vec<String> = report
@@ -267,6 +268,14 @@ fn record(report: &GroupReport, outcome: &Result<Connection>) {
         .collect();
     span.record("tried", tracing::field::display(tried.join(",")));
     span.record("elapsed_ms", report.elapsed.as_millis() as u64);
+    metrics::negotiated(
+        report.group,
+        match outcome {
+            Ok(_) => "served",
+            Err(Error::NotServed { .. }) => "not_served",
+            Err(_) => "failed",
+        },
+    );
     match outcome {
         Ok(connection) => {
             span.record("chosen", tracing::field::display(connection.version));

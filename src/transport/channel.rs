@@ -294,6 +294,20 @@ impl ProxyChannel {
         self.state.closed.load(Ordering::Acquire) || self.sender.is_closed()
     }
 
+    /// Resolves when the connection task has ended. Unlike
+    /// [`closed`](Self::closed) it does not keep the connection open while
+    /// it waits: it holds no sender.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn ended(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let state = self.state.clone();
+        async move {
+            let ended = state.ended.notified();
+            if !state.closed.load(Ordering::Acquire) {
+                ended.await;
+            }
+        }
+    }
+
     /// Waits until the connection has ended.
     pub async fn closed(&self) {
         let ended = self.state.ended.notified();

@@ -7,6 +7,7 @@
 
 pub mod ops;
 pub mod raw;
+pub mod recorder;
 pub mod scenario;
 pub mod slow;
 

@@ -1,0 +1,44 @@
+//! Without the `metrics` feature: the same calls, recording nothing, so
+//! that the rest of the crate has no feature switches of its own.
+
+use crate::capability::Operation;
+use crate::error::Result;
+use crate::group::ApiGroup;
+use crate::transport::ProxyChannel;
+use crate::version::ApiVersion;
+
+pub(crate) struct CallTimer;
+
+pub(crate) fn call_started() -> CallTimer {
+    CallTimer
+}
+
+impl CallTimer {
+    pub fn finish<T>(
+        self,
+        _: ApiGroup,
+        _: impl FnOnce() -> CallVersion,
+        _: Operation,
+        _: &Result<T>,
+    ) {
+    }
+}
+
+pub(crate) enum CallVersion {
+    Negotiated(#[allow(dead_code)] Option<ApiVersion>),
+    Direct,
+}
+
+pub(crate) fn negotiated(_: ApiGroup, _: &'static str) {}
+
+pub(crate) fn version_changed(_: ApiGroup, _: Option<ApiVersion>, _: Option<ApiVersion>) {}
+
+pub(crate) struct GroupGauges;
+
+impl GroupGauges {
+    pub fn new(_: ApiGroup) -> Self {
+        Self
+    }
+
+    pub fn show(&self, _: Option<(ApiVersion, &ProxyChannel)>) {}
+}

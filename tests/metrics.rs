@@ -1,0 +1,361 @@
+//! The `metrics` feature: what a call, a negotiation and a version change
+//! record, checked with a recorder that logs every update.
+
+mod common;
+
+use std::time::Duration;
+
+use common::recorder::LogRecorder;
+use common::scenario::seeded_host;
+use common::slow::serve_slow_volumes;
+use common::TestNode;
+use csi_proxy_client::metrics::{
+    API_VERSION, CALLS_TOTAL, CALL_DURATION_SECONDS, GROUP_SERVED, NEGOTIATIONS_TOTAL,
+    VERSION_CHANGES_TOTAL,
+};
+use csi_proxy_client::testing::FakeProxy;
+use csi_proxy_client::{
+    ApiGroup, ApiVersion as V, CallOptions, CsiProxy, Error, Operation, Secret, SmbMapping,
+    SmbRemotePath, WindowsPath,
+};
+
+/// A client of `node` for `groups`, requiring the first, as a driver
+/// connects.
+async fn connect(node: &TestNode, groups: &[ApiGroup]) -> CsiProxy {
+    CsiProxy::builder()
+        .transport(node.transport())
+        .groups(groups.iter().copied())
+        .require(groups[0])
+        .connect()
+        .await
+        .unwrap()
+}
+
+fn calls(recorder: &LogRecorder, labels: &[(&str, &str)]) -> u64 {
+    recorder.count(CALLS_TOTAL, labels)
+}
+
+#[tokio::test]
+async fn each_call_is_counted_and_timed_by_group_version_method_and_outcome() {
+    let recorder = LogRecorder::default();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let node = TestNode::new();
+    let host = seeded_host();
+    let mut fake = FakeProxy::for_host(node.transport(), &host);
+    fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
+    fake.serve(ApiGroup::Smb, V::V1).await.unwrap();
+    let proxy = connect(&node, &[ApiGroup::Disk, ApiGroup::Smb]).await;
+
+    let disk = proxy.disk().unwrap();
+    disk.list_disk_locations().await.unwrap();
+    disk.list_disk_locations().await.unwrap();
+    let unknown = disk.get_disk_number_by_name("no such page83").await;
+    assert!(
+        matches!(unknown, Err(Error::NotFound { .. })),
+        "{unknown:?}"
+    );
+    let share = SmbRemotePath::new(r"\\files\share").unwrap();
+    let wrong = SmbMapping::new(share, "smb-user", Secret::new("not-the-password"));
+    let refused = proxy.smb().unwrap().new_smb_global_mapping(&wrong).await;
+    assert!(matches!(refused, Err(Error::Host { .. })), "{refused:?}");
+
+    let disk_v1 = [("group", "disk"), ("version", "v1")];
+    let ok = [
+        &disk_v1[..],
+        &[("method", "ListDiskLocations"), ("outcome", "ok")],
+    ]
+    .concat();
+    assert_eq!(calls(&recorder, &ok), 2);
+    let not_found = [("method", "GetDiskNumberByName"), ("outcome", "not_found")];
+    assert_eq!(calls(&recorder, &[&disk_v1[..], &not_found].concat()), 1);
+    let host_error = [
+        ("group", "smb"),
+        ("version", "v1"),
+        ("method", "NewSmbGlobalMapping"),
+        ("outcome", "host_error"),
+    ];
+    assert_eq!(calls(&recorder, &host_error), 1);
+    assert_eq!(calls(&recorder, &[]), 4, "one count per call");
+
+    let durations = recorder.samples(
+        CALL_DURATION_SECONDS,
+        &[&disk_v1[..], &[("method", "ListDiskLocations")]].concat(),
+    );
+    assert_eq!(durations.len(), 2);
+    assert!(
+        durations.iter().all(|&s| s > 0.0 && s < 30.0),
+        "{durations:?}"
+    );
+    assert_eq!(recorder.samples(CALL_DURATION_SECONDS, &[]).len(), 4);
+
+    // Described at connect, with Prometheus units.
+    assert_eq!(recorder.unit(CALLS_TOTAL), Some(metrics::Unit::Count));
+    assert_eq!(
+        recorder.unit(CALL_DURATION_SECONDS),
+        Some(metrics::Unit::Seconds)
+    );
+}
+
+#[tokio::test]
+async fn negotiations_and_the_versions_served_are_recorded_per_group() {
+    let recorder = LogRecorder::default();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let node = TestNode::new();
+    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
+    fake.serve(ApiGroup::Disk, V::V1BETA2).await.unwrap();
+    let _proxy = connect(&node, &[ApiGroup::Disk, ApiGroup::Smb]).await;
+
+    let served = [("group", "disk"), ("result", "served")];
+    assert_eq!(recorder.count(NEGOTIATIONS_TOTAL, &served), 1);
+    let missing = [("group", "smb"), ("result", "not_served")];
+    assert_eq!(recorder.count(NEGOTIATIONS_TOTAL, &missing), 1);
+    assert_eq!(
+        recorder.gauge(API_VERSION, &[("group", "disk"), ("version", "v1beta2")]),
+        Some(1.0)
+    );
+    assert_eq!(
+        recorder.gauge(GROUP_SERVED, &[("group", "disk")]),
+        Some(1.0)
+    );
+    assert_eq!(recorder.gauge(GROUP_SERVED, &[("group", "smb")]), Some(0.0));
+    assert_eq!(recorder.gauge(API_VERSION, &[("group", "smb")]), None);
+    assert_eq!(recorder.count(VERSION_CHANGES_TOTAL, &[]), 0);
+}
+
+#[tokio::test]
+async fn a_call_past_its_deadline_is_a_timeout() {
+    let recorder = LogRecorder::default();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let node = TestNode::new();
+    let (_backend, _fake) = serve_slow_volumes(node.transport(), 5_000).await;
+    let proxy = connect(&node, &[ApiGroup::Volume]).await;
+
+    let volume = csi_proxy_client::VolumeId::new("vol-1").unwrap();
+    let quick = CallOptions::default().deadline(Duration::from_millis(100));
+    let result = proxy
+        .with_call_options(quick)
+        .volume()
+        .unwrap()
+        .get_volume_stats(&volume)
+        .await;
+    assert!(matches!(result, Err(Error::Timeout { .. })), "{result:?}");
+
+    let timeout = [
+        ("group", "volume"),
+        ("version", "v1"),
+        ("method", "GetVolumeStats"),
+        ("outcome", "timeout"),
+    ];
+    assert_eq!(calls(&recorder, &timeout), 1);
+    let took = recorder.samples(CALL_DURATION_SECONDS, &[("method", "GetVolumeStats")]);
+    assert!(
+        matches!(took[..], [s] if (0.1..5.0).contains(&s)),
+        "{took:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_operation_the_version_lacks_is_unsupported_and_a_missing_proxy_has_no_version() {
+    let recorder = LogRecorder::default();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let node = TestNode::new();
+    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
+    let old = V::V1ALPHA1;
+    assert!(Operation::GetDiskState.available_since().unwrap() > old);
+    fake.serve(ApiGroup::Disk, old).await.unwrap();
+    let proxy = connect(&node, &[ApiGroup::Disk, ApiGroup::Volume]).await;
+
+    let result = proxy.disk().unwrap().get_disk_state(1).await;
+    assert!(
+        matches!(result, Err(Error::Unsupported { .. })),
+        "{result:?}"
+    );
+    let unsupported = [
+        ("group", "disk"),
+        ("version", "v1alpha1"),
+        ("method", "GetDiskState"),
+        ("outcome", "unsupported"),
+    ];
+    assert_eq!(calls(&recorder, &unsupported), 1);
+
+    // No volume endpoint: the call waits for one until its deadline.
+    let quick = CallOptions::default().deadline(Duration::from_millis(100));
+    let waited = proxy
+        .with_call_options(quick)
+        .volume()
+        .unwrap()
+        .list_volumes_on_disk(1, None)
+        .await;
+    assert!(matches!(waited, Err(Error::Timeout { .. })), "{waited:?}");
+    let away = [
+        ("group", "volume"),
+        ("version", "none"),
+        ("outcome", "timeout"),
+    ];
+    assert_eq!(calls(&recorder, &away), 1);
+    let looked = [("group", "volume"), ("result", "not_served")];
+    assert!(
+        recorder.count(NEGOTIATIONS_TOTAL, &looked) >= 2,
+        "connect and the call look"
+    );
+}
+
+#[tokio::test]
+async fn a_version_change_is_counted_and_moves_the_version_gauge() {
+    let recorder = LogRecorder::default();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let node = TestNode::new();
+    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
+    fake.serve(ApiGroup::Volume, V::V1BETA1).await.unwrap();
+    let proxy = connect(&node, &[ApiGroup::Volume]).await;
+
+    fake.restart([(ApiGroup::Volume, V::V1), (ApiGroup::Volume, V::V1BETA1)])
+        .await
+        .unwrap();
+    proxy
+        .volume()
+        .unwrap()
+        .list_volumes_on_disk(1, None)
+        .await
+        .unwrap();
+
+    let change = [("group", "volume"), ("from", "v1beta1"), ("to", "v1")];
+    assert_eq!(recorder.count(VERSION_CHANGES_TOTAL, &change), 1);
+    assert_eq!(recorder.count(VERSION_CHANGES_TOTAL, &[]), 1);
+    let gauge = |version| recorder.gauge(API_VERSION, &[("group", "volume"), ("version", version)]);
+    assert_eq!(gauge("v1beta1"), Some(0.0));
+    assert_eq!(gauge("v1"), Some(1.0));
+    assert_eq!(
+        recorder.gauge(GROUP_SERVED, &[("group", "volume")]),
+        Some(1.0)
+    );
+    let served = [("group", "volume"), ("result", "served")];
+    assert_eq!(recorder.count(NEGOTIATIONS_TOTAL, &served), 2);
+    let ok = [
+        ("version", "v1"),
+        ("method", "ListVolumesOnDisk"),
+        ("outcome", "ok"),
+    ];
+    assert_eq!(calls(&recorder, &ok), 1);
+}
+
+#[tokio::test]
+async fn the_served_gauge_drops_when_the_connection_ends_without_any_call() {
+    let recorder = LogRecorder::default();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let node = TestNode::new();
+    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
+    fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
+    let proxy = connect(&node, &[ApiGroup::Disk]).await;
+    let served = || recorder.gauge(GROUP_SERVED, &[("group", "disk")]);
+    assert_eq!(served(), Some(1.0));
+
+    fake.stop_all().await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while served() != Some(0.0) {
+        assert!(tokio::time::Instant::now() < deadline, "still served");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(!proxy.is_served(ApiGroup::Disk));
+    let v1 = [("group", "disk"), ("version", "v1")];
+    assert_eq!(recorder.gauge(API_VERSION, &v1), Some(0.0));
+    // Nobody called: the gauges followed the connection, not a look.
+    assert_eq!(recorder.count(NEGOTIATIONS_TOTAL, &[]), 1);
+    assert_eq!(calls(&recorder, &[]), 0);
+}
+
+#[tokio::test]
+async fn no_label_ever_carries_a_path_a_secret_or_a_message() {
+    let recorder = LogRecorder::default();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let node = TestNode::new();
+    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
+    fake.serve_everything().await.unwrap();
+    let proxy = CsiProxy::builder()
+        .transport(node.transport())
+        .require(ApiGroup::Filesystem)
+        .connect()
+        .await
+        .unwrap();
+
+    let secret = "hunter2-in-a-label";
+    let outside = WindowsPath::new(r"C:\Windows\secret-dir").unwrap();
+    let mapping = SmbMapping::new(
+        SmbRemotePath::new(r"\\files\share").unwrap(),
+        "smb-user",
+        Secret::new(secret),
+    )
+    .with_local_path(outside.clone());
+    let filesystem = proxy.filesystem().unwrap();
+    assert!(filesystem.mkdir(&outside).await.is_err());
+    assert!(proxy
+        .smb()
+        .unwrap()
+        .new_smb_global_mapping(&mapping)
+        .await
+        .is_err());
+    assert!(filesystem.path_exists(&outside).await.is_err());
+    assert!(proxy
+        .disk()
+        .unwrap()
+        .get_disk_number_by_name(secret)
+        .await
+        .is_err());
+
+    let versions: Vec<String> = ApiGroup::ALL
+        .iter()
+        .flat_map(|g| g.versions())
+        .map(|v| v.to_string())
+        .collect();
+    let words = [
+        "none",
+        "direct",
+        "ok",
+        "host_error",
+        "timeout",
+        "transport_error",
+        "not_served",
+        "unsupported",
+        "invalid_argument",
+        "invalid_response",
+        "not_found",
+        "permission_denied",
+        "not_implemented",
+        "served",
+        "failed",
+    ];
+    let updates = recorder.updates();
+    assert!(updates.len() > 10);
+    for update in &updates {
+        for (key, value) in &update.labels {
+            let allowed = match key.as_str() {
+                "group" => ApiGroup::ALL.iter().any(|g| g.as_str() == value),
+                "version" | "from" | "to" => versions.contains(value) || words.contains(&&**value),
+                "method" => Operation::ALL.iter().any(|op| op.name() == value),
+                "outcome" | "result" => words.contains(&&**value),
+                _ => false,
+            };
+            assert!(allowed, "{}: label {key}={value:?}", update.name);
+            assert!(!value.contains(secret) && !value.contains("secret-dir"));
+        }
+    }
+}
+
+#[tokio::test]
+async fn mocks_given_directly_are_labelled_direct_and_show_no_proxy_gauges() {
+    let recorder = LogRecorder::default();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let host = seeded_host();
+    let proxy = CsiProxy::from_backends(host.backends());
+    proxy.disk().unwrap().list_disk_ids().await.unwrap();
+
+    let direct = [
+        ("group", "disk"),
+        ("version", "direct"),
+        ("method", "ListDiskIDs"),
+        ("outcome", "ok"),
+    ];
+    assert_eq!(calls(&recorder, &direct), 1);
+    assert_eq!(recorder.gauge(GROUP_SERVED, &[]), None);
+    assert_eq!(recorder.count(NEGOTIATIONS_TOTAL, &[]), 0);
+}
