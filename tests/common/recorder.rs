@@ -9,6 +9,9 @@ use metrics::{
     SharedString, Unit,
 };
 
+/// A metric's name and the unit it was described with.
+type Described = (String, Option<Unit>);
+
 /// One update of one series.
 #[derive(Clone, Debug)]
 pub struct Update {
@@ -30,7 +33,7 @@ pub enum Change {
 #[derive(Clone, Default)]
 pub struct LogRecorder {
     log: Arc<Mutex<Vec<Update>>>,
-    described: Arc<Mutex<Vec<(String, Option<Unit>)>>>,
+    units: Arc<Mutex<Vec<Described>>>,
 }
 
 impl LogRecorder {
@@ -87,8 +90,8 @@ impl LogRecorder {
 
     /// The unit each metric was described with.
     pub fn unit(&self, name: &str) -> Option<Unit> {
-        let described = self.described.lock().unwrap();
-        described.iter().find(|(n, _)| n == name).and_then(|d| d.1)
+        let units = self.units.lock().unwrap();
+        units.iter().find(|(n, _)| n == name).and_then(|d| d.1)
     }
 
     fn handle(&self, key: &Key) -> Arc<Series> {
@@ -103,8 +106,10 @@ impl LogRecorder {
     }
 
     fn describe(&self, name: KeyName, unit: Option<Unit>) {
-        let mut described = self.described.lock().unwrap();
-        described.push((name.as_str().to_owned(), unit));
+        self.units
+            .lock()
+            .unwrap()
+            .push((name.as_str().to_owned(), unit));
     }
 }
 
