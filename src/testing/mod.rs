@@ -14,10 +14,12 @@ mod fake_host;
 mod fake_proxy;
 mod listener;
 mod raw_codec;
+mod release;
 mod stub;
 
 pub use fake_host::{FakeDisk, FakeHost, FakeHostBuilder, FakeVolume, PathEntry};
 pub use fake_proxy::{Call, FakeProxy};
 pub use listener::{listen, Incoming, ServerStream};
 pub use raw_codec::RawCodec;
+pub use release::ProxyRelease;
 pub use stub::{StubProxy, STUB_MESSAGE};

@@ -156,6 +156,18 @@ impl FakeHost {
         }
     }
 
+    /// Gives disk `number` a new size, as a cloud provider's resize of an
+    /// attached disk (`ControllerExpandVolume`) does; its volume keeps its
+    /// size until `resize_volume` grows it. Returns whether the disk exists.
+    pub fn set_disk_size(&self, number: u32, size_bytes: u64) -> bool {
+        let mut state = self.state();
+        let Some(disk) = state.disks.get_mut(&number) else {
+            return false;
+        };
+        disk.size_bytes = size_bytes;
+        true
+    }
+
     /// The target portals registered with the initiator.
     pub fn registered_portals(&self) -> Vec<TargetPortal> {
         self.state().registered_portals.iter().cloned().collect()

@@ -21,7 +21,7 @@ use tonic::Status;
 
 use super::endpoints::{serve_each, Endpoints, ServeOne};
 use super::raw_codec::RawCodec;
-use super::FakeHost;
+use super::{FakeHost, ProxyRelease};
 use crate::adapter::Layout;
 use crate::capability::{Operation, Support};
 use crate::client::Backends;
@@ -181,6 +181,11 @@ impl FakeProxy {
         versions: impl IntoIterator<Item = (ApiGroup, ApiVersion)>,
     ) -> Result<()> {
         serve_each(self, versions).await
+    }
+
+    /// Serves what CSI Proxy `release` serves: a node on that release.
+    pub async fn serve_release(&mut self, release: ProxyRelease) -> Result<()> {
+        self.serve_all(release.served()).await
     }
 
     /// Serves all 23 group-versions, as CSI Proxy v1.1 and later do.

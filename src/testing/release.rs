@@ -1,0 +1,129 @@
+//! Which group-versions each CSI Proxy release serves, so that a fake
+//! proxy can stand in for a node on a given release.
+
+use std::fmt;
+
+use crate::group::ApiGroup;
+use crate::version::ApiVersion;
+
+/// A CSI Proxy release (`v0.2.2`, `v1.1.3`, ...), for
+/// [`FakeProxy::serve_release`](super::FakeProxy::serve_release).
+///
+/// A release serves every group-version that existed when it was made: no
+/// version was ever removed from the server.
+///
+/// ```
+/// use csi_proxy_client::testing::ProxyRelease;
+/// use csi_proxy_client::{ApiGroup, ApiVersion};
+///
+/// let served = ProxyRelease::V0_2_2.served();
+/// assert!(served.contains(&(ApiGroup::Disk, ApiVersion::V1BETA2)));
+/// assert!(!served.contains(&(ApiGroup::Disk, ApiVersion::V1)));
+/// assert_eq!(ProxyRelease::new(1, 1, 0).served().len(), 23);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ProxyRelease {
+    major: u32,
+    minor: u32,
+    patch: u32,
+}
+
+impl ProxyRelease {
+    /// v0.1.0: the first release, alpha versions of four groups.
+    pub const V0_1_0: Self = Self::new(0, 1, 0);
+    /// v0.2.2: the last v0 release, still found on older nodes.
+    pub const V0_2_2: Self = Self::new(0, 2, 2);
+    /// v1.0.0: the stable `v1` versions.
+    pub const V1_0_0: Self = Self::new(1, 0, 0);
+    /// v1.1.0: the `v2alpha1` previews of filesystem and volume.
+    pub const V1_1_0: Self = Self::new(1, 1, 0);
+
+    /// The release `v<major>.<minor>.<patch>`.
+    pub const fn new(major: u32, minor: u32, patch: u32) -> Self {
+        Self {
+            major,
+            minor,
+            patch,
+        }
+    }
+
+    /// The group-versions this release serves, oldest first per group.
+    pub fn served(self) -> Vec<(ApiGroup, ApiVersion)> {
+        FIRST_SERVED_BY
+            .iter()
+            .filter(|(_, _, first)| *first <= self)
+            .map(|&(group, version, _)| (group, version))
+            .collect()
+    }
+}
+
+impl fmt::Display for ProxyRelease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "v{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+/// The release that first served each group-version.
+const FIRST_SERVED_BY: [(ApiGroup, ApiVersion, ProxyRelease); 23] = {
+    use ApiGroup::*;
+    const V0_2_0: ProxyRelease = ProxyRelease::new(0, 2, 0);
+    const V0_2_1: ProxyRelease = ProxyRelease::new(0, 2, 1);
+    let (r010, r022, r100, r110) = (
+        ProxyRelease::V0_1_0,
+        ProxyRelease::V0_2_2,
+        ProxyRelease::V1_0_0,
+        ProxyRelease::V1_1_0,
+    );
+    [
+        (Disk, ApiVersion::V1ALPHA1, r010),
+        (Disk, ApiVersion::V1BETA1, V0_2_0),
+        (Disk, ApiVersion::V1BETA2, r022),
+        (Disk, ApiVersion::V1BETA3, r100),
+        (Disk, ApiVersion::V1, r100),
+        (Filesystem, ApiVersion::V1ALPHA1, r010),
+        (Filesystem, ApiVersion::V1BETA1, V0_2_1),
+        (Filesystem, ApiVersion::V1BETA2, r100),
+        (Filesystem, ApiVersion::V1, r100),
+        (Filesystem, ApiVersion::V2ALPHA1, r110),
+        (Smb, ApiVersion::V1ALPHA1, r010),
+        (Smb, ApiVersion::V1BETA1, V0_2_1),
+        (Smb, ApiVersion::V1BETA2, r100),
+        (Smb, ApiVersion::V1, r100),
+        (Volume, ApiVersion::V1ALPHA1, r010),
+        (Volume, ApiVersion::V1BETA1, V0_2_0),
+        (Volume, ApiVersion::V1BETA2, r022),
+        (Volume, ApiVersion::V1BETA3, r100),
+        (Volume, ApiVersion::V1, r100),
+        (Volume, ApiVersion::V2ALPHA1, r110),
+        (Iscsi, ApiVersion::V1ALPHA1, r022),
+        (Iscsi, ApiVersion::V1ALPHA2, r100),
+        (System, ApiVersion::V1ALPHA1, r022),
+    ]
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_group_version_has_its_first_release() {
+        let listed: Vec<_> = FIRST_SERVED_BY.iter().map(|&(g, v, _)| (g, v)).collect();
+        for &group in &ApiGroup::ALL {
+            for &version in group.versions() {
+                assert!(listed.contains(&(group, version)), "{group} {version}");
+            }
+        }
+    }
+
+    #[test]
+    fn releases_serve_what_existed_when_they_were_made() {
+        assert_eq!(ProxyRelease::V0_1_0.served().len(), 4);
+        let v0_2_2 = ProxyRelease::V0_2_2.served();
+        assert_eq!(v0_2_2.len(), 12);
+        assert!(v0_2_2.contains(&(ApiGroup::System, ApiVersion::V1ALPHA1)));
+        assert!(!v0_2_2.contains(&(ApiGroup::Filesystem, ApiVersion::V1BETA2)));
+        assert_eq!(ProxyRelease::V1_0_0.served().len(), 21);
+        assert_eq!(ProxyRelease::new(1, 3, 0).served().len(), 23);
+        assert_eq!(ProxyRelease::new(1, 1, 3).to_string(), "v1.1.3");
+    }
+}

@@ -1,0 +1,158 @@
+//! The porting guide's node plugin (`examples/node_plugin/node.rs`): one
+//! volume's life, the same code against a fake proxy of CSI Proxy v0.2.2
+//! and of v1.1, checked step by step on the fake host, with every step
+//! repeated as kubelet repeats calls.
+
+mod common;
+
+#[path = "../examples/node_plugin/node.rs"]
+mod node;
+
+use std::collections::BTreeSet;
+
+use common::TestNode;
+use csi_proxy_client::testing::{FakeHost, FakeProxy, PathEntry, ProxyRelease};
+use csi_proxy_client::{ApiGroup, ApiVersion as V, Code, CsiProxy, Error, WindowsPath};
+
+const GIB: u64 = 1 << 30;
+const PAGE83: &str = "Google  pvc-1234";
+const STAGING: &str = r"C:\var\lib\kubelet\plugins\example.csi\0f1e\globalmount";
+const POD_DIR: &str = r"C:\var\lib\kubelet\pods\7c1d\volumes\kubernetes.io~csi\pvc-1234";
+const TARGET: &str = r"C:\var\lib\kubelet\pods\7c1d\volumes\kubernetes.io~csi\pvc-1234\mount";
+
+/// A node on `release` with one raw 10 GiB disk, and a client of it.
+async fn node_on(release: ProxyRelease) -> (TestNode, FakeHost, FakeProxy, CsiProxy) {
+    let node = TestNode::new();
+    let host = FakeHost::builder()
+        .disk(1, "Google  other-disk", 5 * GIB)
+        .disk(2, PAGE83, 10 * GIB)
+        .dir(POD_DIR)
+        .build();
+    let mut fake = FakeProxy::for_host(node.transport(), &host);
+    fake.serve_release(release).await.unwrap();
+    let proxy = CsiProxy::builder()
+        .transport(node.transport())
+        .require(ApiGroup::Disk)
+        .require(ApiGroup::Volume)
+        .require(ApiGroup::Filesystem)
+        .connect()
+        .await
+        .unwrap();
+    (node, host, fake, proxy)
+}
+
+fn path(p: &str) -> WindowsPath {
+    WindowsPath::new(p).unwrap()
+}
+
+/// The life of one volume, checked on the host after each step.
+async fn one_volume_life(release: ProxyRelease) -> (FakeProxy, CsiProxy) {
+    let (_node, host, fake, proxy) = node_on(release).await;
+    let (staging, target) = (path(STAGING), path(TARGET));
+
+    // Stage, twice: the second finds it staged.
+    let volume = node::node_stage_volume(&proxy, PAGE83, &staging).await.unwrap();
+    let again = node::node_stage_volume(&proxy, PAGE83, &staging).await.unwrap();
+    assert_eq!(again, volume);
+    let staged = host.volume(&volume).unwrap();
+    assert_eq!(staged.disk, 2);
+    assert!(staged.formatted);
+    assert_eq!(staged.mounts.len(), 1);
+    assert_eq!(host.entry(STAGING), Some(PathEntry::MountPoint(volume.clone())));
+    assert!(host.volume(&volume).unwrap().size_bytes < 10 * GIB);
+
+    // Publish, twice; then once more over an empty directory kubelet made.
+    node::node_publish_volume(&proxy, &staging, &target).await.unwrap();
+    node::node_publish_volume(&proxy, &staging, &target).await.unwrap();
+    let link = host.entry(TARGET);
+    assert!(matches!(&link, Some(PathEntry::Symlink(to)) if to.eq_ignore_ascii_case(STAGING)), "{link:?}");
+
+    let stats = node::node_get_volume_stats(&proxy, &target).await.unwrap();
+    assert_eq!(stats.total_bytes, staged.size_bytes);
+    assert!(stats.used_bytes <= stats.total_bytes);
+
+    // The controller grew the disk: the volume follows, once.
+    assert!(host.set_disk_size(2, 20 * GIB));
+    let grown = node::node_expand_volume(&proxy, &target).await.unwrap();
+    assert!(grown > 19 * GIB && grown <= 20 * GIB, "{grown}");
+    assert_eq!(node::node_expand_volume(&proxy, &target).await.unwrap(), grown);
+    assert_eq!(host.volume(&volume).unwrap().size_bytes, grown);
+
+    // Unpublish, twice: the link goes, the staged volume stays.
+    node::node_unpublish_volume(&proxy, &target).await.unwrap();
+    node::node_unpublish_volume(&proxy, &target).await.unwrap();
+    assert_eq!(host.entry(TARGET), None);
+    assert_eq!(host.entry(STAGING), Some(PathEntry::MountPoint(volume.clone())));
+
+    // Unstage, twice: nothing is mounted and the staging path is gone.
+    node::node_unstage_volume(&proxy, &staging).await.unwrap();
+    node::node_unstage_volume(&proxy, &staging).await.unwrap();
+    assert_eq!(host.entry(STAGING), None);
+    assert!(host.volume(&volume).unwrap().mounts.is_empty());
+    assert!(host.volume(&volume).unwrap().formatted, "the data stays");
+
+    // Publish over the directory kubelet may create first.
+    node::node_stage_volume(&proxy, PAGE83, &staging).await.unwrap();
+    proxy.filesystem().unwrap().mkdir(&target).await.unwrap();
+    node::node_publish_volume(&proxy, &staging, &target).await.unwrap();
+    assert!(matches!(host.entry(TARGET), Some(PathEntry::Symlink(_))));
+    (fake, proxy)
+}
+
+/// The versions the proxy's calls went to, per group.
+fn versions_called(fake: &FakeProxy) -> BTreeSet<(ApiGroup, V)> {
+    fake.calls().iter().map(|c| (c.group, c.version)).collect()
+}
+
+#[tokio::test]
+async fn a_volume_lives_on_a_node_with_csi_proxy_v0_2_2() {
+    let (fake, proxy) = one_volume_life(ProxyRelease::V0_2_2).await;
+    let expected = BTreeSet::from([
+        (ApiGroup::Disk, V::V1BETA2),
+        (ApiGroup::Filesystem, V::V1BETA1),
+        (ApiGroup::Volume, V::V1BETA2),
+    ]);
+    assert_eq!(versions_called(&fake), expected);
+    assert_eq!(proxy.version(ApiGroup::Volume), Some(V::V1BETA2));
+    // The old RPC names, from the same code.
+    let rpcs: BTreeSet<String> = fake.calls().into_iter().map(|c| c.rpc).collect();
+    for rpc in ["LinkPath", "DismountVolume", "GetVolumeIDFromMount", "VolumeStats"] {
+        assert!(rpcs.contains(rpc), "{rpc} not in {rpcs:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_same_code_runs_on_a_node_with_csi_proxy_v1_1() {
+    let (fake, _proxy) = one_volume_life(ProxyRelease::V1_1_0).await;
+    let expected = BTreeSet::from([
+        (ApiGroup::Disk, V::V1),
+        (ApiGroup::Filesystem, V::V1),
+        (ApiGroup::Volume, V::V1),
+    ]);
+    assert_eq!(versions_called(&fake), expected);
+    let rpcs: BTreeSet<String> = fake.calls().into_iter().map(|c| c.rpc).collect();
+    for rpc in ["CreateSymlink", "UnmountVolume", "GetVolumeIDFromTargetPath", "GetVolumeStats"] {
+        assert!(rpcs.contains(rpc), "{rpc} not in {rpcs:?}");
+    }
+}
+
+#[tokio::test]
+async fn failures_reach_the_handler_as_csi_codes() {
+    let (_node, _host, _fake, proxy) = node_on(ProxyRelease::V0_2_2).await;
+    let staging = path(STAGING);
+
+    let missing = node::node_stage_volume(&proxy, "Google  no-such-disk", &staging).await;
+    let error = missing.unwrap_err();
+    assert!(matches!(error, Error::NotFound { .. }), "{error:?}");
+    assert_eq!(node::csi_code(&error), Code::NotFound);
+    let made = proxy.filesystem().unwrap().path_exists(&staging).await;
+    assert!(!made.unwrap(), "nothing was made");
+
+    let unstaged = node::node_get_volume_stats(&proxy, &staging).await.unwrap_err();
+    assert!(matches!(unstaged, Error::Host { .. }), "{unstaged:?}");
+    assert_eq!(node::csi_code(&unstaged), Code::Internal);
+
+    let rejected = WindowsPath::new(r"C:\var\lib\kubelet\pods\a\..\..\..\Windows");
+    let error = rejected.unwrap_err();
+    assert_eq!(node::csi_code(&error), Code::InvalidArgument);
+}
