@@ -109,3 +109,8 @@ pub mod wire {
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+/// The porting guide's examples, compiled as doctests too.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/porting.md")]
+struct PortingGuideDoctests;

@@ -51,21 +51,35 @@ async fn one_volume_life(release: ProxyRelease) -> (FakeProxy, CsiProxy) {
     let (staging, target) = (path(STAGING), path(TARGET));
 
     // Stage, twice: the second finds it staged.
-    let volume = node::node_stage_volume(&proxy, PAGE83, &staging).await.unwrap();
-    let again = node::node_stage_volume(&proxy, PAGE83, &staging).await.unwrap();
+    let volume = node::node_stage_volume(&proxy, PAGE83, &staging)
+        .await
+        .unwrap();
+    let again = node::node_stage_volume(&proxy, PAGE83, &staging)
+        .await
+        .unwrap();
     assert_eq!(again, volume);
     let staged = host.volume(&volume).unwrap();
     assert_eq!(staged.disk, 2);
     assert!(staged.formatted);
     assert_eq!(staged.mounts.len(), 1);
-    assert_eq!(host.entry(STAGING), Some(PathEntry::MountPoint(volume.clone())));
+    assert_eq!(
+        host.entry(STAGING),
+        Some(PathEntry::MountPoint(volume.clone()))
+    );
     assert!(host.volume(&volume).unwrap().size_bytes < 10 * GIB);
 
     // Publish, twice; then once more over an empty directory kubelet made.
-    node::node_publish_volume(&proxy, &staging, &target).await.unwrap();
-    node::node_publish_volume(&proxy, &staging, &target).await.unwrap();
+    node::node_publish_volume(&proxy, &staging, &target)
+        .await
+        .unwrap();
+    node::node_publish_volume(&proxy, &staging, &target)
+        .await
+        .unwrap();
     let link = host.entry(TARGET);
-    assert!(matches!(&link, Some(PathEntry::Symlink(to)) if to.eq_ignore_ascii_case(STAGING)), "{link:?}");
+    assert!(
+        matches!(&link, Some(PathEntry::Symlink(to)) if to.eq_ignore_ascii_case(STAGING)),
+        "{link:?}"
+    );
 
     let stats = node::node_get_volume_stats(&proxy, &target).await.unwrap();
     assert_eq!(stats.total_bytes, staged.size_bytes);
@@ -75,14 +89,20 @@ async fn one_volume_life(release: ProxyRelease) -> (FakeProxy, CsiProxy) {
     assert!(host.set_disk_size(2, 20 * GIB));
     let grown = node::node_expand_volume(&proxy, &target).await.unwrap();
     assert!(grown > 19 * GIB && grown <= 20 * GIB, "{grown}");
-    assert_eq!(node::node_expand_volume(&proxy, &target).await.unwrap(), grown);
+    assert_eq!(
+        node::node_expand_volume(&proxy, &target).await.unwrap(),
+        grown
+    );
     assert_eq!(host.volume(&volume).unwrap().size_bytes, grown);
 
     // Unpublish, twice: the link goes, the staged volume stays.
     node::node_unpublish_volume(&proxy, &target).await.unwrap();
     node::node_unpublish_volume(&proxy, &target).await.unwrap();
     assert_eq!(host.entry(TARGET), None);
-    assert_eq!(host.entry(STAGING), Some(PathEntry::MountPoint(volume.clone())));
+    assert_eq!(
+        host.entry(STAGING),
+        Some(PathEntry::MountPoint(volume.clone()))
+    );
 
     // Unstage, twice: nothing is mounted and the staging path is gone.
     node::node_unstage_volume(&proxy, &staging).await.unwrap();
@@ -92,9 +112,13 @@ async fn one_volume_life(release: ProxyRelease) -> (FakeProxy, CsiProxy) {
     assert!(host.volume(&volume).unwrap().formatted, "the data stays");
 
     // Publish over the directory kubelet may create first.
-    node::node_stage_volume(&proxy, PAGE83, &staging).await.unwrap();
+    node::node_stage_volume(&proxy, PAGE83, &staging)
+        .await
+        .unwrap();
     proxy.filesystem().unwrap().mkdir(&target).await.unwrap();
-    node::node_publish_volume(&proxy, &staging, &target).await.unwrap();
+    node::node_publish_volume(&proxy, &staging, &target)
+        .await
+        .unwrap();
     assert!(matches!(host.entry(TARGET), Some(PathEntry::Symlink(_))));
     (fake, proxy)
 }
@@ -116,7 +140,12 @@ async fn a_volume_lives_on_a_node_with_csi_proxy_v0_2_2() {
     assert_eq!(proxy.version(ApiGroup::Volume), Some(V::V1BETA2));
     // The old RPC names, from the same code.
     let rpcs: BTreeSet<String> = fake.calls().into_iter().map(|c| c.rpc).collect();
-    for rpc in ["LinkPath", "DismountVolume", "GetVolumeIDFromMount", "VolumeStats"] {
+    for rpc in [
+        "LinkPath",
+        "DismountVolume",
+        "GetVolumeIDFromMount",
+        "VolumeStats",
+    ] {
         assert!(rpcs.contains(rpc), "{rpc} not in {rpcs:?}");
     }
 }
@@ -131,7 +160,12 @@ async fn the_same_code_runs_on_a_node_with_csi_proxy_v1_1() {
     ]);
     assert_eq!(versions_called(&fake), expected);
     let rpcs: BTreeSet<String> = fake.calls().into_iter().map(|c| c.rpc).collect();
-    for rpc in ["CreateSymlink", "UnmountVolume", "GetVolumeIDFromTargetPath", "GetVolumeStats"] {
+    for rpc in [
+        "CreateSymlink",
+        "UnmountVolume",
+        "GetVolumeIDFromTargetPath",
+        "GetVolumeStats",
+    ] {
         assert!(rpcs.contains(rpc), "{rpc} not in {rpcs:?}");
     }
 }
@@ -148,7 +182,9 @@ async fn failures_reach_the_handler_as_csi_codes() {
     let made = proxy.filesystem().unwrap().path_exists(&staging).await;
     assert!(!made.unwrap(), "nothing was made");
 
-    let unstaged = node::node_get_volume_stats(&proxy, &staging).await.unwrap_err();
+    let unstaged = node::node_get_volume_stats(&proxy, &staging)
+        .await
+        .unwrap_err();
     assert!(matches!(unstaged, Error::Host { .. }), "{unstaged:?}");
     assert_eq!(node::csi_code(&unstaged), Code::Internal);
 

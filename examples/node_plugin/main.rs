@@ -57,7 +57,10 @@ async fn one_volume(proxy: &CsiProxy, host: &FakeHost) -> Result<(), Box<dyn std
     node::node_publish_volume(proxy, &staging, &target).await?;
     println!("  published at {target}");
     let stats = node::node_get_volume_stats(proxy, &target).await?;
-    println!("  stats: {} of {} bytes used", stats.used_bytes, stats.total_bytes);
+    println!(
+        "  stats: {} of {} bytes used",
+        stats.used_bytes, stats.total_bytes
+    );
     // The controller grows the disk to 20 GiB; the node grows the volume.
     host.set_disk_size(1, 20 * GIB);
     let size = node::node_expand_volume(proxy, &target).await?;
@@ -65,6 +68,13 @@ async fn one_volume(proxy: &CsiProxy, host: &FakeHost) -> Result<(), Box<dyn std
     node::node_unpublish_volume(proxy, &target).await?;
     node::node_unstage_volume(proxy, &staging).await?;
     println!("  unpublished and unstaged");
+    // What a handler answers kubelet when something fails.
+    if let Err(error) = node::node_stage_volume(proxy, "Google  no-such-disk", &staging).await {
+        println!(
+            "  a disk that is not attached: {:?}: {error}",
+            node::csi_code(&error)
+        );
+    }
     Ok(())
 }
 

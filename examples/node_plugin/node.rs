@@ -99,7 +99,10 @@ pub async fn node_unstage_volume(proxy: &CsiProxy, staging: &WindowsPath) -> Res
 
 /// The volume mounted at `path`, if any. The proxy answers a path that is
 /// no mount point with a host error; that is the "no" here.
-async fn volume_mounted_at(proxy: &CsiProxy, path: &WindowsPath) -> Result<Option<VolumeId>, Error> {
+async fn volume_mounted_at(
+    proxy: &CsiProxy,
+    path: &WindowsPath,
+) -> Result<Option<VolumeId>, Error> {
     if !proxy.filesystem()?.path_exists(path).await? {
         return Ok(None);
     }
