@@ -155,6 +155,30 @@ async fn a_call_past_its_deadline_is_a_timeout() {
 }
 
 #[tokio::test]
+async fn a_call_its_caller_stops_waiting_for_is_cancelled() {
+    let recorder = LogRecorder::default();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let node = TestNode::new();
+    let (_backend, _fake) = serve_slow_volumes(node.transport(), 5_000).await;
+    let proxy = connect(&node, &[ApiGroup::Volume]).await;
+
+    let volume = csi_proxy_client::VolumeId::new("vol-1").unwrap();
+    let handle = proxy.volume().unwrap();
+    let call = handle.get_volume_stats(&volume);
+    let gave_up = tokio::time::timeout(Duration::from_millis(100), call).await;
+    assert!(gave_up.is_err(), "the backend takes 5 s");
+
+    let cancelled = [
+        ("group", "volume"),
+        ("version", "v1"),
+        ("method", "GetVolumeStats"),
+        ("outcome", "cancelled"),
+    ];
+    assert_eq!(calls(&recorder, &cancelled), 1);
+    assert_eq!(calls(&recorder, &[]), 1);
+}
+
+#[tokio::test]
 async fn an_operation_the_version_lacks_is_unsupported_and_a_missing_proxy_has_no_version() {
     let recorder = LogRecorder::default();
     let _local = metrics::set_default_local_recorder(&recorder);

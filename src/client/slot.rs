@@ -14,7 +14,7 @@ use crate::adapter::FromConnection;
 use crate::capability::Operation;
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
-use crate::metrics::{self, CallVersion, GroupGauges};
+use crate::metrics::{self, CallTimer, CallVersion, GroupGauges};
 use crate::negotiate::{Connection, Negotiator};
 use crate::retry::RetryPolicy;
 use crate::transport::ProxyChannel;
@@ -269,7 +269,8 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
         F: Fn(Arc<A>) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        let timer = metrics::call_started();
+        let version = || self.call_version();
+        let timer = CallTimer::start(self.group, operation, &version);
         let deadline = options
             .deadline
             .unwrap_or_else(|| self.behaviour.deadlines.of(operation));
@@ -293,7 +294,7 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
                 after: deadline,
             }),
         };
-        timer.finish(self.group, || self.call_version(), operation, &result);
+        timer.finish(&result);
         result
     }
 

@@ -26,7 +26,8 @@
 //!   host), `timeout`, `transport_error`, `not_served`, `unsupported` (the
 //!   version in use lacks the operation; nothing was sent),
 //!   `invalid_argument` (rejected before sending), `invalid_response`,
-//!   `not_found`, `permission_denied` or `not_implemented`.
+//!   `not_found`, `permission_denied`, `not_implemented`, or `cancelled`
+//!   (the caller stopped waiting: its future was dropped).
 //! - `result` of a negotiation: `served`, `not_served` (no endpoint of any
 //!   acceptable version) or `failed` (an endpoint exists but could not be
 //!   used).
@@ -39,7 +40,7 @@ mod record;
 #[path = "noop.rs"]
 mod record;
 
-pub(crate) use record::{call_started, negotiated, version_changed, CallVersion, GroupGauges};
+pub(crate) use record::{negotiated, version_changed, CallTimer, CallVersion, GroupGauges};
 
 /// Calls made through [`CsiProxy`](crate::CsiProxy)'s handles, once each
 /// (whatever retries and re-negotiation happened inside), by how they

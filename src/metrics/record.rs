@@ -12,32 +12,58 @@ use crate::group::ApiGroup;
 use crate::transport::ProxyChannel;
 use crate::version::ApiVersion;
 
-/// When a call started.
-pub(crate) struct CallTimer(Instant);
-
-pub(crate) fn call_started() -> CallTimer {
-    CallTimer(Instant::now())
+/// One call being measured. Dropped before [`finish`](Self::finish), as
+/// when the caller stops waiting (a `select!`, its own timeout, a cancelled
+/// CSI request), it records the call as `cancelled`.
+pub(crate) struct CallTimer<'a> {
+    started: Instant,
+    group: ApiGroup,
+    operation: Operation,
+    /// Asked only when the call ends, so that it names the version serving
+    /// the group then.
+    version: &'a (dyn Fn() -> CallVersion + Sync),
+    finished: bool,
 }
 
-impl CallTimer {
-    /// Records the call: `version` is asked only now, so that it names the
-    /// version serving the group when the call ended.
-    pub fn finish<T>(
-        self,
+impl<'a> CallTimer<'a> {
+    pub fn start(
         group: ApiGroup,
-        version: impl FnOnce() -> CallVersion,
         operation: Operation,
-        result: &Result<T>,
-    ) {
-        let seconds = self.0.elapsed().as_secs_f64();
-        let version = version().label();
-        let (group, method) = (group.as_str(), operation.name());
+        version: &'a (dyn Fn() -> CallVersion + Sync),
+    ) -> Self {
+        Self {
+            started: Instant::now(),
+            group,
+            operation,
+            version,
+            finished: false,
+        }
+    }
+
+    /// Records the call with the outcome of `result`.
+    pub fn finish<T>(mut self, result: &Result<T>) {
+        self.finished = true;
+        self.record(outcome(result));
+    }
+
+    fn record(&self, outcome: &'static str) {
+        let seconds = self.started.elapsed().as_secs_f64();
+        let version = (self.version)().label();
+        let (group, method) = (self.group.as_str(), self.operation.name());
         counter!(CALLS_TOTAL, "group" => group, "version" => version.clone(),
-            "method" => method, "outcome" => outcome(result))
+            "method" => method, "outcome" => outcome)
         .increment(1);
         histogram!(CALL_DURATION_SECONDS, "group" => group, "version" => version,
             "method" => method)
         .record(seconds);
+    }
+}
+
+impl Drop for CallTimer<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.record("cancelled");
+        }
     }
 }
 
