@@ -97,6 +97,31 @@ async fn each_call_is_counted_and_timed_by_group_version_method_and_outcome() {
 }
 
 #[tokio::test]
+async fn a_recorder_installed_after_the_first_calls_gets_the_next_ones() {
+    let node = TestNode::new();
+    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
+    fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
+    let proxy = connect(&node, &[ApiGroup::Disk]).await;
+    let disk = proxy.disk().unwrap();
+    disk.list_disk_ids().await.unwrap();
+
+    let first = LogRecorder::default();
+    {
+        let _local = metrics::set_default_local_recorder(&first);
+        disk.list_disk_ids().await.unwrap();
+        disk.list_disk_ids().await.unwrap();
+    }
+    let second = LogRecorder::default();
+    let _local = metrics::set_default_local_recorder(&second);
+    disk.list_disk_ids().await.unwrap();
+
+    let ok = [("method", "ListDiskIDs"), ("outcome", "ok")];
+    assert_eq!(calls(&first, &ok), 2);
+    assert_eq!(calls(&second, &ok), 1);
+    assert_eq!(second.samples(CALL_DURATION_SECONDS, &[]).len(), 1);
+}
+
+#[tokio::test]
 async fn negotiations_and_the_versions_served_are_recorded_per_group() {
     let recorder = LogRecorder::default();
     let _local = metrics::set_default_local_recorder(&recorder);

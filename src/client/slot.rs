@@ -14,7 +14,7 @@ use crate::adapter::FromConnection;
 use crate::capability::Operation;
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
-use crate::metrics::{self, CallTimer, CallVersion, GroupGauges};
+use crate::metrics::{self, CallSeries, CallTimer, CallVersion, GroupGauges};
 use crate::negotiate::{Connection, Negotiator};
 use crate::retry::RetryPolicy;
 use crate::transport::ProxyChannel;
@@ -125,6 +125,7 @@ pub(crate) struct GroupSlot<A: ?Sized> {
     looking: Mutex<()>,
     pub behaviour: Arc<Behaviour>,
     gauges: GroupGauges,
+    calls: CallSeries,
 }
 
 impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
@@ -176,6 +177,7 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
             looking: Mutex::new(()),
             behaviour,
             gauges,
+            calls: CallSeries::new(group),
         }
     }
 
@@ -270,7 +272,7 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
         Fut: Future<Output = Result<T>>,
     {
         let version = || self.call_version();
-        let timer = CallTimer::start(self.group, operation, &version);
+        let timer = CallTimer::start(&self.calls, operation, &version);
         let deadline = options
             .deadline
             .unwrap_or_else(|| self.behaviour.deadlines.of(operation));

@@ -40,7 +40,9 @@ mod record;
 #[path = "noop.rs"]
 mod record;
 
-pub(crate) use record::{negotiated, version_changed, CallTimer, CallVersion, GroupGauges};
+pub(crate) use record::{
+    negotiated, version_changed, CallSeries, CallTimer, CallVersion, GroupGauges,
+};
 
 /// Calls made through [`CsiProxy`](crate::CsiProxy)'s handles, once each
 /// (whatever retries and re-negotiation happened inside), by how they

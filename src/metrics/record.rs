@@ -1,9 +1,11 @@
 //! Recording through the `metrics` facade (the `metrics` feature).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Instant;
 
-use ::metrics::{counter, gauge, histogram, SharedString};
+use ::metrics::{counter, gauge, histogram, Counter, Histogram, Recorder, SharedString};
 
 use super::*;
 use crate::capability::Operation;
@@ -17,7 +19,7 @@ use crate::version::ApiVersion;
 /// CSI request), it records the call as `cancelled`.
 pub(crate) struct CallTimer<'a> {
     started: Instant,
-    group: ApiGroup,
+    series: &'a CallSeries,
     operation: Operation,
     /// Asked only when the call ends, so that it names the version serving
     /// the group then.
@@ -27,13 +29,13 @@ pub(crate) struct CallTimer<'a> {
 
 impl<'a> CallTimer<'a> {
     pub fn start(
-        group: ApiGroup,
+        series: &'a CallSeries,
         operation: Operation,
         version: &'a (dyn Fn() -> CallVersion + Sync),
     ) -> Self {
         Self {
             started: Instant::now(),
-            group,
+            series,
             operation,
             version,
             finished: false,
@@ -48,14 +50,8 @@ impl<'a> CallTimer<'a> {
 
     fn record(&self, outcome: &'static str) {
         let seconds = self.started.elapsed().as_secs_f64();
-        let version = (self.version)().label();
-        let (group, method) = (self.group.as_str(), self.operation.name());
-        counter!(CALLS_TOTAL, "group" => group, "version" => version.clone(),
-            "method" => method, "outcome" => outcome)
-        .increment(1);
-        histogram!(CALL_DURATION_SECONDS, "group" => group, "version" => version,
-            "method" => method)
-        .record(seconds);
+        let key = (self.operation, (self.version)(), outcome);
+        self.series.record(key, seconds);
     }
 }
 
@@ -67,7 +63,113 @@ impl Drop for CallTimer<'_> {
     }
 }
 
+/// The call series of one group, registered once each: a call then costs a
+/// lookup, not building, hashing and registering its labels (which the
+/// `metrics` facade would do on every call, recorder or not).
+pub(crate) struct CallSeries {
+    group: ApiGroup,
+    registered: RwLock<HashMap<SeriesKey, Registered, BuildHasherDefault<SmallKeyHasher>>>,
+}
+
+/// Method, version and outcome of a call.
+type SeriesKey = (Operation, CallVersion, &'static str);
+
+/// A multiply-rotate hash (rustc's `FxHash`) for the few small keys the SDK
+/// makes itself, which need no protection from chosen keys: a fraction of
+/// SipHash's cost per call.
+#[derive(Default)]
+struct SmallKeyHasher(u64);
+
+impl SmallKeyHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl Hasher for SmallKeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(n.into());
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.add(n.into());
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A series' handles, and the recorder they belong to.
+struct Registered {
+    recorder: usize,
+    calls: Counter,
+    duration: Histogram,
+}
+
+impl CallSeries {
+    pub fn new(group: ApiGroup) -> Self {
+        Self {
+            group,
+            registered: RwLock::default(),
+        }
+    }
+
+    fn record(&self, key: SeriesKey, seconds: f64) {
+        // Handles registered with another recorder (none was installed
+        // then, or a test's local one) are registered again.
+        let recorder = ::metrics::with_recorder(|r| r as *const dyn Recorder as *const () as usize);
+        let registered = self
+            .registered
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(series) = registered.get(&key).filter(|s| s.recorder == recorder) {
+            series.calls.increment(1);
+            series.duration.record(seconds);
+            return;
+        }
+        drop(registered);
+        let series = self.register(key, recorder);
+        series.calls.increment(1);
+        series.duration.record(seconds);
+        let mut registered = self
+            .registered
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        registered.insert(key, series);
+    }
+
+    fn register(&self, (operation, version, outcome): SeriesKey, recorder: usize) -> Registered {
+        let version = version.label();
+        let (group, method) = (self.group.as_str(), operation.name());
+        Registered {
+            recorder,
+            calls: counter!(CALLS_TOTAL, "group" => group, "version" => version.clone(),
+                "method" => method, "outcome" => outcome),
+            duration: histogram!(CALL_DURATION_SECONDS, "group" => group, "version" => version,
+                "method" => method),
+        }
+    }
+}
+
 /// What served a call, for its `version` label.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum CallVersion {
     Negotiated(Option<ApiVersion>),
     /// A backend given directly (a mock).
