@@ -77,6 +77,7 @@ pub const GROUP_SERVED: &str = "csi_proxy_client_group_served";
 /// the recorder; [`CsiProxyBuilder::connect`](crate::CsiProxyBuilder::connect)
 /// calls it too.
 #[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub fn describe() {
     use ::metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
     describe_counter!(
