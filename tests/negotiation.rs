@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use common::{call_one, every_version, TestNode, STUB_MESSAGE};
 use csi_proxy_client::{
-    ApiGroup, ApiVersion, AttemptOutcome, CsiProxy, Error, Negotiated, Negotiator, RetryPolicy,
-    Transport, VersionPolicy,
+    ApiGroup, ApiVersion, AttemptOutcome, Error, Negotiated, Negotiator, RetryPolicy, Transport,
+    VersionPolicy,
 };
 use ApiGroup::*;
 use ApiVersion as V;
@@ -334,7 +334,7 @@ async fn a_failure_to_open_an_endpoint_is_reported_as_itself_not_as_not_served()
     let node = TestNode::new();
     let address = node.transport().address(Disk, V::V1);
     std::os::unix::fs::symlink(&address, &address).unwrap();
-    let proxy = CsiProxy::builder()
+    let proxy = csi_proxy_client::CsiProxy::builder()
         .transport(node.transport())
         .groups([Disk])
         .retry(RetryPolicy::none())
