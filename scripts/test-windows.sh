@@ -42,4 +42,9 @@ x86_64-w64-mingw32-gcc -O2 -shared -o "$system32/bcryptprimitives.dll" \
 
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine
+# One wineserver for the whole run. Otherwise each test binary's server
+# exits a moment after it, and the next binary can connect to one that is
+# exiting ("wine client error: recvmsg: Connection reset by peer").
+wineserver -p
+trap 'wineserver -k >/dev/null 2>&1 || true' EXIT
 cargo test --target "$target" --features testing "$@"
