@@ -16,11 +16,17 @@ struct Fake {
 }
 
 impl Fake {
-    #[cfg(unix)]
+    /// A fake serving `versions` (`disk=v1,volume=v1beta2`).
     fn start(versions: &str) -> Fake {
+        Self::serving(["--versions", versions])
+    }
+
+    /// A fake started with `what` (`--versions LIST` or `--release R`).
+    #[cfg(unix)]
+    fn serving(what: [&str; 2]) -> Fake {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().to_str().unwrap().to_owned();
-        let child = Self::spawn(&["fake", "--dir", &path, "--versions", versions]);
+        let child = Self::spawn(&["fake", "--dir", &path, what[0], what[1]]);
         Fake {
             child,
             endpoint: ["--socket-dir".into(), path],
@@ -29,7 +35,7 @@ impl Fake {
     }
 
     #[cfg(windows)]
-    fn start(versions: &str) -> Fake {
+    fn serving(what: [&str; 2]) -> Fake {
         use std::sync::atomic::{AtomicUsize, Ordering};
         static STARTED: AtomicUsize = AtomicUsize::new(0);
         let prefix = format!(
@@ -37,7 +43,7 @@ impl Fake {
             std::process::id(),
             STARTED.fetch_add(1, Ordering::Relaxed)
         );
-        let child = Self::spawn(&["--pipe-prefix", &prefix, "fake", "--versions", versions]);
+        let child = Self::spawn(&["--pipe-prefix", &prefix, "fake", what[0], what[1]]);
         Fake {
             child,
             endpoint: ["--pipe-prefix".into(), prefix],
@@ -146,6 +152,38 @@ fn probe_shows_pipes_versions_and_operations() {
     let stats = ops.iter().find(|o| o["name"] == "GetDiskStats").unwrap();
     assert_eq!(stats["rpc"], "DiskStats");
     assert_eq!(json["groups"][2]["chosen"], serde_json::Value::Null);
+}
+
+#[test]
+fn a_fake_stands_in_for_a_release() {
+    let fake = Fake::serving(["--release", "v0.2.2"]);
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&fake.run(&["probe", "--json"]))).unwrap();
+    let chosen: Vec<(String, String)> = json["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["group"].to_string(), g["chosen"].to_string()))
+        .collect();
+    let expected = [
+        ("disk", "v1beta2"),
+        ("filesystem", "v1beta1"),
+        ("smb", "v1beta1"),
+        ("volume", "v1beta2"),
+        ("iscsi", "v1alpha1"),
+        ("system", "v1alpha1"),
+    ]
+    .map(|(g, v)| (format!("{g:?}"), format!("{v:?}")));
+    assert_eq!(chosen, expected);
+
+    let bad = failure(
+        &Command::new(BIN)
+            .args(["fake", "--dir", "/tmp", "--release", "v0.x"])
+            .output()
+            .unwrap(),
+        2,
+    );
+    assert!(bad.contains("release"), "{bad}");
 }
 
 #[test]

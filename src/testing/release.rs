@@ -2,7 +2,9 @@
 //! proxy can stand in for a node on a given release.
 
 use std::fmt;
+use std::str::FromStr;
 
+use crate::error::Error;
 use crate::group::ApiGroup;
 use crate::version::ApiVersion;
 
@@ -60,6 +62,35 @@ impl ProxyRelease {
 impl fmt::Display for ProxyRelease {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "v{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+/// Parses `v1.1.3` or `1.1.3`; a missing patch number is 0 (`v1.1`).
+impl FromStr for ProxyRelease {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self, Error> {
+        let invalid = || {
+            Error::invalid_argument(
+                "CSI Proxy release",
+                format!("{text:?} is not a release such as v1.1.3"),
+            )
+        };
+        let numbers = text.strip_prefix('v').unwrap_or(text);
+        let mut parts = numbers.split('.').map(|n| {
+            // Digits only: `parse` would also take a sign.
+            match n.bytes().all(|b| b.is_ascii_digit()) {
+                true => n.parse::<u32>().map_err(|_| invalid()),
+                false => Err(invalid()),
+            }
+        });
+        let major = parts.next().ok_or_else(invalid)??;
+        let minor = parts.next().ok_or_else(invalid)??;
+        let patch = parts.next().transpose()?.unwrap_or(0);
+        if parts.next().is_some() {
+            return Err(invalid());
+        }
+        Ok(Self::new(major, minor, patch))
     }
 }
 
@@ -125,5 +156,21 @@ mod tests {
         assert_eq!(ProxyRelease::V1_0_0.served().len(), 21);
         assert_eq!(ProxyRelease::new(1, 3, 0).served().len(), 23);
         assert_eq!(ProxyRelease::new(1, 1, 3).to_string(), "v1.1.3");
+    }
+
+    #[test]
+    fn releases_parse_with_or_without_v_and_patch() {
+        assert_eq!(
+            "v0.2.2".parse::<ProxyRelease>().unwrap(),
+            ProxyRelease::V0_2_2
+        );
+        assert_eq!("1.1".parse::<ProxyRelease>().unwrap(), ProxyRelease::V1_1_0);
+        for bad in ["", "v", "v1", "1.x", "v1.1.1.1", "v1.-1", "v1.+1", "1..2"] {
+            let error = bad.parse::<ProxyRelease>().unwrap_err();
+            assert!(
+                matches!(error, Error::InvalidArgument { .. }),
+                "{bad:?}: {error}"
+            );
+        }
     }
 }

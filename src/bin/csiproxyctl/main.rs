@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use csi_proxy_client::testing::{FakeHost, FakeProxy};
+use csi_proxy_client::testing::{FakeHost, FakeProxy, ProxyRelease};
 use csi_proxy_client::{
     ApiGroup, ApiVersion, AttemptOutcome, CsiProxy, Error, Negotiator, Operation, Secret,
     ServiceStatus, SmbMapping, SmbRemotePath, StartType, Support, TargetPortal, Transport,
@@ -238,8 +238,11 @@ struct FakeArgs {
     dir: Option<std::path::PathBuf>,
     /// What to serve, as group=version pairs: `disk=v1beta2,volume=v1`.
     /// Default: every version of every group.
-    #[arg(long, value_name = "LIST")]
+    #[arg(long, value_name = "LIST", conflicts_with = "release")]
     versions: Option<String>,
+    /// Serve what this CSI Proxy release served: `v0.2.2`, `v1.1.0`, ...
+    #[arg(long, value_name = "vX.Y.Z")]
+    release: Option<String>,
 }
 
 /// A failure for the user: one line, and the exit code.
@@ -733,9 +736,10 @@ fn versions(list: &str) -> Result<Vec<(ApiGroup, ApiVersion)>, Failure> {
 const FAKE_SHARE: (&str, &str, &str) = (r"\\fileserver\data", "csi", "fake-password");
 
 async fn fake(cli: &Cli, args: &FakeArgs) -> Outcome {
-    let served = match &args.versions {
-        Some(list) => versions(list)?,
-        None => ApiGroup::ALL
+    let served = match (&args.versions, &args.release) {
+        (Some(list), _) => versions(list)?,
+        (None, Some(release)) => release.parse::<ProxyRelease>()?.served(),
+        (None, None) => ApiGroup::ALL
             .iter()
             .flat_map(|&g| g.versions().iter().map(move |&v| (g, v)))
             .collect(),
