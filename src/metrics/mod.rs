@@ -19,6 +19,9 @@
 //! names, and the words below), never from a request or a message, so
 //! no path or secret reaches a metric and the number of series is bounded.
 //!
+//! - `method`: the operation's RPC name in the newest version of its group
+//!   ([`Operation::name`](crate::Operation::name)), the same on every
+//!   version.
 //! - `version` of a call: the version serving the group when the call
 //!   ended; `none` when no version was (the proxy was away), `direct` for a
 //!   backend given to [`CsiProxy::from_backends`](crate::CsiProxy::from_backends).
