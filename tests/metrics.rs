@@ -31,20 +31,44 @@ async fn connect(node: &TestNode, groups: &[ApiGroup]) -> CsiProxy {
         .unwrap()
 }
 
+/// A node whose fake proxy serves `versions` of the seeded host, and a
+/// client of it for `groups`.
+async fn node_serving(
+    versions: &[(ApiGroup, V)],
+    groups: &[ApiGroup],
+) -> (TestNode, FakeProxy, CsiProxy) {
+    let node = TestNode::new();
+    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
+    fake.serve_all(versions.iter().copied()).await.unwrap();
+    let proxy = connect(&node, groups).await;
+    (node, fake, proxy)
+}
+
 fn calls(recorder: &LogRecorder, labels: &[(&str, &str)]) -> u64 {
     recorder.count(CALLS_TOTAL, labels)
+}
+
+/// The labels of one call series.
+fn call_series<'a>(
+    group: &'a str,
+    version: &'a str,
+    method: &'a str,
+    outcome: &'a str,
+) -> [(&'a str, &'a str); 4] {
+    [
+        ("group", group),
+        ("version", version),
+        ("method", method),
+        ("outcome", outcome),
+    ]
 }
 
 #[tokio::test]
 async fn each_call_is_counted_and_timed_by_group_version_method_and_outcome() {
     let recorder = LogRecorder::default();
     let _local = metrics::set_default_local_recorder(&recorder);
-    let node = TestNode::new();
-    let host = seeded_host();
-    let mut fake = FakeProxy::for_host(node.transport(), &host);
-    fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
-    fake.serve(ApiGroup::Smb, V::V1).await.unwrap();
-    let proxy = connect(&node, &[ApiGroup::Disk, ApiGroup::Smb]).await;
+    let served = [(ApiGroup::Disk, V::V1), (ApiGroup::Smb, V::V1)];
+    let (_node, _fake, proxy) = node_serving(&served, &[ApiGroup::Disk, ApiGroup::Smb]).await;
 
     let disk = proxy.disk().unwrap();
     disk.list_disk_locations().await.unwrap();
@@ -68,12 +92,7 @@ async fn each_call_is_counted_and_timed_by_group_version_method_and_outcome() {
     assert_eq!(calls(&recorder, &ok), 2);
     let not_found = [("method", "GetDiskNumberByName"), ("outcome", "not_found")];
     assert_eq!(calls(&recorder, &[&disk_v1[..], &not_found].concat()), 1);
-    let host_error = [
-        ("group", "smb"),
-        ("version", "v1"),
-        ("method", "NewSmbGlobalMapping"),
-        ("outcome", "host_error"),
-    ];
+    let host_error = call_series("smb", "v1", "NewSmbGlobalMapping", "host_error");
     assert_eq!(calls(&recorder, &host_error), 1);
     assert_eq!(calls(&recorder, &[]), 4, "one count per call");
 
@@ -98,10 +117,7 @@ async fn each_call_is_counted_and_timed_by_group_version_method_and_outcome() {
 
 #[tokio::test]
 async fn a_recorder_installed_after_the_first_calls_gets_the_next_ones() {
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
-    let proxy = connect(&node, &[ApiGroup::Disk]).await;
+    let (_node, _fake, proxy) = node_serving(&[(ApiGroup::Disk, V::V1)], &[ApiGroup::Disk]).await;
     let disk = proxy.disk().unwrap();
     disk.list_disk_ids().await.unwrap();
 
@@ -125,10 +141,8 @@ async fn a_recorder_installed_after_the_first_calls_gets_the_next_ones() {
 async fn negotiations_and_the_versions_served_are_recorded_per_group() {
     let recorder = LogRecorder::default();
     let _local = metrics::set_default_local_recorder(&recorder);
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.serve(ApiGroup::Disk, V::V1BETA2).await.unwrap();
-    let _proxy = connect(&node, &[ApiGroup::Disk, ApiGroup::Smb]).await;
+    let groups = [ApiGroup::Disk, ApiGroup::Smb];
+    let _served = node_serving(&[(ApiGroup::Disk, V::V1BETA2)], &groups).await;
 
     let served = [("group", "disk"), ("result", "served")];
     assert_eq!(recorder.count(NEGOTIATIONS_TOTAL, &served), 1);
@@ -165,12 +179,7 @@ async fn a_call_past_its_deadline_is_a_timeout() {
         .await;
     assert!(matches!(result, Err(Error::Timeout { .. })), "{result:?}");
 
-    let timeout = [
-        ("group", "volume"),
-        ("version", "v1"),
-        ("method", "GetVolumeStats"),
-        ("outcome", "timeout"),
-    ];
+    let timeout = call_series("volume", "v1", "GetVolumeStats", "timeout");
     assert_eq!(calls(&recorder, &timeout), 1);
     let took = recorder.samples(CALL_DURATION_SECONDS, &[("method", "GetVolumeStats")]);
     assert!(
@@ -193,12 +202,7 @@ async fn a_call_its_caller_stops_waiting_for_is_cancelled() {
     let gave_up = tokio::time::timeout(Duration::from_millis(100), call).await;
     assert!(gave_up.is_err(), "the backend takes 5 s");
 
-    let cancelled = [
-        ("group", "volume"),
-        ("version", "v1"),
-        ("method", "GetVolumeStats"),
-        ("outcome", "cancelled"),
-    ];
+    let cancelled = call_series("volume", "v1", "GetVolumeStats", "cancelled");
     assert_eq!(calls(&recorder, &cancelled), 1);
     assert_eq!(calls(&recorder, &[]), 1);
 }
@@ -207,24 +211,17 @@ async fn a_call_its_caller_stops_waiting_for_is_cancelled() {
 async fn an_operation_the_version_lacks_is_unsupported_and_a_missing_proxy_has_no_version() {
     let recorder = LogRecorder::default();
     let _local = metrics::set_default_local_recorder(&recorder);
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
     let old = V::V1ALPHA1;
     assert!(Operation::GetDiskState.available_since().unwrap() > old);
-    fake.serve(ApiGroup::Disk, old).await.unwrap();
-    let proxy = connect(&node, &[ApiGroup::Disk, ApiGroup::Volume]).await;
+    let groups = [ApiGroup::Disk, ApiGroup::Volume];
+    let (_node, _fake, proxy) = node_serving(&[(ApiGroup::Disk, old)], &groups).await;
 
     let result = proxy.disk().unwrap().get_disk_state(1).await;
     assert!(
         matches!(result, Err(Error::Unsupported { .. })),
         "{result:?}"
     );
-    let unsupported = [
-        ("group", "disk"),
-        ("version", "v1alpha1"),
-        ("method", "GetDiskState"),
-        ("outcome", "unsupported"),
-    ];
+    let unsupported = call_series("disk", "v1alpha1", "GetDiskState", "unsupported");
     assert_eq!(calls(&recorder, &unsupported), 1);
 
     // No volume endpoint: the call waits for one until its deadline.
@@ -253,10 +250,8 @@ async fn an_operation_the_version_lacks_is_unsupported_and_a_missing_proxy_has_n
 async fn a_version_change_is_counted_and_moves_the_version_gauge() {
     let recorder = LogRecorder::default();
     let _local = metrics::set_default_local_recorder(&recorder);
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.serve(ApiGroup::Volume, V::V1BETA1).await.unwrap();
-    let proxy = connect(&node, &[ApiGroup::Volume]).await;
+    let served = [(ApiGroup::Volume, V::V1BETA1)];
+    let (_node, mut fake, proxy) = node_serving(&served, &[ApiGroup::Volume]).await;
 
     fake.restart([(ApiGroup::Volume, V::V1), (ApiGroup::Volume, V::V1BETA1)])
         .await
@@ -292,10 +287,8 @@ async fn a_version_change_is_counted_and_moves_the_version_gauge() {
 async fn the_served_gauge_drops_when_the_connection_ends_without_any_call() {
     let recorder = LogRecorder::default();
     let _local = metrics::set_default_local_recorder(&recorder);
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
-    let proxy = connect(&node, &[ApiGroup::Disk]).await;
+    let (_node, mut fake, proxy) =
+        node_serving(&[(ApiGroup::Disk, V::V1)], &[ApiGroup::Disk]).await;
     let served = || recorder.gauge(GROUP_SERVED, &[("group", "disk")]);
     assert_eq!(served(), Some(1.0));
 
@@ -398,12 +391,7 @@ async fn mocks_given_directly_are_labelled_direct_and_show_no_proxy_gauges() {
     let proxy = CsiProxy::from_backends(host.backends());
     proxy.disk().unwrap().list_disk_ids().await.unwrap();
 
-    let direct = [
-        ("group", "disk"),
-        ("version", "direct"),
-        ("method", "ListDiskIDs"),
-        ("outcome", "ok"),
-    ];
+    let direct = call_series("disk", "direct", "ListDiskIDs", "ok");
     assert_eq!(calls(&recorder, &direct), 1);
     assert_eq!(recorder.gauge(GROUP_SERVED, &[]), None);
     assert_eq!(recorder.count(NEGOTIATIONS_TOTAL, &[]), 0);

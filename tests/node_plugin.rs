@@ -123,51 +123,50 @@ async fn one_volume_life(release: ProxyRelease) -> (FakeProxy, CsiProxy) {
     (fake, proxy)
 }
 
-/// The versions the proxy's calls went to, per group.
-fn versions_called(fake: &FakeProxy) -> BTreeSet<(ApiGroup, V)> {
-    fake.calls().iter().map(|c| (c.group, c.version)).collect()
+/// Checks that the proxy's calls went to disk, filesystem and volume at
+/// `versions`, and used each of `rpcs` among others.
+fn assert_called(fake: &FakeProxy, versions: [V; 3], rpcs: [&str; 4]) {
+    let groups = [ApiGroup::Disk, ApiGroup::Filesystem, ApiGroup::Volume];
+    let expected: BTreeSet<(ApiGroup, V)> = groups.into_iter().zip(versions).collect();
+    let called: BTreeSet<(ApiGroup, V)> =
+        fake.calls().iter().map(|c| (c.group, c.version)).collect();
+    assert_eq!(called, expected);
+    let called: BTreeSet<String> = fake.calls().into_iter().map(|c| c.rpc).collect();
+    for rpc in rpcs {
+        assert!(called.contains(rpc), "{rpc} not in {called:?}");
+    }
 }
 
 #[tokio::test]
 async fn a_volume_lives_on_a_node_with_csi_proxy_v0_2_2() {
     let (fake, proxy) = one_volume_life(ProxyRelease::V0_2_2).await;
-    let expected = BTreeSet::from([
-        (ApiGroup::Disk, V::V1BETA2),
-        (ApiGroup::Filesystem, V::V1BETA1),
-        (ApiGroup::Volume, V::V1BETA2),
-    ]);
-    assert_eq!(versions_called(&fake), expected);
+    // The old versions and RPC names, from the same code.
+    assert_called(
+        &fake,
+        [V::V1BETA2, V::V1BETA1, V::V1BETA2],
+        [
+            "LinkPath",
+            "DismountVolume",
+            "GetVolumeIDFromMount",
+            "VolumeStats",
+        ],
+    );
     assert_eq!(proxy.version(ApiGroup::Volume), Some(V::V1BETA2));
-    // The old RPC names, from the same code.
-    let rpcs: BTreeSet<String> = fake.calls().into_iter().map(|c| c.rpc).collect();
-    for rpc in [
-        "LinkPath",
-        "DismountVolume",
-        "GetVolumeIDFromMount",
-        "VolumeStats",
-    ] {
-        assert!(rpcs.contains(rpc), "{rpc} not in {rpcs:?}");
-    }
 }
 
 #[tokio::test]
 async fn the_same_code_runs_on_a_node_with_csi_proxy_v1_1() {
     let (fake, _proxy) = one_volume_life(ProxyRelease::V1_1_0).await;
-    let expected = BTreeSet::from([
-        (ApiGroup::Disk, V::V1),
-        (ApiGroup::Filesystem, V::V1),
-        (ApiGroup::Volume, V::V1),
-    ]);
-    assert_eq!(versions_called(&fake), expected);
-    let rpcs: BTreeSet<String> = fake.calls().into_iter().map(|c| c.rpc).collect();
-    for rpc in [
-        "CreateSymlink",
-        "UnmountVolume",
-        "GetVolumeIDFromTargetPath",
-        "GetVolumeStats",
-    ] {
-        assert!(rpcs.contains(rpc), "{rpc} not in {rpcs:?}");
-    }
+    assert_called(
+        &fake,
+        [V::V1, V::V1, V::V1],
+        [
+            "CreateSymlink",
+            "UnmountVolume",
+            "GetVolumeIDFromTargetPath",
+            "GetVolumeStats",
+        ],
+    );
 }
 
 #[tokio::test]

@@ -123,6 +123,14 @@ struct Registered {
     duration: Histogram,
 }
 
+impl Registered {
+    /// One call that took `seconds`.
+    fn observe(&self, seconds: f64) {
+        self.calls.increment(1);
+        self.duration.record(seconds);
+    }
+}
+
 impl CallSeries {
     pub fn new(group: ApiGroup) -> Self {
         Self {
@@ -140,14 +148,11 @@ impl CallSeries {
             .read()
             .unwrap_or_else(PoisonError::into_inner);
         if let Some(series) = registered.get(&key).filter(|s| s.recorder == recorder) {
-            series.calls.increment(1);
-            series.duration.record(seconds);
-            return;
+            return series.observe(seconds);
         }
         drop(registered);
         let series = self.register(key, recorder);
-        series.calls.increment(1);
-        series.duration.record(seconds);
+        series.observe(seconds);
         let mut registered = self
             .registered
             .write()

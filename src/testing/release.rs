@@ -97,38 +97,34 @@ impl FromStr for ProxyRelease {
 /// The release that first served each group-version.
 const FIRST_SERVED_BY: [(ApiGroup, ApiVersion, ProxyRelease); 23] = {
     use ApiGroup::*;
-    const V0_2_0: ProxyRelease = ProxyRelease::new(0, 2, 0);
-    const V0_2_1: ProxyRelease = ProxyRelease::new(0, 2, 1);
-    let (r010, r022, r100, r110) = (
-        ProxyRelease::V0_1_0,
-        ProxyRelease::V0_2_2,
-        ProxyRelease::V1_0_0,
-        ProxyRelease::V1_1_0,
-    );
+    use ApiVersion as V;
+    const fn v(major: u32, minor: u32, patch: u32) -> ProxyRelease {
+        ProxyRelease::new(major, minor, patch)
+    }
     [
-        (Disk, ApiVersion::V1ALPHA1, r010),
-        (Disk, ApiVersion::V1BETA1, V0_2_0),
-        (Disk, ApiVersion::V1BETA2, r022),
-        (Disk, ApiVersion::V1BETA3, r100),
-        (Disk, ApiVersion::V1, r100),
-        (Filesystem, ApiVersion::V1ALPHA1, r010),
-        (Filesystem, ApiVersion::V1BETA1, V0_2_1),
-        (Filesystem, ApiVersion::V1BETA2, r100),
-        (Filesystem, ApiVersion::V1, r100),
-        (Filesystem, ApiVersion::V2ALPHA1, r110),
-        (Smb, ApiVersion::V1ALPHA1, r010),
-        (Smb, ApiVersion::V1BETA1, V0_2_1),
-        (Smb, ApiVersion::V1BETA2, r100),
-        (Smb, ApiVersion::V1, r100),
-        (Volume, ApiVersion::V1ALPHA1, r010),
-        (Volume, ApiVersion::V1BETA1, V0_2_0),
-        (Volume, ApiVersion::V1BETA2, r022),
-        (Volume, ApiVersion::V1BETA3, r100),
-        (Volume, ApiVersion::V1, r100),
-        (Volume, ApiVersion::V2ALPHA1, r110),
-        (Iscsi, ApiVersion::V1ALPHA1, r022),
-        (Iscsi, ApiVersion::V1ALPHA2, r100),
-        (System, ApiVersion::V1ALPHA1, r022),
+        (Disk, V::V1ALPHA1, v(0, 1, 0)),
+        (Disk, V::V1BETA1, v(0, 2, 0)),
+        (Disk, V::V1BETA2, v(0, 2, 2)),
+        (Disk, V::V1BETA3, v(1, 0, 0)),
+        (Disk, V::V1, v(1, 0, 0)),
+        (Filesystem, V::V1ALPHA1, v(0, 1, 0)),
+        (Filesystem, V::V1BETA1, v(0, 2, 1)),
+        (Filesystem, V::V1BETA2, v(1, 0, 0)),
+        (Filesystem, V::V1, v(1, 0, 0)),
+        (Filesystem, V::V2ALPHA1, v(1, 1, 0)),
+        (Smb, V::V1ALPHA1, v(0, 1, 0)),
+        (Smb, V::V1BETA1, v(0, 2, 1)),
+        (Smb, V::V1BETA2, v(1, 0, 0)),
+        (Smb, V::V1, v(1, 0, 0)),
+        (Volume, V::V1ALPHA1, v(0, 1, 0)),
+        (Volume, V::V1BETA1, v(0, 2, 0)),
+        (Volume, V::V1BETA2, v(0, 2, 2)),
+        (Volume, V::V1BETA3, v(1, 0, 0)),
+        (Volume, V::V1, v(1, 0, 0)),
+        (Volume, V::V2ALPHA1, v(1, 1, 0)),
+        (Iscsi, V::V1ALPHA1, v(0, 2, 2)),
+        (Iscsi, V::V1ALPHA2, v(1, 0, 0)),
+        (System, V::V1ALPHA1, v(0, 2, 2)),
     ]
 };
 

@@ -297,7 +297,6 @@ impl ProxyChannel {
     /// Resolves when the connection task has ended. Unlike
     /// [`closed`](Self::closed) it does not keep the connection open while
     /// it waits: it holds no sender.
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn ended(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
         let state = self.state.clone();
         async move {
@@ -310,11 +309,10 @@ impl ProxyChannel {
 
     /// Waits until the connection has ended.
     pub async fn closed(&self) {
-        let ended = self.state.ended.notified();
-        if self.is_closed() {
+        if self.sender.is_closed() {
             return;
         }
-        ended.await;
+        self.ended().await;
     }
 }
 
