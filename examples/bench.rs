@@ -16,8 +16,11 @@
 //!    directly; and cold start (new client and first call);
 //! 3. recovery: time from the proxy's return after an outage to the first
 //!    successful call of a caller that was waiting for it, median of 20;
-//! 4. memory: resident memory of this process holding a connected client,
-//!    idle and at its peak under load.
+//! 4. memory: resident memory of a process holding a client connected to
+//!    all six groups, idle: a driver's build (`tests/shipped-client`,
+//!    default features, built here in release mode with a nested `cargo
+//!    build`), and this process (its `testing` build carries the fake
+//!    proxy's code too); and this process's peak under load.
 //!
 //! The fake proxy of parts 1, 2 and 4 runs in a child process (this
 //! program, started with `--serve`), so CPU time and memory measured here
@@ -151,6 +154,47 @@ mod bench {
         total
     }
 
+    /// Resident and anonymous memory (MiB) of a driver's build of the
+    /// client, idle with all six groups of `node` connected: the shipped
+    /// client, built with default features, in a process of its own.
+    fn shipped_idle_rss(node: &Node) -> (f64, f64) {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| root.join("target"))
+            .join("shipped-client");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let built = Command::new(cargo)
+            .args([
+                "build",
+                "--quiet",
+                "--release",
+                "--locked",
+                "--manifest-path",
+            ])
+            .arg(root.join("tests/shipped-client/Cargo.toml"))
+            .arg("--target-dir")
+            .arg(&target)
+            .status()
+            .expect("run cargo");
+        assert!(built.success(), "building tests/shipped-client failed");
+        let output = Command::new(target.join("release/shipped-client"))
+            .arg(node.dir.path())
+            .arg("--memory")
+            .output()
+            .expect("run the shipped client");
+        assert!(output.status.success(), "{output:?}");
+        let line = String::from_utf8(output.stdout).unwrap();
+        let field = |name: &str| {
+            line.split_whitespace()
+                .find_map(|f| f.strip_prefix(name))
+                .and_then(|kib| kib.parse::<f64>().ok())
+                .expect("rss_kib= and anon_kib=")
+                / 1024.0
+        };
+        (field("rss_kib="), field("anon_kib="))
+    }
+
     /// Current and peak resident memory in MiB.
     fn rss_mib() -> (f64, f64) {
         let status = std::fs::read_to_string("/proc/self/status").unwrap();
@@ -174,20 +218,16 @@ mod bench {
     }
 
     /// `callers` tasks each making `CALLS` calls of `call`.
-    async fn measure<F, Fut>(callers: usize, call: F) -> Run
-    where
-        F: Fn() -> Fut + Clone + Send + 'static,
-        Fut: std::future::Future<Output = ()> + Send,
-    {
+    async fn measure(callers: usize, client: impl Client) -> Run {
         let (cpu_before, started) = (cpu_ns(), Instant::now());
         let mut tasks = tokio::task::JoinSet::new();
         for _ in 0..callers {
-            let call = call.clone();
+            let client = client.clone();
             tasks.spawn(async move {
                 let mut latencies = Vec::with_capacity(CALLS);
                 for _ in 0..CALLS {
                     let t = Instant::now();
-                    call().await;
+                    client.call().await;
                     latencies.push(t.elapsed());
                 }
                 latencies
@@ -255,66 +295,81 @@ mod bench {
             .unwrap()
     }
 
-    /// Profiling mode: 5,000 calls from one caller through one client only,
-    /// for `valgrind --tool=callgrind`.
-    pub async fn profile(sdk: bool) {
+    /// Profiling mode, for `valgrind --tool=callgrind` or `strace -c -f`:
+    /// one measured run of `callers` callers through one client only.
+    pub async fn profile(through_sdk: bool, callers: usize) {
         let all = Node::start("all");
-        if sdk {
-            let disk = connect_sdk(&all).await.disk().unwrap();
-            for _ in 0..5_000 {
-                disk.list_disk_ids().await.unwrap();
-            }
+        let run = if through_sdk {
+            measure(callers, sdk(&all).await).await
         } else {
-            let mut client = wire::disk_client::DiskClient::new(
-                raw_channel(all.socket(ApiGroup::Disk, ApiVersion::V1)).await,
-            );
-            for _ in 0..5_000 {
-                client
-                    .list_disk_i_ds(wire::ListDiskIDsRequest {})
-                    .await
-                    .unwrap();
-            }
+            measure(callers, raw(&all).await).await
+        };
+        println!(
+            "{} callers: p50 {:.1} µs, {:.0} calls/s, cpu {:.1} µs/call",
+            callers,
+            us(run.p50),
+            run.per_second,
+            us(run.cpu_per_call)
+        );
+    }
+
+    /// A client under measurement, and what one call through it is.
+    trait Client: Clone + Send + 'static {
+        fn call(&self) -> impl std::future::Future<Output = ()> + Send;
+    }
+
+    /// `ListDiskIDs` through the SDK's trait.
+    #[derive(Clone)]
+    struct Sdk(Arc<dyn DiskApi>);
+
+    impl Client for Sdk {
+        async fn call(&self) {
+            self.0.list_disk_ids().await.unwrap();
         }
+    }
+
+    /// `ListDiskIDs` through the generated client on a tonic `Channel`.
+    #[derive(Clone)]
+    struct Raw(wire::disk_client::DiskClient<Channel>);
+
+    impl Client for Raw {
+        async fn call(&self) {
+            self.0
+                .clone()
+                .list_disk_i_ds(wire::ListDiskIDsRequest {})
+                .await
+                .unwrap();
+        }
+    }
+
+    async fn sdk(node: &Node) -> Sdk {
+        Sdk(connect_sdk(node).await.disk().unwrap())
+    }
+
+    async fn raw(node: &Node) -> Raw {
+        let channel = raw_channel(node.socket(ApiGroup::Disk, ApiVersion::V1)).await;
+        Raw(wire::disk_client::DiskClient::new(channel))
     }
 
     /// Per-call figures of SDK and raw client on one runtime:
     /// `(callers, sdk, raw)` per concurrency.
     fn per_call(runtime: &Runtime, node: &Node) -> Vec<(usize, Run, Run)> {
         runtime.block_on(async {
-            let proxy = connect_sdk(node).await;
-            let raw_client = wire::disk_client::DiskClient::new(
-                raw_channel(node.socket(ApiGroup::Disk, ApiVersion::V1)).await,
-            );
-            let disk = proxy.disk().unwrap();
-            let sdk_call = move || {
-                let disk = disk.clone();
-                async move {
-                    disk.list_disk_ids().await.unwrap();
-                }
-            };
-            let raw_call = move || {
-                let mut client = raw_client.clone();
-                async move {
-                    client
-                        .list_disk_i_ds(wire::ListDiskIDsRequest {})
-                        .await
-                        .unwrap();
-                }
-            };
+            let (sdk, raw) = (sdk(node).await, raw(node).await);
             // Warm up both paths.
-            measure(4, sdk_call.clone()).await;
-            measure(4, raw_call.clone()).await;
+            measure(4, sdk.clone()).await;
+            measure(4, raw.clone()).await;
             let mut figures = Vec::new();
             for callers in CONCURRENCY {
                 let mut runs: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
                 for round in 0..ROUNDS {
                     // Alternate which client goes first, too.
                     if round % 2 == 0 {
-                        runs[0].push(measure(callers, sdk_call.clone()).await);
-                        runs[1].push(measure(callers, raw_call.clone()).await);
+                        runs[0].push(measure(callers, sdk.clone()).await);
+                        runs[1].push(measure(callers, raw.clone()).await);
                     } else {
-                        runs[1].push(measure(callers, raw_call.clone()).await);
-                        runs[0].push(measure(callers, sdk_call.clone()).await);
+                        runs[1].push(measure(callers, raw.clone()).await);
+                        runs[0].push(measure(callers, sdk.clone()).await);
                     }
                 }
                 let [sdk, raw] = runs.map(median_run);
@@ -398,6 +453,7 @@ mod bench {
             .build()
             .unwrap();
         let all = Node::start("all");
+        let (shipped_rss, shipped_anon) = shipped_idle_rss(&all);
         let idle_rss = multi_thread.block_on(async {
             let proxy = connect_sdk(&all).await;
             let (idle, _) = rss_mib();
@@ -479,9 +535,15 @@ mod bench {
                 ms(recover)
             );
 
-            println!("\nMemory of this process (the client)");
-            println!("{:<48} {:>8.1} MiB", "idle, connected to all six groups", idle_rss);
-            println!("{:<48} {:>8.1} MiB", "peak, under the 16-caller load", peak_rss);
+            println!("\nResident memory of a client connected to all six groups");
+            for (what, mib) in [
+                ("idle, driver's build (default features)", shipped_rss),
+                ("  of which anonymous (heap, stacks)", shipped_anon),
+                ("idle, this process (testing build)", idle_rss),
+                ("peak, this process under the 16-caller load", peak_rss),
+            ] {
+                println!("{what:<48} {mib:>8.1} MiB");
+            }
 
             println!(
                 "\nSDK / raw tonic Channel: multi-thread p50 {mt_p50:.3}, cpu {mt_cpu:.3}, \
@@ -493,7 +555,8 @@ mod bench {
                  ct_p50_ratio={ct_p50:.3} ct_cpu_ratio={ct_cpu:.3} ct_tput16_ratio={ct_tput:.3} \
                  overhead_p50_ratio={overhead_p50:.3} overhead_cpu_ratio={overhead_cpu:.3} \
                  negotiate_all_ms={:.2} negotiate_oldest_ms={:.2} direct_connect_ms={:.2} \
-                 cold_start_ms={:.2} recover_ms={:.1} rss_idle_mib={idle_rss:.1} rss_mib={peak_rss:.1}",
+                 cold_start_ms={:.2} recover_ms={:.1} rss_idle_mib={shipped_rss:.1} \
+                 rss_idle_anon_mib={shipped_anon:.2} rss_idle_testing_mib={idle_rss:.1} rss_mib={peak_rss:.1}",
                 ms(negotiate_all),
                 ms(negotiate_oldest),
                 ms(direct),
@@ -517,7 +580,18 @@ fn main() {
         Some("--serve") => {
             runtime().block_on(bench::serve(std::path::Path::new(&args[2]), &args[3]))
         }
-        Some("--profile") => runtime().block_on(bench::profile(args[2] == "sdk")),
+        // --profile sdk|raw [callers] [current]
+        Some("--profile") => {
+            let callers = args.get(3).map_or(1, |c| c.parse().unwrap());
+            let runtime = match args.get(4).map(String::as_str) {
+                Some("current") => tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap(),
+                _ => runtime(),
+            };
+            runtime.block_on(bench::profile(args[2] == "sdk", callers))
+        }
         _ => bench::run(),
     }
 }

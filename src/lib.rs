@@ -91,7 +91,9 @@ pub use negotiate::{
     VersionPolicy,
 };
 pub use retry::RetryPolicy;
-pub use transport::{endpoint_name, ConnectionError, ProxyChannel, Transport, LOCAL_PIPE_PREFIX};
+pub use transport::{
+    endpoint_name, ConnectionError, ProxyChannel, ResponseBody, Transport, LOCAL_PIPE_PREFIX,
+};
 pub use version::{ApiVersion, Stability};
 
 /// The generated wire types and tonic clients (and, with the `testing`

@@ -102,7 +102,7 @@ impl WireClient {
     }
 
     /// The error for a status. Whether the connection failed is decided by
-    /// what caused the status (an I/O, hyper or h2 error, or the channel's
+    /// what caused the status (an I/O or h2 error, or the channel's
     /// own [`ConnectionError`]), never by its code: which code tonic gives a
     /// reset stream depends on tonic's cargo features, and the proxy's own
     /// answers arrive without a cause.
@@ -146,9 +146,11 @@ fn connection_failure(status: &tonic::Status) -> Option<bool> {
     let mut cause = std::error::Error::source(status);
     while let Some(error) = cause {
         if let Some(connection) = error.downcast_ref::<ConnectionError>() {
-            return Some(connection.maybe_sent());
+            return connection
+                .is_connection_failure()
+                .then(|| connection.maybe_sent());
         }
-        if error.is::<hyper::Error>() || error.is::<h2::Error>() || error.is::<std::io::Error>() {
+        if error.is::<h2::Error>() || error.is::<std::io::Error>() {
             return Some(true);
         }
         cause = error.source();

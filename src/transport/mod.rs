@@ -6,6 +6,8 @@
 //! directory. [`Transport`] names those endpoints and opens them.
 
 mod channel;
+mod connect;
+mod exchange;
 #[cfg(windows)]
 mod pipe;
 mod stream;
@@ -18,8 +20,9 @@ use crate::error::{Error, Result};
 use crate::group::ApiGroup;
 use crate::version::ApiVersion;
 
-pub(crate) use channel::{connect, ConnectFailure, ConnectOptions};
 pub use channel::{ConnectionError, ProxyChannel};
+pub(crate) use connect::{connect, ConnectFailure, ConnectOptions};
+pub use exchange::ResponseBody;
 pub(crate) use stream::Inner as StreamInner;
 pub use stream::IoStream;
 

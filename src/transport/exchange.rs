@@ -1,0 +1,169 @@
+//! One request and its response on an HTTP/2 stream, driven by the task
+//! that makes the call: the request body is written into the stream as it
+//! comes, and the response body is read from it as tonic asks.
+//!
+//! Nothing here is spawned for a call that has its whole request at hand
+//! (every unary call does), so a call costs its own task and the
+//! connection task, and nothing more.
+
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use bytes::Bytes;
+use h2::{RecvStream, SendStream};
+use http_body::{Body as _, Frame};
+use tonic::body::Body;
+
+use super::channel::ConnectionError;
+
+/// Writes a request body into its stream. Done once the body has ended (or
+/// the stream can take no more; the response then says why).
+pub(crate) struct BodyPipe {
+    body: Body,
+    stream: SendStream<Bytes>,
+    /// Data read but not yet sent: it goes with the end of the stream if
+    /// the body ends right after it, so that a unary request is two frames
+    /// (HEADERS, DATA) rather than three.
+    held: Option<Bytes>,
+}
+
+impl BodyPipe {
+    pub fn new(body: Body, stream: SendStream<Bytes>) -> Self {
+        Self {
+            body,
+            stream,
+            held: None,
+        }
+    }
+
+    /// Sends what the body has ready. `Ready(Ok)` once all of it is sent,
+    /// `Ready(Err)` if the body failed (the stream is then reset).
+    ///
+    /// Data goes without waiting for flow-control capacity: h2 holds what
+    /// the proxy's window cannot take yet, and a CSI Proxy request is a few
+    /// hundred bytes.
+    pub fn poll_send(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ConnectionError>> {
+        loop {
+            let frame = match Pin::new(&mut self.body).poll_frame(cx) {
+                Poll::Pending => {
+                    // More is coming, later: send what is here now.
+                    if !self.send_held(false) {
+                        return Poll::Ready(Ok(()));
+                    }
+                    return Poll::Pending;
+                }
+                Poll::Ready(None) => {
+                    self.send_held(true);
+                    return Poll::Ready(Ok(()));
+                }
+                Poll::Ready(Some(Ok(frame))) => frame,
+                Poll::Ready(Some(Err(status))) => {
+                    self.stream.send_reset(h2::Reason::CANCEL);
+                    return Poll::Ready(Err(ConnectionError::request_body(status)));
+                }
+            };
+            let more = match frame.into_data() {
+                Ok(data) => {
+                    let earlier = self.held.replace(data);
+                    earlier.is_none_or(|data| self.stream.send_data(data, false).is_ok())
+                }
+                Err(frame) => match frame.into_trailers() {
+                    Ok(trailers) => {
+                        if self.send_held(false) {
+                            let _ = self.stream.send_trailers(trailers);
+                        }
+                        false
+                    }
+                    // No other kind of frame exists in a request body.
+                    Err(_) => true,
+                },
+            };
+            if !more {
+                return Poll::Ready(Ok(()));
+            }
+        }
+    }
+
+    /// Sends the held data (an empty frame if none, when it ends the
+    /// stream). `false` if the stream takes no more: it was reset or its
+    /// connection broke, which the response future reports, so sending
+    /// stops there.
+    fn send_held(&mut self, end_of_stream: bool) -> bool {
+        match self.held.take() {
+            Some(data) => self.stream.send_data(data, end_of_stream).is_ok(),
+            None if end_of_stream => self.stream.send_data(Bytes::new(), true).is_ok(),
+            None => true,
+        }
+    }
+}
+
+/// The body of a response: its DATA frames, then its trailers (where gRPC
+/// puts the status).
+pub struct ResponseBody {
+    stream: RecvStream,
+    state: Reading,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    Data,
+    Trailers,
+    Done,
+}
+
+impl ResponseBody {
+    pub(crate) fn new(stream: RecvStream) -> Self {
+        Self {
+            stream,
+            state: Reading::Data,
+        }
+    }
+}
+
+impl std::fmt::Debug for ResponseBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResponseBody")
+            .field("end_stream", &self.is_end_stream())
+            .finish()
+    }
+}
+
+impl http_body::Body for ResponseBody {
+    type Data = Bytes;
+    type Error = ConnectionError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, ConnectionError>>> {
+        let this = &mut *self;
+        if this.state == Reading::Data {
+            match ready!(this.stream.poll_data(cx)) {
+                Some(Ok(data)) => {
+                    // Read, so the proxy may send as much again.
+                    let _ = this.stream.flow_control().release_capacity(data.len());
+                    return Poll::Ready(Some(Ok(Frame::data(data))));
+                }
+                Some(Err(e)) => {
+                    this.state = Reading::Done;
+                    return Poll::Ready(Some(Err(ConnectionError::during_call(e))));
+                }
+                None => this.state = Reading::Trailers,
+            }
+        }
+        if this.state == Reading::Done {
+            return Poll::Ready(None);
+        }
+        let trailers = ready!(this.stream.poll_trailers(cx));
+        this.state = Reading::Done;
+        Poll::Ready(match trailers {
+            Ok(Some(trailers)) => Some(Ok(Frame::trailers(trailers))),
+            Ok(None) => None,
+            Err(e) => Some(Err(ConnectionError::during_call(e))),
+        })
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.state == Reading::Done
+    }
+}
