@@ -210,6 +210,24 @@ async fn calls_beyond_the_proxys_stream_limit_wait_for_a_free_stream() {
         outcome.unwrap().unwrap();
     }
     assert_eq!(server.seen().len(), 8);
+
+    // Requests started on one channel before any is answered, without
+    // `poll_ready`: the third finds the channel's own second request still
+    // waiting for a stream, and waits behind it.
+    let mut one = channel.clone();
+    let started: Vec<_> = (0..3)
+        .map(|_| {
+            let request = tonic::codegen::http::Request::post("/v1.Disk/ListDiskIDs")
+                .header("content-type", "application/grpc")
+                .body(tonic::body::Body::empty())
+                .unwrap();
+            tonic::codegen::Service::call(&mut one, request)
+        })
+        .collect();
+    for response in started {
+        assert_eq!(response.await.unwrap().status(), 200);
+    }
+    assert_eq!(server.seen().len(), 11);
     assert_eq!(server.most_at_once.load(Ordering::SeqCst), 1);
 }
 
