@@ -214,7 +214,11 @@ impl CsiProxy {
     ///
     /// This is what a node plugin answers CSI `Probe` with (`ready` when the
     /// groups it needs are served: [`Health::is_ready`]) and logs at
-    /// startup; its `Display` is one line per group.
+    /// startup; its `Display` is one line per group. A group whose
+    /// connection ended (a proxy restart) shows as not served until a call
+    /// or [`renegotiate`](Self::renegotiate) looks for it again: a probe
+    /// that may come without calls in between calls `renegotiate` first,
+    /// within a bound of its own (see the README's "Health").
     pub fn health(&self) -> Health {
         let groups = ApiGroup::ALL
             .iter()
