@@ -28,6 +28,10 @@
 //! SDK divided by raw tonic `Channel`.
 
 #[cfg(unix)]
+#[path = "../tests/shipped-client/build_it.rs"]
+mod build_it;
+
+#[cfg(unix)]
 mod bench {
     use std::collections::BTreeMap;
     use std::io::{BufRead, BufReader};
@@ -158,27 +162,8 @@ mod bench {
     /// client, idle with all six groups of `node` connected: the shipped
     /// client, built with default features, in a process of its own.
     fn shipped_idle_rss(node: &Node) -> (f64, f64) {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| root.join("target"))
-            .join("shipped-client");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let built = Command::new(cargo)
-            .args([
-                "build",
-                "--quiet",
-                "--release",
-                "--locked",
-                "--manifest-path",
-            ])
-            .arg(root.join("tests/shipped-client/Cargo.toml"))
-            .arg("--target-dir")
-            .arg(&target)
-            .status()
-            .expect("run cargo");
-        assert!(built.success(), "building tests/shipped-client failed");
-        let output = Command::new(target.join("release/shipped-client"))
+        let client = super::build_it::build_shipped_client(true);
+        let output = Command::new(client)
             .arg(node.dir.path())
             .arg("--memory")
             .output()

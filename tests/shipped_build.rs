@@ -7,6 +7,8 @@
 //! Unix only: the client is built for the host with a nested `cargo build`.
 #![cfg(unix)]
 
+#[path = "shipped-client/build_it.rs"]
+mod build_it;
 #[path = "shipped-client/src/calls.rs"]
 mod calls;
 mod common;
@@ -27,29 +29,7 @@ use tokio_stream::StreamExt;
 /// Builds the shipped client once per test run; returns its executable.
 fn shipped_client() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        // A target directory of its own: the outer cargo holds the lock on
-        // the main one while tests run.
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| root.join("target"))
-            .join("shipped-client");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "--quiet", "--locked", "--manifest-path"])
-            .arg(root.join("tests/shipped-client/Cargo.toml"))
-            .arg("--target-dir")
-            .arg(&target)
-            .status()
-            .expect("run cargo");
-        assert!(
-            status.success(),
-            "building tests/shipped-client failed; after a dependency change, \
-             refresh its Cargo.lock with `cargo update --workspace` there"
-        );
-        target.join("debug/shipped-client")
-    })
+    BUILT.get_or_init(|| build_it::build_shipped_client(false))
 }
 
 /// A socket directory and its transport.
