@@ -58,9 +58,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let _ = proxy.filesystem()?.rmdir(&missing, false).await;
 
     // The proxy restarts with disk at v1. Its connections end, and the
-    // `group_served` gauges drop to 0 at once; the next call on a group (or
-    // `renegotiate`, as a CSI Probe handler may call) finds it again and
-    // counts the version change.
+    // `group_served` gauges drop to 0 at once; the client looks for the
+    // proxy in the background, and the first look to find it (that, or
+    // this call's, or `renegotiate`'s) counts the version change.
     fake.restart([(ApiGroup::Disk, V::V1)].into_iter().chain(others))
         .await?;
     proxy.disk()?.list_disk_locations().await?;

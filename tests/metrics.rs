@@ -284,7 +284,7 @@ async fn a_version_change_is_counted_and_moves_the_version_gauge() {
 }
 
 #[tokio::test]
-async fn the_served_gauge_drops_when_the_connection_ends_without_any_call() {
+async fn the_served_gauge_follows_the_connection_and_the_proxys_return_without_any_call() {
     let recorder = LogRecorder::default();
     let _local = metrics::set_default_local_recorder(&recorder);
     let (_node, mut fake, proxy) =
@@ -301,8 +301,23 @@ async fn the_served_gauge_drops_when_the_connection_ends_without_any_call() {
     assert!(!proxy.is_served(ApiGroup::Disk));
     let v1 = [("group", "disk"), ("version", "v1")];
     assert_eq!(recorder.gauge(API_VERSION, &v1), Some(0.0));
-    // Nobody called: the gauges followed the connection, not a look.
+    // Nobody called: the gauges followed the connection, not a look; and
+    // the looks in the background while the proxy is away are not counted.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(recorder.count(NEGOTIATIONS_TOTAL, &[]), 1);
+
+    // Back: the look in the background that finds it is counted, and the
+    // gauges follow, still with no call.
+    fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while served() != Some(1.0) {
+        assert!(tokio::time::Instant::now() < deadline, "not found again");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(recorder.gauge(API_VERSION, &v1), Some(1.0));
+    let found = [("group", "disk"), ("result", "served")];
+    assert_eq!(recorder.count(NEGOTIATIONS_TOTAL, &found), 2);
+    assert_eq!(recorder.count(NEGOTIATIONS_TOTAL, &[]), 2);
     assert_eq!(calls(&recorder, &[]), 0);
 }
 

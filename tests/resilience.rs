@@ -154,18 +154,24 @@ async fn calls_follow_an_upgrade_and_a_downgrade() {
     for (set, expected) in [(V::V1, V::V1), (V::V1BETA2, V::V1BETA2), (V::V1, V::V1)] {
         tokio::time::sleep(Duration::from_millis(30)).await;
         fake.restart([(ApiGroup::Disk, set)]).await.unwrap();
-        let change = tokio::time::timeout(Duration::from_secs(10), changes.recv())
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(change.to, Some(expected));
-        assert_eq!(change.group, ApiGroup::Disk);
+        // A caller that looked between stop and start saw the group
+        // missing (`to: None`); the change that counts names the version.
+        let found = async {
+            loop {
+                let change = changes.recv().await.unwrap();
+                assert_eq!(change.group, ApiGroup::Disk);
+                if change.to.is_some() {
+                    return change.to;
+                }
+            }
+        };
+        let found = tokio::time::timeout(Duration::from_secs(10), found).await;
+        assert_eq!(found.unwrap(), Some(expected));
         // Every call since the swap went to the one version served now.
         tokio::time::sleep(Duration::from_millis(30)).await;
         fake.clear_calls();
-        tokio::time::sleep(Duration::from_millis(30)).await;
+        wait_until("calls reach the new version", || !fake.calls().is_empty()).await;
         let calls = fake.calls();
-        assert!(!calls.is_empty());
         assert!(calls.iter().all(|c| c.version == expected), "{calls:?}");
         assert_eq!(proxy.version(ApiGroup::Disk), Some(expected));
     }
@@ -380,18 +386,51 @@ async fn a_call_that_was_certainly_not_sent_goes_on_the_new_connection_without_r
         .await
         .unwrap();
     proxy.disk().unwrap().list_disk_ids().await.unwrap();
-    fake.restart([(ApiGroup::Disk, V::V1)]).await.unwrap();
+    fake.stop_all().await;
     // The old connection has ended: what is sent now was certainly not
     // sent on it. Even a mutation goes, on the new connection.
     wait_until("the connection ended", || {
         proxy.version(ApiGroup::Disk).is_none()
     })
     .await;
+    fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
     fake.clear_calls();
     proxy.disk().unwrap().rescan().await.unwrap();
     let calls = fake.calls();
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert_eq!(calls[0].rpc, "Rescan");
+}
+
+#[tokio::test]
+async fn a_proxy_that_comes_back_is_found_without_any_call() {
+    let node = TestNode::new();
+    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
+    fake.serve(ApiGroup::Disk, V::V1BETA3).await.unwrap();
+    let proxy = client(&node).await;
+    let mut changes = proxy.version_changes();
+
+    fake.stop_all().await;
+    wait_until("the connection ended", || !proxy.is_served(ApiGroup::Disk)).await;
+    // Looks in the background while it is away say nothing: no event, and
+    // the health stays what the ended connection said.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(changes.try_recv().is_err());
+    assert!(!proxy.health().is_ready(&[ApiGroup::Disk]));
+
+    // Back, upgraded: found in the background, with no call made, so that
+    // a probe reading `health()` sees it.
+    fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
+    wait_until("found again", || proxy.health().is_ready(&[ApiGroup::Disk])).await;
+    assert_eq!(proxy.version(ApiGroup::Disk), Some(V::V1));
+    assert_eq!(
+        changes.try_recv().unwrap(),
+        VersionChange {
+            group: ApiGroup::Disk,
+            from: Some(V::V1BETA3),
+            to: Some(V::V1)
+        }
+    );
+    assert!(fake.calls().is_empty(), "looks send no RPC");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -38,8 +38,8 @@ pub enum GroupStatus {
     /// Not served now: calls wait for it within their deadline.
     NotServed {
         /// Since when: the first look that found it missing. `None` when
-        /// the connection just ended and the group was not looked for
-        /// since.
+        /// the connection ended and no caller has looked for the group
+        /// since (the looks in the background only report it found).
         since: Option<SystemTime>,
         /// What the last look found: usually [`Error::NotServed`] with the
         /// endpoints tried, or the failure at an endpoint that exists (for

@@ -164,7 +164,7 @@ impl CsiProxy {
             api: Option<Arc<A>>,
             behaviour: &Arc<Behaviour>,
         ) -> Option<Arc<GroupSlot<A>>> {
-            api.map(|api| Arc::new(GroupSlot::direct(group, api, behaviour.clone())))
+            api.map(|api| GroupSlot::direct(group, api, behaviour.clone()))
         }
         let groups = Groups {
             disk: slot(ApiGroup::Disk, backends.disk, &behaviour),
@@ -215,10 +215,8 @@ impl CsiProxy {
     /// This is what a node plugin answers CSI `Probe` with (`ready` when the
     /// groups it needs are served: [`Health::is_ready`]) and logs at
     /// startup; its `Display` is one line per group. A group whose
-    /// connection ended (a proxy restart) shows as not served until a call
-    /// or [`renegotiate`](Self::renegotiate) looks for it again: a probe
-    /// that may come without calls in between calls `renegotiate` first,
-    /// within a bound of its own (see the README's "Health").
+    /// connection ended (a proxy restart) shows as not served until the
+    /// client, which looks for it in the background, finds it again.
     pub fn health(&self) -> Health {
         let groups = ApiGroup::ALL
             .iter()
@@ -235,8 +233,9 @@ impl CsiProxy {
     }
 
     /// Looks for every group that is not served now, at once. Not needed
-    /// for calls (a call on such a group looks by itself); useful to
-    /// refresh [`CsiProxy::health`]. Groups still not served stay so; any
+    /// for calls (a call on such a group looks by itself), nor after a
+    /// connection ended (the client looks in the background then); useful
+    /// to refresh [`CsiProxy::health`] at once. Groups still not served stay so; any
     /// other failure is returned (the first), after trying all groups.
     pub async fn renegotiate(&self) -> Result<()> {
         let mut first_error = None;
@@ -536,11 +535,11 @@ struct SlotFactory<'a> {
 
 impl SlotFactory<'_> {
     fn build<A: ?Sized + FromConnection + Send + Sync + 'static>(self) -> Arc<GroupSlot<A>> {
-        Arc::new(GroupSlot::negotiated(
+        GroupSlot::negotiated(
             self.group,
             self.negotiated.connection(self.group),
             self.negotiator.clone(),
             self.behaviour.clone(),
-        ))
+        )
     }
 }

@@ -2,7 +2,7 @@
 //! call loop: deadline, looking for the proxy again, riding through outages.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use arc_swap::ArcSwap;
@@ -27,6 +27,10 @@ pub(crate) const MAX_LOOK_INTERVAL: Duration = Duration::from_millis(250);
 /// A look that failed is shared with every caller that comes within this
 /// time, instead of each of them looking again.
 const LOOK_COOL_DOWN: Duration = Duration::from_millis(50);
+
+/// Bounds each attempt of a look in the background: a caller that comes
+/// meanwhile waits for it rather than looking at the same time.
+const BACKGROUND_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The waits between looks while the proxy is away: short at first, since
 /// most restarts take a moment, then every [`MAX_LOOK_INTERVAL`]. No
@@ -117,6 +121,9 @@ impl<A: ?Sized> SlotState<A> {
 
 /// One group: its current state, and how to look for the proxy again.
 pub(crate) struct GroupSlot<A: ?Sized> {
+    /// This slot, for the tasks that look for the proxy in the background
+    /// after a connection ended; they stop once the client is dropped.
+    me: Weak<Self>,
     group: ApiGroup,
     state: ArcSwap<SlotState<A>>,
     /// `None` for backends given directly (mocks): nothing to look for.
@@ -130,7 +137,7 @@ pub(crate) struct GroupSlot<A: ?Sized> {
 
 impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
     /// A slot for a backend given directly (a mock): always served.
-    pub fn direct(group: ApiGroup, api: Arc<A>, behaviour: Arc<Behaviour>) -> Self {
+    pub fn direct(group: ApiGroup, api: Arc<A>, behaviour: Arc<Behaviour>) -> Arc<Self> {
         let served = Served {
             api,
             version: None,
@@ -145,7 +152,7 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
         outcome: Result<Connection>,
         negotiator: Negotiator,
         behaviour: Arc<Behaviour>,
-    ) -> Self {
+    ) -> Arc<Self> {
         let presence = match outcome {
             Ok(connection) => Presence::Served(Self::attach(&connection)),
             Err(e) => Presence::Absent(e),
@@ -158,26 +165,81 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
         presence: Presence<A>,
         negotiator: Option<Negotiator>,
         behaviour: Arc<Behaviour>,
-    ) -> Self {
+    ) -> Arc<Self> {
         let state = SlotState {
             generation: 0,
             presence,
             since: SystemTime::now(),
             found_at: Instant::now(),
         };
-        let gauges = GroupGauges::new(group);
-        // A backend given directly is no proxy to show.
-        if negotiator.is_some() {
-            gauges.show(state.connection());
-        }
-        Self {
+        let slot = Arc::new_cyclic(|me| Self {
+            me: me.clone(),
             group,
             state: ArcSwap::from_pointee(state),
             negotiator,
             looking: Mutex::new(()),
             behaviour,
-            gauges,
+            gauges: GroupGauges::new(group),
             calls: CallSeries::new(group),
+        });
+        // A backend given directly is no proxy to show or to look for.
+        if slot.negotiator.is_some() {
+            slot.follow(&slot.state());
+        }
+        slot
+    }
+
+    /// Shows the state's connection in the gauges, and looks for the proxy
+    /// in the background once that connection ends.
+    fn follow(&self, state: &SlotState<A>) {
+        self.gauges.show(state.connection());
+        if let Some((_, channel)) = state.connection() {
+            let ended = channel.ended();
+            let me = self.me.clone();
+            tokio::spawn(async move {
+                ended.await;
+                Self::recover(me).await;
+            });
+        }
+    }
+
+    /// After a connection ended: looks for the proxy on the caller's
+    /// schedule until the group is served again (by this look or a
+    /// caller's), so that [`health`](AnySlot::health), the gauges and the
+    /// next call find it back without waiting. Stops when the client is
+    /// dropped.
+    async fn recover(me: Weak<Self>) {
+        let mut waits = look_schedule();
+        loop {
+            let Some(slot) = me.upgrade() else { return };
+            if slot.state().usable().is_some() {
+                return;
+            }
+            slot.look_in_background().await;
+            drop(slot);
+            tokio::time::sleep(waits.next().unwrap_or(MAX_LOOK_INTERVAL)).await;
+        }
+    }
+
+    /// One quiet look: quick attempts, and only a group found changes the
+    /// state (what is missing or failing is for callers' looks to report).
+    /// Skipped while a caller looks.
+    async fn look_in_background(&self) {
+        let Some(negotiator) = &self.negotiator else {
+            return;
+        };
+        let Ok(_only_one) = self.looking.try_lock() else {
+            return;
+        };
+        let quiet = negotiator.for_background(BACKGROUND_CONNECT_TIMEOUT);
+        let Ok(negotiated) = quiet.negotiate(&[self.group]).await else {
+            return;
+        };
+        if let Ok(connection) = negotiated.connection(self.group) {
+            let before = self.state();
+            if before.usable().is_none() {
+                self.adopt(&before, Ok(connection));
+            }
         }
     }
 
@@ -215,18 +277,26 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
             .negotiate(&[self.group])
             .await?
             .connection(self.group);
+        let found = outcome.as_ref().map(drop).map_err(Clone::clone);
+        self.adopt(&before, outcome);
+        found
+    }
+
+    /// Makes what a look found (`outcome`) the state after `before`, and
+    /// reports a change of version.
+    fn adopt(&self, before: &SlotState<A>, outcome: Result<Connection>) {
         let from = before.served().and_then(|s| s.version);
-        let presence = match &outcome {
-            Ok(connection) => Presence::Served(Self::attach(connection)),
-            Err(e) => Presence::Absent(e.clone()),
+        // Another failed look keeps the start of the outage; anything else
+        // (found, or newly missing) starts a new "since".
+        let still_absent = outcome.is_err() && before.served().is_none();
+        let presence = match outcome {
+            Ok(connection) => Presence::Served(Self::attach(&connection)),
+            Err(e) => Presence::Absent(e),
         };
         let to = match &presence {
             Presence::Served(served) => served.version,
             Presence::Absent(_) => None,
         };
-        // Another failed look keeps the start of the outage; anything else
-        // (found, or newly missing) starts a new "since".
-        let still_absent = outcome.is_err() && before.served().is_none();
         let since = if still_absent {
             before.since
         } else {
@@ -238,8 +308,8 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
             since,
             found_at: Instant::now(),
         });
-        self.gauges.show(state.connection());
-        self.state.store(state);
+        self.state.store(state.clone());
+        self.follow(&state);
         if from != to {
             tracing::info!(group = %self.group, ?from, ?to, "CSI Proxy API version changed");
             metrics::version_changed(self.group, from, to);
@@ -249,7 +319,6 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
                 to,
             });
         }
-        outcome.map(drop)
     }
 
     /// Runs `call` on the current adapter within the operation's deadline.

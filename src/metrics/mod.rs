@@ -70,8 +70,9 @@ pub const VERSION_CHANGES_TOTAL: &str = "csi_proxy_client_version_changes_total"
 pub const API_VERSION: &str = "csi_proxy_client_api_version";
 
 /// 1 while calls on the group go to the proxy; 0 from the moment its
-/// connection ends, or a look finds nothing, until a call or
-/// [`CsiProxy::renegotiate`](crate::CsiProxy::renegotiate) finds it again
+/// connection ends, or a look finds nothing, until a look finds it again:
+/// the client's own in the background after a connection ended, a
+/// caller's, or [`CsiProxy::renegotiate`](crate::CsiProxy::renegotiate)
 /// (as [`CsiProxy::health`](crate::CsiProxy::health) tells).
 pub const GROUP_SERVED: &str = "csi_proxy_client_group_served";
 

@@ -82,6 +82,10 @@ pub struct Negotiator {
     transport: Transport,
     policy: VersionPolicy,
     options: ConnectOptions,
+    /// Whether a group found missing or failing is only logged at debug
+    /// level and not counted: for looks in the background, which repeat
+    /// while the proxy is away.
+    quiet: bool,
 }
 
 impl Negotiator {
@@ -92,7 +96,19 @@ impl Negotiator {
             transport,
             policy: VersionPolicy::default(),
             options: ConnectOptions::default(),
+            quiet: false,
         }
+    }
+
+    /// A negotiator for looks in the background: one attempt per endpoint,
+    /// bounded by `connect_timeout`, and failures logged at debug level
+    /// only and not counted in the metrics.
+    pub(crate) fn for_background(&self, connect_timeout: Duration) -> Self {
+        let mut quiet = self.clone();
+        quiet.options.retry = RetryPolicy::none();
+        quiet.options.connect_timeout = quiet.options.connect_timeout.min(connect_timeout);
+        quiet.quiet = true;
+        quiet
     }
 
     /// Which versions may be chosen, and in what order.
@@ -134,7 +150,7 @@ impl Negotiator {
         let mut tasks = JoinSet::new();
         for (group, candidates) in plans {
             let transport = self.transport.clone();
-            let options = self.options;
+            let (options, quiet) = (self.options, self.quiet);
             let span = tracing::info_span!(
                 "negotiate",
                 group = %group,
@@ -143,16 +159,26 @@ impl Negotiator {
                 elapsed_ms = tracing::field::Empty,
             );
             tasks.spawn(
-                async move { negotiate_group(&transport, &options, group, &candidates).await }
-                    .instrument(span),
+                async move {
+                    let (report, outcome) =
+                        negotiate_group(&transport, &options, group, &candidates).await;
+                    record(&report, &outcome, quiet);
+                    (report, outcome)
+                }
+                .instrument(span),
             );
         }
 
         let mut negotiated = Negotiated::default();
         while let Some(joined) = tasks.join_next().await {
-            // A panic inside the task would be a bug of ours: surface it.
-            let (report, outcome) =
-                joined.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+            let (report, outcome) = match joined {
+                Ok(done) => done,
+                // A panic inside the task would be a bug of ours: surface it.
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                // Cancelled: the runtime is shutting down, and this
+                // negotiation with it.
+                Err(_) => continue,
+            };
             negotiated.outcomes[report.group.index()] = Some(outcome);
             negotiated.report.groups.push(report);
         }
@@ -254,12 +280,12 @@ async fn negotiate_group(
         attempts,
         elapsed: started.elapsed(),
     };
-    record(&report, &outcome);
     (report, outcome)
 }
 
-/// Fills the negotiation span, logs the result and counts it.
-fn record(report: &GroupReport, outcome: &Result<Connection>) {
+/// Fills the negotiation span, logs the result and counts it (a failure
+/// `quiet`ly: at debug level, uncounted).
+fn record(report: &GroupReport, outcome: &Result<Connection>, quiet: bool) {
     let span = tracing::Span::current();
     let tried: Vec<String> = report
         .attempts
@@ -268,6 +294,10 @@ fn record(report: &GroupReport, outcome: &Result<Connection>) {
         .collect();
     span.record("tried", tracing::field::display(tried.join(",")));
     span.record("elapsed_ms", report.elapsed.as_millis() as u64);
+    if let (true, Err(error)) = (quiet, outcome) {
+        tracing::debug!(%error, "no version negotiated");
+        return;
+    }
     metrics::negotiated(
         report.group,
         match outcome {
