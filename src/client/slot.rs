@@ -189,15 +189,19 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
         slot
     }
 
-    /// Shows the state's connection in the gauges, and looks for the proxy
-    /// in the background once that connection ends.
+    /// Shows the state's connection in the gauges; once that connection
+    /// ends, clears them and looks for the proxy in the background. One
+    /// task per connection, which holds neither the connection nor the
+    /// client.
     fn follow(&self, state: &SlotState<A>) {
-        self.gauges.show(state.connection());
-        if let Some((_, channel)) = state.connection() {
+        let connection = state.connection();
+        let shown = self.gauges.show(connection.map(|(version, _)| version));
+        if let Some((_, channel)) = connection {
             let ended = channel.ended();
             let me = self.me.clone();
             tokio::spawn(async move {
                 ended.await;
+                shown.ended();
                 Self::recover(me).await;
             });
         }

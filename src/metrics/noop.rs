@@ -4,7 +4,6 @@
 use crate::capability::Operation;
 use crate::error::Result;
 use crate::group::ApiGroup;
-use crate::transport::ProxyChannel;
 use crate::version::ApiVersion;
 
 pub(crate) struct CallTimer;
@@ -41,5 +40,13 @@ impl GroupGauges {
         Self
     }
 
-    pub fn show(&self, _: Option<(ApiVersion, &ProxyChannel)>) {}
+    pub fn show(&self, _: Option<ApiVersion>) -> ShownConnection {
+        ShownConnection
+    }
+}
+
+pub(crate) struct ShownConnection;
+
+impl ShownConnection {
+    pub fn ended(self) {}
 }

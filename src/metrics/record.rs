@@ -11,7 +11,6 @@ use super::*;
 use crate::capability::Operation;
 use crate::error::{outcome, Result};
 use crate::group::ApiGroup;
-use crate::transport::ProxyChannel;
 use crate::version::ApiVersion;
 
 /// One call being measured. Dropped before [`finish`](Self::finish), as
@@ -205,6 +204,7 @@ pub(crate) fn version_changed(group: ApiGroup, from: Option<ApiVersion>, to: Opt
 /// The gauges of one group: which version serves it, and whether it is
 /// served. Set at each negotiation of the group, and cleared as soon as the
 /// connection in use ends, even if no call notices.
+#[derive(Clone)]
 pub(crate) struct GroupGauges {
     group: ApiGroup,
     shown: Arc<Mutex<Shown>>,
@@ -213,7 +213,7 @@ pub(crate) struct GroupGauges {
 /// What the gauges show now.
 #[derive(Default)]
 struct Shown {
-    /// Counts the connections shown; a watcher of an older connection must
+    /// Counts the connections shown; the end of an older connection must
     /// not clear what a newer one shows.
     connection: u64,
     version: Option<ApiVersion>,
@@ -227,23 +227,33 @@ impl GroupGauges {
         }
     }
 
-    /// The group is served by `version` over `channel`, or not served.
-    pub fn show(&self, served: Option<(ApiVersion, &ProxyChannel)>) {
+    /// The group is served by `version`, or not served. The connection
+    /// shown is to be [`ended`](ShownConnection::ended) when it ends.
+    pub fn show(&self, version: Option<ApiVersion>) -> ShownConnection {
         let mut shown = lock(&self.shown);
         shown.connection += 1;
-        set(self.group, &mut shown, served.map(|(version, _)| version));
-        let Some((_, channel)) = served else {
-            return;
-        };
-        let (group, watched, connection) = (self.group, self.shown.clone(), shown.connection);
-        let ended = channel.ended();
-        tokio::spawn(async move {
-            ended.await;
-            let mut shown = lock(&watched);
-            if shown.connection == connection {
-                set(group, &mut shown, None);
-            }
-        });
+        set(self.group, &mut shown, version);
+        ShownConnection {
+            gauges: self.clone(),
+            connection: shown.connection,
+        }
+    }
+}
+
+/// One connection the gauges showed.
+pub(crate) struct ShownConnection {
+    gauges: GroupGauges,
+    connection: u64,
+}
+
+impl ShownConnection {
+    /// The connection ended: the group is not served, unless the gauges
+    /// show a newer connection by now.
+    pub fn ended(self) {
+        let mut shown = lock(&self.gauges.shown);
+        if shown.connection == self.connection {
+            set(self.gauges.group, &mut shown, None);
+        }
     }
 }
 
