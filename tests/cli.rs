@@ -122,6 +122,16 @@ fn failure(output: &Output, code: i32) -> String {
     stderr
 }
 
+/// `csiproxyctl fake` with bad `args`: refused as bad input; its message.
+fn fake_refuses(args: &[&str]) -> String {
+    let output = Command::new(BIN)
+        .args(["fake", "--dir", "/tmp"])
+        .args(args)
+        .output()
+        .unwrap();
+    failure(&output, 2)
+}
+
 #[test]
 fn probe_shows_pipes_versions_and_operations() {
     let fake = Fake::start("disk=v1beta2,disk=v1beta1,volume=v1,system=v1alpha1");
@@ -176,13 +186,7 @@ fn a_fake_stands_in_for_a_release() {
     .map(|(g, v)| (format!("{g:?}"), format!("{v:?}")));
     assert_eq!(chosen, expected);
 
-    let bad = failure(
-        &Command::new(BIN)
-            .args(["fake", "--dir", "/tmp", "--release", "v0.x"])
-            .output()
-            .unwrap(),
-        2,
-    );
+    let bad = fake_refuses(&["--release", "v0.x"]);
     assert!(bad.contains("release"), "{bad}");
 }
 
@@ -315,13 +319,7 @@ fn errors_are_one_line_with_an_exit_code() {
     assert!(bad_path.contains("filesystem"), "{bad_path}");
     let host = failure(&fake.run(&["disk", "stats", "9"]), 1);
     assert!(host.contains("disk 9 not found"), "{host}");
-    let bad_version = failure(
-        &Command::new(BIN)
-            .args(["fake", "--dir", "/tmp", "--versions", "disk=v9"])
-            .output()
-            .unwrap(),
-        2,
-    );
+    let bad_version = fake_refuses(&["--versions", "disk=v9"]);
     assert!(bad_version.contains("disk v9"), "{bad_version}");
 }
 

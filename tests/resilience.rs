@@ -29,6 +29,15 @@ async fn client(node: &TestNode) -> CsiProxy {
         .unwrap()
 }
 
+/// A node whose proxy serves `group` at `version`, and a default client.
+async fn serving(group: ApiGroup, version: V) -> (TestNode, FakeProxy, CsiProxy) {
+    let node = TestNode::new();
+    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
+    fake.serve(group, version).await.unwrap();
+    let proxy = client(&node).await;
+    (node, fake, proxy)
+}
+
 /// Connects with `require(Disk)`, waiting up to `wait` for it.
 async fn connect_requiring_disk(node: &TestNode, wait: Duration) -> Result<CsiProxy> {
     CsiProxy::builder()
@@ -142,10 +151,7 @@ async fn reads_ride_through_fifty_restarts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_follow_an_upgrade_and_a_downgrade() {
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.serve(ApiGroup::Disk, V::V1BETA2).await.unwrap();
-    let proxy = client(&node).await;
+    let (_node, mut fake, proxy) = serving(ApiGroup::Disk, V::V1BETA2).await;
     assert_eq!(proxy.version(ApiGroup::Disk), Some(V::V1BETA2));
     let mut changes = proxy.version_changes();
 
@@ -181,10 +187,7 @@ async fn calls_follow_an_upgrade_and_a_downgrade() {
 
 #[tokio::test]
 async fn version_changes_are_reported() {
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.serve(ApiGroup::Volume, V::V1BETA1).await.unwrap();
-    let proxy = client(&node).await;
+    let (_node, mut fake, proxy) = serving(ApiGroup::Volume, V::V1BETA1).await;
     let mut changes = proxy.version_changes();
     fake.restart([(ApiGroup::Volume, V::V1), (ApiGroup::Volume, V::V1BETA1)])
         .await
@@ -289,10 +292,7 @@ async fn waiting_for_a_proxy_that_never_comes_ends_with_not_served() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readers_ride_through_outages_of_seconds_and_an_upgrade() {
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.serve(ApiGroup::Disk, V::V1BETA2).await.unwrap();
-    let proxy = client(&node).await;
+    let (_node, mut fake, proxy) = serving(ApiGroup::Disk, V::V1BETA2).await;
     let mut changes = proxy.version_changes();
     let stop = Arc::new(AtomicBool::new(false));
     let readers = spawn_readers(&proxy, 8, stop.clone());
@@ -350,10 +350,7 @@ async fn readers_ride_through_outages_of_seconds_and_an_upgrade() {
 
 #[tokio::test]
 async fn a_read_waits_for_the_proxy_until_its_deadline_and_no_longer() {
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
-    let proxy = client(&node).await;
+    let (_node, mut fake, proxy) = serving(ApiGroup::Disk, V::V1).await;
     fake.stop_all().await;
     let deadline = Duration::from_millis(700);
     let hasty = proxy.with_call_options(CallOptions::default().deadline(deadline));
@@ -403,10 +400,7 @@ async fn a_call_that_was_certainly_not_sent_goes_on_the_new_connection_without_r
 
 #[tokio::test]
 async fn a_proxy_that_comes_back_is_found_without_any_call() {
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.serve(ApiGroup::Disk, V::V1BETA3).await.unwrap();
-    let proxy = client(&node).await;
+    let (_node, mut fake, proxy) = serving(ApiGroup::Disk, V::V1BETA3).await;
     let mut changes = proxy.version_changes();
 
     fake.stop_all().await;

@@ -235,8 +235,9 @@ impl CsiProxy {
     /// Looks for every group that is not served now, at once. Not needed
     /// for calls (a call on such a group looks by itself), nor after a
     /// connection ended (the client looks in the background then); useful
-    /// to refresh [`CsiProxy::health`] at once. Groups still not served stay so; any
-    /// other failure is returned (the first), after trying all groups.
+    /// to refresh [`CsiProxy::health`] at once. Groups still not served
+    /// stay so; any other failure is returned (the first), after trying
+    /// all groups.
     pub async fn renegotiate(&self) -> Result<()> {
         let mut first_error = None;
         for group in ApiGroup::ALL {

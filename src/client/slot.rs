@@ -213,29 +213,29 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> GroupSlot<A> {
     /// next call find it back without waiting. Stops when the client is
     /// dropped.
     async fn recover(me: Weak<Self>) {
+        let quiet = match me.upgrade().and_then(|slot| slot.negotiator.clone()) {
+            Some(negotiator) => negotiator.for_background(BACKGROUND_CONNECT_TIMEOUT),
+            None => return,
+        };
         let mut waits = look_schedule();
         loop {
             let Some(slot) = me.upgrade() else { return };
             if slot.state().usable().is_some() {
                 return;
             }
-            slot.look_in_background().await;
+            slot.look_in_background(&quiet).await;
             drop(slot);
             tokio::time::sleep(waits.next().unwrap_or(MAX_LOOK_INTERVAL)).await;
         }
     }
 
-    /// One quiet look: quick attempts, and only a group found changes the
+    /// One look with the `quiet` negotiator: only a group found changes the
     /// state (what is missing or failing is for callers' looks to report).
     /// Skipped while a caller looks.
-    async fn look_in_background(&self) {
-        let Some(negotiator) = &self.negotiator else {
-            return;
-        };
+    async fn look_in_background(&self, quiet: &Negotiator) {
         let Ok(_only_one) = self.looking.try_lock() else {
             return;
         };
-        let quiet = negotiator.for_background(BACKGROUND_CONNECT_TIMEOUT);
         let Ok(negotiated) = quiet.negotiate(&[self.group]).await else {
             return;
         };
