@@ -74,10 +74,15 @@ pub enum Error {
         message: String,
     },
 
-    /// The proxy's answer could not be understood (a disk number that is
-    /// not a number, a negative size, an unknown enum value). The call may
-    /// have had its effect on the host.
-    #[error("{} {}: malformed response: {reason}", operation.group(), operation.name())]
+    /// The answer could not be understood: a message that does not decode
+    /// or is larger than the limit, a broken gRPC frame, no `grpc-status`,
+    /// an answer that is not gRPC at all (an HTTP error page), or values
+    /// that make no sense (a disk number that is not a number, an unknown
+    /// enum value). The status, if any, was made by the client, not sent
+    /// by the proxy: the call may have had its effect on the host, so for
+    /// a call that changes the host the outcome is unknown.
+    #[error("{} {}: malformed response{}: {reason}", operation.group(), operation.name(),
+        if operation.is_mutating() { " (the outcome is unknown: the operation may have run)" } else { "" })]
     InvalidResponse {
         /// The operation.
         operation: Operation,
@@ -144,6 +149,19 @@ pub enum Error {
         after: Duration,
     },
 
+    /// The client is set up in a way that cannot work: an endpoint's path
+    /// holds a file or a directory instead of a socket, or the transport
+    /// does not exist on this platform (named pipes off Windows). Nothing
+    /// was sent, and waiting will not help: fix the setting or the
+    /// deployment it names.
+    #[error("misconfigured {setting}: {reason}")]
+    Configuration {
+        /// The setting, or the endpoint path, that is wrong.
+        setting: String,
+        /// What is wrong with it, and what to set instead.
+        reason: String,
+    },
+
     /// Connecting to an endpoint (opening it, waiting for a busy pipe, and
     /// the HTTP/2 handshake) took longer than the connect timeout.
     #[error("connecting to {address} timed out after {after:?}")]
@@ -170,6 +188,7 @@ impl Error {
             Error::PermissionDenied { .. } => "permission_denied",
             Error::Transport { .. } => "transport_error",
             Error::Timeout { .. } | Error::ConnectTimeout { .. } => "timeout",
+            Error::Configuration { .. } => "configuration",
         }
     }
 
@@ -208,7 +227,7 @@ impl Error {
     }
 
     /// Whether this is a transport failure of a request that certainly did
-    /// not reach the proxy.
+    /// not reach the proxy (or that it refused unprocessed).
     pub(crate) fn certainly_not_sent(&self) -> bool {
         matches!(
             self,
@@ -217,6 +236,23 @@ impl Error {
                 ..
             }
         )
+    }
+
+    /// Whether the proxy refused the request without processing it
+    /// (`REFUSED_STREAM`, or a stream above a GOAWAY's last stream id), as
+    /// the transport classified it.
+    pub(crate) fn was_refused(&self) -> bool {
+        let Error::Transport { source, .. } = self else {
+            return false;
+        };
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&**source);
+        while let Some(error) = cause {
+            if let Some(connection) = error.downcast_ref::<crate::transport::ConnectionError>() {
+                return connection.is_refused();
+            }
+            cause = error.source();
+        }
+        false
     }
 }
 

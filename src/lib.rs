@@ -52,6 +52,14 @@
 //!   versions over a real transport, backed by any trait implementation),
 //!   and the generated servers in [`wire`]. Enable it in dev-dependencies.
 //! - `cli`: the `csiproxyctl` command-line tool.
+//!
+//! # Errors in a CSI node service
+//!
+//! Every [`Error`] converts into the `tonic::Status` a CSI node service
+//! answers (`tonic::Status::from(error)`, or `?` in a handler), with the
+//! code chosen by [`Error::csi_code`]; [`Error::is_retryable`] says whether
+//! the same call may succeed later. The table of codes is on the
+//! `From<Error> for tonic::Status` implementation of [`Error`].
 
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -60,6 +68,7 @@ mod adapter;
 mod api;
 pub mod capability;
 mod client;
+mod csi_status;
 mod error;
 mod group;
 pub mod metrics;
@@ -92,7 +101,8 @@ pub use negotiate::{
 };
 pub use retry::RetryPolicy;
 pub use transport::{
-    endpoint_name, ConnectionError, ProxyChannel, ResponseBody, Transport, LOCAL_PIPE_PREFIX,
+    endpoint_name, ConnectionError, ProxyChannel, ResponseBody, Transport,
+    DEFAULT_MAX_RESPONSE_SIZE, LOCAL_PIPE_PREFIX,
 };
 pub use version::{ApiVersion, Stability};
 

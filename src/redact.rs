@@ -62,16 +62,28 @@ pub(crate) fn redact(error: Error, secret: &Secret) -> Error {
         | Error::Unsupported { .. }
         | Error::NotImplemented { .. }
         | Error::Timeout { .. }
-        | Error::ConnectTimeout { .. }) => error,
+        | Error::ConnectTimeout { .. }
+        | Error::Configuration { .. }) => error,
     }
 }
 
 /// The forms a secret can take in a message, longest first: as is, escaped
-/// as Go's `%q` does (how the proxy quotes command output), as Rust's
-/// `{:?}` does (how a gRPC status shows its message), as JSON does, and
-/// each of those escaped once more.
+/// as Go's `%q` and `%+q` do (how the proxy quotes command output), as
+/// Rust's `{:?}` does (how a gRPC status shows its message), as JSON does
+/// (with or without escaping what is not ASCII), as its bytes escaped
+/// (`\xc3\xa9`, how a header value or a byte string shows), and each of
+/// those escaped once more.
 fn forms(secret: &str) -> Vec<String> {
-    let escapes: [fn(&str) -> String; 3] = [go_quoted, rust_debug, json_escaped];
+    let escapes: [fn(&str) -> String; 8] = [
+        go_quoted,
+        go_quoted_ascii,
+        rust_debug,
+        json_escaped,
+        |s| json_escaped_ascii(s, false),
+        |s| json_escaped_ascii(s, true),
+        bytes_escaped,
+        header_value_debug,
+    ];
     let mut forms = vec![secret.to_owned()];
     let mut last = 0..forms.len();
     for _ in 0..2 {
@@ -156,6 +168,62 @@ fn go_quoted(s: &str) -> String {
             }
             c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The inside of Go's `strconv.QuoteToASCII(s)` (`%+q`): as `%q`, and
+/// every character past ASCII as `\u00e9`, or `\U0001f600` past 16 bits.
+fn go_quoted_ascii(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in go_quoted(s).chars() {
+        match c as u32 {
+            0..0x80 => out.push(c),
+            code @ 0x80..0x10000 => out.push_str(&format!("\\u{code:04x}")),
+            code => out.push_str(&format!("\\U{code:08x}")),
+        }
+    }
+    out
+}
+
+/// The inside of a JSON string holding `s` written as ASCII only (what
+/// many encoders do, PowerShell's among them): every character past
+/// ASCII as `\u00e9`, in UTF-16 surrogates past 16 bits, with lower or
+/// `upper` case hex digits.
+fn json_escaped_ascii(s: &str, upper: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in json_escaped(s).chars() {
+        if c.is_ascii() {
+            out.push(c);
+            continue;
+        }
+        for unit in c.encode_utf16(&mut [0; 2]) {
+            if upper {
+                out.push_str(&format!("\\u{unit:04X}"));
+            } else {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    out
+}
+
+/// `s`'s bytes as Rust escapes a byte string (`\xc3\xa9` past ASCII).
+fn bytes_escaped(s: &str) -> String {
+    s.as_bytes().escape_ascii().to_string()
+}
+
+/// `s` as the `Debug` of an HTTP header value shows it (the metadata of a
+/// gRPC status): `"` escaped, and every byte that is no visible ASCII (a
+/// tab aside) as `\x` and its hex digits, unpadded.
+fn header_value_debug(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for &b in s.as_bytes() {
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\t' | 0x20..0x7f => out.push(char::from(b)),
+            b => out.push_str(&format!("\\x{b:x}")),
         }
     }
     out
@@ -254,6 +322,52 @@ mod tests {
             message,
         };
         assert!(!leaks(&redact(error, &Secret::new(SECRET))));
+    }
+
+    #[test]
+    fn forms_past_ascii_are_the_encoders_own() {
+        assert_eq!(go_quoted_ascii("é\"😀"), r#"\u00e9\"\U0001f600"#);
+        assert_eq!(json_escaped_ascii("é😀", false), r"\u00e9\ud83d\ude00");
+        assert_eq!(json_escaped_ascii("é", true), r"\u00E9");
+        assert_eq!(bytes_escaped("é\r\""), r#"\xc3\xa9\r\""#);
+        assert_eq!(header_value_debug("é\\\""), r#"\xc3\xa9\\""#);
+    }
+
+    #[test]
+    fn a_secret_past_ascii_is_masked_in_every_escaping() {
+        let secret = "s3cr3t\"Pa55é%w\rd";
+        let texts = [
+            go_quoted_ascii(secret),
+            json_escaped_ascii(secret, false),
+            json_escaped_ascii(secret, true),
+            bytes_escaped(secret),
+            header_value_debug(secret),
+            rust_debug(&go_quoted_ascii(secret)),
+            json_escaped(&json_escaped_ascii(secret, false)),
+        ];
+        let forms = forms(secret);
+        for text in texts {
+            let masked = mask(&forms, format!("echo: [{text}]"));
+            assert_eq!(masked, "echo: [***]", "{text}");
+        }
+    }
+
+    #[test]
+    fn a_status_whose_metadata_echoes_the_secret_is_cleaned() {
+        let secret = "s3cr3t\"Pa55é%w\rd";
+        let mut status = tonic::Status::unknown("mapping failed");
+        let echo = secret.replace('\r', " ");
+        let value = tonic::metadata::MetadataValue::try_from(echo.as_bytes()).unwrap();
+        status.metadata_mut().insert("x-echo", value);
+        let error = Error::Transport {
+            address: "pipe".into(),
+            operation: Some(OP),
+            maybe_sent: true,
+            source: Arc::new(status),
+        };
+        let clean = redact(error, &Secret::new(&echo));
+        let text = format!("{clean} {clean:?}");
+        assert!(!text.contains("s3cr3t"), "{text}");
     }
 
     #[test]

@@ -404,12 +404,15 @@ fn named_pipes_off_windows_fail_clearly() {
         .enable_all()
         .build()
         .unwrap();
-    let negotiated = runtime
+    // A configuration error, at once and before anything is tried, that
+    // says what to set instead.
+    let err = runtime
         .block_on(Negotiator::new(Transport::named_pipes()).negotiate(&[Disk]))
-        .unwrap();
-    let err = negotiated.connection(Disk).unwrap_err();
-    assert!(
-        err.to_string().contains("only available on Windows"),
-        "{err}"
-    );
+        .unwrap_err();
+    assert!(matches!(err, Error::Configuration { .. }), "{err}");
+    assert!(err.to_string().contains("socket_dir"), "{err}");
+    let err = runtime
+        .block_on(csi_proxy_client::CsiProxy::builder().connect())
+        .unwrap_err();
+    assert!(matches!(err, Error::Configuration { .. }), "{err}");
 }

@@ -12,7 +12,7 @@ use crate::capability::{Operation, Support};
 use crate::error::{outcome, Code, Error, Result};
 use crate::group::ApiGroup;
 use crate::negotiate::Connection;
-use crate::transport::{service_name, ConnectionError, ProxyChannel};
+use crate::transport::{service_name, ConnectionError, PeerStatus, ProxyChannel};
 use crate::version::ApiVersion;
 
 /// A negotiated connection, ready for unary calls of its version.
@@ -40,8 +40,10 @@ impl WireClient {
                     Some(PathAndQuery::from_maybe_shared(path).expect("valid path"));
             }
         }
+        let channel = connection.channel();
+        let max_response_size = channel.max_response_size();
         Self {
-            grpc: Grpc::new(connection.channel()),
+            grpc: Grpc::new(channel).max_decoding_message_size(max_response_size),
             group,
             version,
             address: Arc::from(connection.address()),
@@ -84,39 +86,53 @@ impl WireClient {
             outcome = tracing::field::Empty,
         );
         let mut grpc = self.grpc.clone();
+        let peer = PeerStatus::new();
+        let mut request = tonic::Request::new(request);
+        request.extensions_mut().insert(peer.clone());
         // No `ready()` first: a `ProxyChannel` is always ready, and reports a
         // closed connection per request, with whether it was sent.
         let exchange = async move {
-            grpc.unary(
-                tonic::Request::new(request),
-                path,
-                ProstCodec::<Req, Resp>::default(),
-            )
-            .await
-            .map(tonic::Response::into_inner)
-            .map_err(|status| self.status_error(operation, status))
+            grpc.unary(request, path, ProstCodec::<Req, Resp>::default())
+                .await
+                .map(tonic::Response::into_inner)
+                .map_err(|status| self.status_error(operation, status, peer.code()))
         };
         let result = exchange.instrument(span.clone()).await;
         span.record("outcome", outcome(&result));
         result
     }
 
-    /// The error for a status. Whether the connection failed is decided by
-    /// what caused the status (an I/O or h2 error, or the channel's
-    /// own [`ConnectionError`]), never by its code: which code tonic gives a
-    /// reset stream depends on tonic's cargo features, and the proxy's own
-    /// answers arrive without a cause.
-    fn status_error(&self, operation: Operation, status: tonic::Status) -> Error {
-        if let Some(maybe_sent) = connection_failure(&status) {
-            return self.transport_error(operation, maybe_sent, status);
+    /// The error for a status, by where it came from, never by its text:
+    /// - made from a failed connection (the channel's own
+    ///   [`ConnectionError`], or an I/O or h2 error, as its cause): a
+    ///   transport failure, which says whether the request may have been
+    ///   processed; an answer that is no gRPC answer at all is an invalid
+    ///   response;
+    /// - the proxy's own `grpc-status` (`peer`, as the channel saw it): the
+    ///   host's failure, or for `Unavailable` and `Cancelled` (a proxy
+    ///   shutting down) a transport failure;
+    /// - anything else was made up by tonic from an answer it could not use
+    ///   (too large, broken framing, no message, no status): an invalid
+    ///   response, whose outcome is unknown.
+    fn status_error(
+        &self,
+        operation: Operation,
+        status: tonic::Status,
+        peer: Option<Code>,
+    ) -> Error {
+        match failed_connection(&status) {
+            Some(Failed::Connection { maybe_sent }) => {
+                return self.transport_error(operation, maybe_sent, status)
+            }
+            Some(Failed::NotGrpc(reason)) => return Error::invalid_response(operation, reason),
+            None => {}
         }
         match status.code() {
-            // A proxy that is shutting down may answer so itself.
+            code if peer != Some(code) || code == Code::Ok => Error::invalid_response(
+                operation,
+                format!("{code:?} made by the client: {}", status.message()),
+            ),
             Code::Unavailable | Code::Cancelled => self.transport_error(operation, true, status),
-            // tonic's own report of a response it could not decode.
-            Code::Internal if status.message().starts_with("failed to decode") => {
-                Error::invalid_response(operation, status.message())
-            }
             code => Error::Host {
                 operation,
                 code,
@@ -140,18 +156,31 @@ impl WireClient {
     }
 }
 
-/// If `status` was made from a failed connection: whether the request may
-/// have been sent.
-fn connection_failure(status: &tonic::Status) -> Option<bool> {
+/// How the channel under a status failed, as the transport classified it.
+enum Failed {
+    /// The connection failed or broke; whether the request may have been
+    /// processed.
+    Connection { maybe_sent: bool },
+    /// The answer was no gRPC answer; why.
+    NotGrpc(String),
+}
+
+/// If `status` was made from a failure of the channel: which.
+fn failed_connection(status: &tonic::Status) -> Option<Failed> {
     let mut cause = std::error::Error::source(status);
     while let Some(error) = cause {
         if let Some(connection) = error.downcast_ref::<ConnectionError>() {
+            if connection.is_not_grpc() {
+                return Some(Failed::NotGrpc(connection.to_string()));
+            }
             return connection
                 .is_connection_failure()
-                .then(|| connection.maybe_sent());
+                .then(|| Failed::Connection {
+                    maybe_sent: connection.maybe_sent(),
+                });
         }
         if error.is::<h2::Error>() || error.is::<std::io::Error>() {
-            return Some(true);
+            return Some(Failed::Connection { maybe_sent: true });
         }
         cause = error.source();
     }

@@ -1,26 +1,27 @@
 //! The handles `CsiProxy` gives out: each group trait implemented by running
-//! every call through the group's [`GroupSlot`], which adds deadlines,
-//! retries and re-negotiation around whichever adapter is current.
+//! every call through the group's [`Lookout`] and its call policy, which
+//! add deadlines, retries and looking for the proxy around whichever
+//! adapter is current.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use super::lookout::Lookout;
 use super::options::CallOptions;
-use super::slot::GroupSlot;
 use crate::api::*;
 use crate::capability::Operation as Op;
 use crate::error::Result;
 
-/// A group's slot with the options of the calls made through it.
+/// A group's lookout with the options of the calls made through it.
 pub(crate) struct Handle<A: ?Sized> {
-    pub slot: Arc<GroupSlot<A>>,
+    pub lookout: Arc<Lookout<A>>,
     pub options: CallOptions,
 }
 
 /// Implements a group trait on [`Handle`]: every method runs the same
-/// method of the current adapter through the slot, as the operation after
+/// method of the current adapter through the lookout, as the operation after
 /// `=` (an [`Operation`](Op) variant, or an expression of the arguments
 /// that gives one), whose deadline and retry rules apply.
 macro_rules! handle_impl {
@@ -33,7 +34,7 @@ macro_rules! handle_impl {
                 async fn $method(&self $(, $arg: $ty)*) -> Result<$ret> {
                     #[allow(unused_imports)]
                     use Op::*;
-                    self.slot
+                    self.lookout
                         .run($op, self.options, |api| async move { api.$method($($arg),*).await })
                         .await
                 }

@@ -1,9 +1,10 @@
 //! The facade: connect once, get a handle per group.
 
+mod call;
 mod handles;
 mod health;
+mod lookout;
 mod options;
-mod slot;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,8 +24,8 @@ use crate::retry::RetryPolicy;
 use crate::transport::Transport;
 use crate::version::ApiVersion;
 use handles::Handle;
+use lookout::{is_worth_waiting_for, AnyLookout, Behaviour, Lookout, Pace};
 use options::Deadlines;
-use slot::{is_worth_waiting_for, look_schedule, AnySlot, Behaviour, GroupSlot};
 
 /// A connection to CSI Proxy: one negotiated handle per API group.
 ///
@@ -94,27 +95,27 @@ pub struct CsiProxy {
     options: CallOptions,
 }
 
-/// The six slots; a group not negotiated at all has none.
+/// The six lookouts; a group not negotiated at all has none.
 struct Groups {
-    disk: Option<Arc<GroupSlot<dyn DiskApi>>>,
-    filesystem: Option<Arc<GroupSlot<dyn FilesystemApi>>>,
-    smb: Option<Arc<GroupSlot<dyn SmbApi>>>,
-    volume: Option<Arc<GroupSlot<dyn VolumeApi>>>,
-    iscsi: Option<Arc<GroupSlot<dyn IscsiApi>>>,
-    system: Option<Arc<GroupSlot<dyn SystemApi>>>,
+    disk: Option<Arc<Lookout<dyn DiskApi>>>,
+    filesystem: Option<Arc<Lookout<dyn FilesystemApi>>>,
+    smb: Option<Arc<Lookout<dyn SmbApi>>>,
+    volume: Option<Arc<Lookout<dyn VolumeApi>>>,
+    iscsi: Option<Arc<Lookout<dyn IscsiApi>>>,
+    system: Option<Arc<Lookout<dyn SystemApi>>>,
     behaviour: Arc<Behaviour>,
 }
 
 impl Groups {
-    /// The slot of `group`, whatever its trait.
-    fn any(&self, group: ApiGroup) -> Option<&dyn AnySlot> {
+    /// The lookout of `group`, whatever its trait.
+    fn any(&self, group: ApiGroup) -> Option<&dyn AnyLookout> {
         match group {
-            ApiGroup::Disk => self.disk.as_deref().map(|s| s as &dyn AnySlot),
-            ApiGroup::Filesystem => self.filesystem.as_deref().map(|s| s as &dyn AnySlot),
-            ApiGroup::Smb => self.smb.as_deref().map(|s| s as &dyn AnySlot),
-            ApiGroup::Volume => self.volume.as_deref().map(|s| s as &dyn AnySlot),
-            ApiGroup::Iscsi => self.iscsi.as_deref().map(|s| s as &dyn AnySlot),
-            ApiGroup::System => self.system.as_deref().map(|s| s as &dyn AnySlot),
+            ApiGroup::Disk => self.disk.as_deref().map(|s| s as &dyn AnyLookout),
+            ApiGroup::Filesystem => self.filesystem.as_deref().map(|s| s as &dyn AnyLookout),
+            ApiGroup::Smb => self.smb.as_deref().map(|s| s as &dyn AnyLookout),
+            ApiGroup::Volume => self.volume.as_deref().map(|s| s as &dyn AnyLookout),
+            ApiGroup::Iscsi => self.iscsi.as_deref().map(|s| s as &dyn AnyLookout),
+            ApiGroup::System => self.system.as_deref().map(|s| s as &dyn AnyLookout),
         }
     }
 }
@@ -136,8 +137,8 @@ macro_rules! handle {
     ($(#[$doc:meta])* $name:ident, $group:ident, $trait:ident) => {
         $(#[$doc])*
         pub fn $name(&self) -> Result<Arc<dyn $trait>> {
-            let slot = self.groups.$name.as_ref().ok_or_else(|| self.missing(ApiGroup::$group))?;
-            Ok(Arc::new(Handle { slot: slot.clone(), options: self.options }))
+            let lookout = self.groups.$name.as_ref().ok_or_else(|| self.missing(ApiGroup::$group))?;
+            Ok(Arc::new(Handle { lookout: lookout.clone(), options: self.options }))
         }
     };
 }
@@ -154,25 +155,25 @@ impl CsiProxy {
     /// tested with mocks. Groups left out report [`Error::NotServed`].
     /// Deadlines apply as for a real connection.
     pub fn from_backends(backends: Backends) -> Self {
-        let behaviour = Arc::new(Behaviour {
-            deadlines: Deadlines::default(),
-            retry: RetryPolicy::default(),
-            events: broadcast::channel(16).0,
-        });
-        fn slot<A: ?Sized + FromConnection + Send + Sync + 'static>(
+        let behaviour = Arc::new(Behaviour::new(
+            Deadlines::default(),
+            RetryPolicy::default(),
+            16,
+        ));
+        fn group_lookout<A: ?Sized + FromConnection + Send + Sync + 'static>(
             group: ApiGroup,
             api: Option<Arc<A>>,
             behaviour: &Arc<Behaviour>,
-        ) -> Option<Arc<GroupSlot<A>>> {
-            api.map(|api| GroupSlot::direct(group, api, behaviour.clone()))
+        ) -> Option<Arc<Lookout<A>>> {
+            api.map(|api| Lookout::direct(group, api, behaviour.clone()))
         }
         let groups = Groups {
-            disk: slot(ApiGroup::Disk, backends.disk, &behaviour),
-            filesystem: slot(ApiGroup::Filesystem, backends.filesystem, &behaviour),
-            smb: slot(ApiGroup::Smb, backends.smb, &behaviour),
-            volume: slot(ApiGroup::Volume, backends.volume, &behaviour),
-            iscsi: slot(ApiGroup::Iscsi, backends.iscsi, &behaviour),
-            system: slot(ApiGroup::System, backends.system, &behaviour),
+            disk: group_lookout(ApiGroup::Disk, backends.disk, &behaviour),
+            filesystem: group_lookout(ApiGroup::Filesystem, backends.filesystem, &behaviour),
+            smb: group_lookout(ApiGroup::Smb, backends.smb, &behaviour),
+            volume: group_lookout(ApiGroup::Volume, backends.volume, &behaviour),
+            iscsi: group_lookout(ApiGroup::Iscsi, backends.iscsi, &behaviour),
+            system: group_lookout(ApiGroup::System, backends.system, &behaviour),
             behaviour,
         };
         Self {
@@ -200,12 +201,14 @@ impl CsiProxy {
     /// (not found at the last look, or its connection has ended), and for a
     /// backend given directly.
     pub fn version(&self, group: ApiGroup) -> Option<ApiVersion> {
-        self.groups.any(group).and_then(|slot| slot.version())
+        self.groups.any(group).and_then(|lookout| lookout.version())
     }
 
     /// Whether calls on `group` go to the proxy now, without waiting.
     pub fn is_served(&self, group: ApiGroup) -> bool {
-        self.groups.any(group).is_some_and(|slot| slot.is_served())
+        self.groups
+            .any(group)
+            .is_some_and(|lookout| lookout.is_served())
     }
 
     /// Per configured group: the version served and since when, or not
@@ -220,7 +223,7 @@ impl CsiProxy {
     pub fn health(&self) -> Health {
         let groups = ApiGroup::ALL
             .iter()
-            .filter_map(|&g| self.groups.any(g).map(AnySlot::health))
+            .filter_map(|&g| self.groups.any(g).map(AnyLookout::health))
             .collect();
         Health { groups }
     }
@@ -241,10 +244,10 @@ impl CsiProxy {
     pub async fn renegotiate(&self) -> Result<()> {
         let mut first_error = None;
         for group in ApiGroup::ALL {
-            let Some(slot) = self.groups.any(group) else {
+            let Some(lookout) = self.groups.any(group) else {
                 continue;
             };
-            match slot.look_again().await {
+            match lookout.look_again().await {
                 Ok(()) | Err(Error::NotServed { .. }) => {}
                 Err(e) => {
                     first_error.get_or_insert(e);
@@ -317,6 +320,7 @@ pub struct CsiProxyBuilder {
     policy: VersionPolicy,
     retry: RetryPolicy,
     connect_timeout: Duration,
+    max_response_size: usize,
     deadlines: Deadlines,
     groups: Vec<ApiGroup>,
     required: Vec<ApiGroup>,
@@ -337,6 +341,7 @@ impl Default for CsiProxyBuilder {
             policy: VersionPolicy::default(),
             retry: RetryPolicy::default(),
             connect_timeout: Duration::from_secs(5),
+            max_response_size: crate::transport::DEFAULT_MAX_RESPONSE_SIZE,
             deadlines: Deadlines::default(),
             groups: ApiGroup::ALL.to_vec(),
             required: Vec::new(),
@@ -377,6 +382,15 @@ impl CsiProxyBuilder {
     /// Bounds each connection attempt (default 5 s).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// The largest answer a call accepts, in bytes (default 4 MiB, gRPC's
+    /// convention). A larger one fails the call with
+    /// [`Error::InvalidResponse`]: raise it for nodes with very many disks
+    /// or volumes.
+    pub fn max_response_size(mut self, bytes: usize) -> Self {
+        self.max_response_size = bytes;
         self
     }
 
@@ -448,31 +462,30 @@ impl CsiProxyBuilder {
         let negotiator = Negotiator::new(self.transport?)
             .policy(self.policy)
             .retry(self.retry)
-            .connect_timeout(self.connect_timeout);
+            .connect_timeout(self.connect_timeout)
+            .max_response_size(self.max_response_size);
         let mut negotiated = negotiator.negotiate(&self.groups).await?;
         let wait = self.wait_for_proxy.unwrap_or(DEFAULT_WAIT_FOR_PROXY);
         wait_for_required(&negotiator, &mut negotiated, &self.required, wait).await?;
-        let behaviour = Arc::new(Behaviour {
-            deadlines: self.deadlines,
-            retry: self.retry,
-            events: broadcast::channel(64).0,
-        });
+        let behaviour = Arc::new(Behaviour::new(self.deadlines, self.retry, 64));
         let negotiated_groups = &self.groups;
-        let slot = |group: ApiGroup| {
-            negotiated_groups.contains(&group).then_some(SlotFactory {
-                group,
-                negotiated: &negotiated,
-                negotiator: &negotiator,
-                behaviour: &behaviour,
-            })
+        let group_lookout = |group: ApiGroup| {
+            negotiated_groups
+                .contains(&group)
+                .then_some(LookoutFactory {
+                    group,
+                    negotiated: &negotiated,
+                    negotiator: &negotiator,
+                    behaviour: &behaviour,
+                })
         };
         let groups = Groups {
-            disk: slot(ApiGroup::Disk).map(SlotFactory::build),
-            filesystem: slot(ApiGroup::Filesystem).map(SlotFactory::build),
-            smb: slot(ApiGroup::Smb).map(SlotFactory::build),
-            volume: slot(ApiGroup::Volume).map(SlotFactory::build),
-            iscsi: slot(ApiGroup::Iscsi).map(SlotFactory::build),
-            system: slot(ApiGroup::System).map(SlotFactory::build),
+            disk: group_lookout(ApiGroup::Disk).map(LookoutFactory::build),
+            filesystem: group_lookout(ApiGroup::Filesystem).map(LookoutFactory::build),
+            smb: group_lookout(ApiGroup::Smb).map(LookoutFactory::build),
+            volume: group_lookout(ApiGroup::Volume).map(LookoutFactory::build),
+            iscsi: group_lookout(ApiGroup::Iscsi).map(LookoutFactory::build),
+            system: group_lookout(ApiGroup::System).map(LookoutFactory::build),
             behaviour: behaviour.clone(),
         };
         Ok(CsiProxy {
@@ -492,7 +505,8 @@ async fn wait_for_required(
     wait: Duration,
 ) -> Result<()> {
     let started = Instant::now();
-    let mut schedule = look_schedule();
+    let mut pace = Pace::default();
+    pace.next_delay(); // the first look was the negotiation at connect
     let mut logged: Option<Instant> = None;
     loop {
         let mut missing = Vec::new();
@@ -519,24 +533,23 @@ async fn wait_for_required(
             logged = Some(Instant::now());
         }
         let left = wait.saturating_sub(started.elapsed());
-        let delay = schedule.next().unwrap_or(slot::MAX_LOOK_INTERVAL);
-        tokio::time::sleep(delay.min(left)).await;
+        tokio::time::sleep(pace.next_delay().min(left)).await;
         let groups: Vec<ApiGroup> = missing.iter().map(|&(g, _)| g).collect();
         negotiated.merge(negotiator.negotiate(&groups).await?);
     }
 }
 
-/// Builds the slot of one negotiated group.
-struct SlotFactory<'a> {
+/// Builds the lookout of one negotiated group.
+struct LookoutFactory<'a> {
     group: ApiGroup,
     negotiated: &'a Negotiated,
     negotiator: &'a Negotiator,
     behaviour: &'a Arc<Behaviour>,
 }
 
-impl SlotFactory<'_> {
-    fn build<A: ?Sized + FromConnection + Send + Sync + 'static>(self) -> Arc<GroupSlot<A>> {
-        GroupSlot::negotiated(
+impl LookoutFactory<'_> {
+    fn build<A: ?Sized + FromConnection + Send + Sync + 'static>(self) -> Arc<Lookout<A>> {
+        Lookout::negotiated(
             self.group,
             self.negotiated.connection(self.group),
             self.negotiator.clone(),

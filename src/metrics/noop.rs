@@ -40,13 +40,5 @@ impl GroupGauges {
         Self
     }
 
-    pub fn show(&self, _: Option<ApiVersion>) -> ShownConnection {
-        ShownConnection
-    }
-}
-
-pub(crate) struct ShownConnection;
-
-impl ShownConnection {
-    pub fn ended(self) {}
+    pub fn show(&self, _: Option<ApiVersion>) {}
 }

@@ -202,8 +202,8 @@ pub(crate) fn version_changed(group: ApiGroup, from: Option<ApiVersion>, to: Opt
 }
 
 /// The gauges of one group: which version serves it, and whether it is
-/// served. Set at each negotiation of the group, and cleared as soon as the
-/// connection in use ends, even if no call notices.
+/// served. They follow the group's state, which changes at each look and
+/// as soon as the connection in use ends, even if no call notices.
 #[derive(Clone)]
 pub(crate) struct GroupGauges {
     group: ApiGroup,
@@ -213,9 +213,6 @@ pub(crate) struct GroupGauges {
 /// What the gauges show now.
 #[derive(Default)]
 struct Shown {
-    /// Counts the connections shown; the end of an older connection must
-    /// not clear what a newer one shows.
-    connection: u64,
     version: Option<ApiVersion>,
 }
 
@@ -227,33 +224,9 @@ impl GroupGauges {
         }
     }
 
-    /// The group is served by `version`, or not served. The connection
-    /// shown is to be [`ended`](ShownConnection::ended) when it ends.
-    pub fn show(&self, version: Option<ApiVersion>) -> ShownConnection {
-        let mut shown = lock(&self.shown);
-        shown.connection += 1;
-        set(self.group, &mut shown, version);
-        ShownConnection {
-            gauges: self.clone(),
-            connection: shown.connection,
-        }
-    }
-}
-
-/// One connection the gauges showed.
-pub(crate) struct ShownConnection {
-    gauges: GroupGauges,
-    connection: u64,
-}
-
-impl ShownConnection {
-    /// The connection ended: the group is not served, unless the gauges
-    /// show a newer connection by now.
-    pub fn ended(self) {
-        let mut shown = lock(&self.gauges.shown);
-        if shown.connection == self.connection {
-            set(self.gauges.group, &mut shown, None);
-        }
+    /// The group is served by `version`, or not served.
+    pub fn show(&self, version: Option<ApiVersion>) {
+        set(self.group, &mut lock(&self.shown), version);
     }
 }
 

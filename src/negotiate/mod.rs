@@ -131,6 +131,13 @@ impl Negotiator {
         self
     }
 
+    /// The largest answer a call on the negotiated connections accepts, in
+    /// bytes (default 4 MiB, gRPC's convention).
+    pub fn max_response_size(mut self, bytes: usize) -> Self {
+        self.options.max_response_size = bytes;
+        self
+    }
+
     /// The transport negotiated over.
     pub fn transport(&self) -> &Transport {
         &self.transport
@@ -138,10 +145,12 @@ impl Negotiator {
 
     /// Negotiates every group in `groups` concurrently.
     ///
-    /// Fails only if the policy is invalid for one of them, before anything
-    /// is connected; a group that cannot be connected is recorded in the
-    /// result, see [`Negotiated::connection`].
+    /// Fails only if the policy is invalid for one of them, or the
+    /// transport cannot work on this platform ([`Error::Configuration`]),
+    /// before anything is connected; a group that cannot be connected is
+    /// recorded in the result, see [`Negotiated::connection`].
     pub async fn negotiate(&self, groups: &[ApiGroup]) -> Result<Negotiated> {
+        self.transport.check_usable()?;
         let mut plans = Vec::with_capacity(groups.len());
         for &group in groups {
             plans.push((group, self.policy.candidates(group)?));

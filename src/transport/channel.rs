@@ -45,7 +45,13 @@ use super::exchange::{BodyPipe, ResponseBody};
 pub struct ProxyChannel {
     sender: SendRequest<Bytes>,
     state: Arc<ConnectionState>,
+    /// The largest response message the SDK's calls accept on it.
+    max_response_size: usize,
 }
+
+/// gRPC's conventional limit of a received message, and the default of
+/// [`CsiProxyBuilder::max_response_size`](crate::CsiProxyBuilder::max_response_size).
+pub const DEFAULT_MAX_RESPONSE_SIZE: usize = 4 << 20;
 
 /// What the connection task reports when it ends.
 #[derive(Default)]
@@ -76,7 +82,7 @@ impl ProxyChannel {
     ///   this type relies on.
     /// - No server push (gRPC never uses it), and a header list bound that
     ///   holds any error message the proxy sends in its trailers.
-    pub(crate) async fn handshake<T>(stream: T) -> Result<Self, h2::Error>
+    pub(crate) async fn handshake<T>(stream: T, max_response_size: usize) -> Result<Self, h2::Error>
     where
         T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
@@ -91,12 +97,23 @@ impl ProxyChannel {
         let watcher = state.clone();
         tokio::spawn(async move {
             if let Err(e) = connection.await {
-                tracing::debug!(error = %e, "CSI Proxy connection ended");
+                // The reason only: a GOAWAY's debug data is the proxy's
+                // text, which may echo a request (and its secrets).
+                tracing::debug!(reason = ?e.reason(), io = e.is_io(), "CSI Proxy connection ended");
             }
             watcher.closed.store(true, Ordering::Release);
             watcher.ended.notify_waiters();
         });
-        Ok(Self { sender, state })
+        Ok(Self {
+            sender,
+            state,
+            max_response_size,
+        })
+    }
+
+    /// The largest response message the SDK's calls accept on this channel.
+    pub(crate) fn max_response_size(&self) -> usize {
+        self.max_response_size
     }
 
     /// Whether the connection has ended (the proxy went away or closed it).
@@ -170,6 +187,7 @@ impl tower::Service<Request<Body>> for ProxyChannel {
         if let Ok(uri) = Uri::from_parts(uri) {
             head.uri = uri;
         }
+        let witness = head.extensions.get::<PeerStatus>().cloned();
         let head = Request::from_parts(head, ());
         let end_of_stream = http_body::Body::is_end_stream(&body);
         // A sender that is not ready (its last request waits for a free
@@ -194,6 +212,7 @@ impl tower::Service<Request<Body>> for ProxyChannel {
             exchange(
                 response,
                 (!end_of_stream).then(|| BodyPipe::new(body, stream)),
+                witness,
             )
             .await
         })
@@ -212,6 +231,7 @@ enum Start {
 async fn exchange(
     mut response: ResponseFuture,
     mut pipe: Option<BodyPipe>,
+    witness: Option<PeerStatus>,
 ) -> Result<Response<ResponseBody>, ConnectionError> {
     let head = std::future::poll_fn(|cx| {
         if let Some(sending) = &mut pipe {
@@ -230,7 +250,73 @@ async fn exchange(
             sending.poll_send(cx).map(drop)
         }));
     }
-    Ok(head.map(ResponseBody::new))
+    check_grpc_head(&head)?;
+    if let Some(witness) = &witness {
+        // A trailers-only answer carries its status in the head.
+        witness.saw(head.headers());
+    }
+    Ok(head.map(|stream| ResponseBody::new(stream, witness)))
+}
+
+/// A gRPC answer is HTTP 200 with a `application/grpc` content type; what
+/// else arrives (an error page, another protocol's answer) is no gRPC
+/// answer, whatever tonic would make of it.
+fn check_grpc_head<B>(head: &Response<B>) -> Result<(), ConnectionError> {
+    let content_type = head
+        .headers()
+        .get(tonic::codegen::http::header::CONTENT_TYPE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let is_grpc = content_type.as_deref().is_some_and(|t| {
+        t == "application/grpc"
+            || t.starts_with("application/grpc+")
+            || t.starts_with("application/grpc;")
+    });
+    if head.status() == tonic::codegen::http::StatusCode::OK && is_grpc {
+        return Ok(());
+    }
+    Err(ConnectionError {
+        kind: Kind::NotGrpc {
+            status: head.status().as_u16(),
+            content_type,
+        },
+    })
+}
+
+/// The `grpc-status` the proxy itself sent for one call, in a trailers-only
+/// head or in the trailers, if any: the one way to tell the proxy's own
+/// status from one that tonic made up from an answer it could not use.
+/// The SDK's calls put one in the request's extensions; the channel fills
+/// it in.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PeerStatus(Arc<std::sync::atomic::AtomicI32>);
+
+impl PeerStatus {
+    /// Nothing seen.
+    const NONE: i32 = -1;
+
+    pub fn new() -> Self {
+        Self(Arc::new(std::sync::atomic::AtomicI32::new(Self::NONE)))
+    }
+
+    /// Records the `grpc-status` of `headers`, if it has a valid one.
+    pub fn saw(&self, headers: &tonic::codegen::http::HeaderMap) {
+        let code = headers
+            .get("grpc-status")
+            .and_then(|v| std::str::from_utf8(v.as_bytes()).ok())
+            .and_then(|v| v.parse::<u8>().ok())
+            .filter(|&code| code <= 16);
+        if let Some(code) = code {
+            self.0.store(i32::from(code), Ordering::Release);
+        }
+    }
+
+    /// The code the proxy sent, if it sent a valid one.
+    pub fn code(&self) -> Option<tonic::Code> {
+        match self.0.load(Ordering::Acquire) {
+            Self::NONE => None,
+            code => Some(tonic::Code::from_i32(code)),
+        }
+    }
 }
 
 /// The connection to the proxy failed under a request, or the request
@@ -250,6 +336,14 @@ enum Kind {
     Ended,
     /// The connection or the call's stream failed.
     Failed { sent: bool, source: h2::Error },
+    /// The proxy refused the stream without processing it: reset with
+    /// `REFUSED_STREAM`, or above a GOAWAY's last stream id.
+    Refused(h2::Error),
+    /// The answer is no gRPC answer (HTTP status, content type).
+    NotGrpc {
+        status: u16,
+        content_type: Option<String>,
+    },
     /// The request's own body failed (tonic could not encode it).
     RequestBody(tonic::Status),
 }
@@ -269,12 +363,22 @@ impl ConnectionError {
     }
 
     /// A failure after the request was handed to h2: it may have been
-    /// sent. (Even a stream the proxy refused counts so: repeating it at
-    /// once would meet the same refusal.)
+    /// sent, unless the proxy said it did not process it (RFC 9113 §8.7).
+    ///
+    /// h2 does not hand out a GOAWAY's last stream id, but it tells it all
+    /// the same: when a GOAWAY arrives, h2 ends exactly the streams above
+    /// that id with the GOAWAY itself (a remote GOAWAY error), while
+    /// streams at or below it go on, and end with the connection's I/O
+    /// error if it closes under them.
     pub(crate) fn during_call(source: h2::Error) -> Self {
-        Self {
-            kind: Kind::Failed { sent: true, source },
-        }
+        let refused = source.is_remote()
+            && (source.is_go_away() || source.reason() == Some(h2::Reason::REFUSED_STREAM));
+        let kind = if refused {
+            Kind::Refused(source)
+        } else {
+            Kind::Failed { sent: true, source }
+        };
+        Self { kind }
     }
 
     pub(crate) fn request_body(status: tonic::Status) -> Self {
@@ -283,19 +387,37 @@ impl ConnectionError {
         }
     }
 
-    /// Whether the request may have reached the proxy.
+    /// Whether the request may have been processed by the proxy: `false`
+    /// when it certainly was not (never sent, or refused unprocessed).
     pub fn maybe_sent(&self) -> bool {
         match &self.kind {
-            Kind::Ended => false,
+            Kind::Ended | Kind::Refused(_) => false,
             Kind::Failed { sent, .. } => *sent,
-            // Its head went before the body failed.
-            Kind::RequestBody(_) => true,
+            // Its head went before the body failed; an answer came.
+            Kind::RequestBody(_) | Kind::NotGrpc { .. } => true,
         }
     }
 
-    /// Whether the connection (rather than the request itself) failed.
+    /// Whether the proxy refused the request unprocessed (`REFUSED_STREAM`,
+    /// or a stream above a GOAWAY's last stream id).
+    pub fn is_refused(&self) -> bool {
+        matches!(self.kind, Kind::Refused(_))
+    }
+
+    /// Whether the answer was no gRPC answer at all (an HTTP error status or
+    /// another content type): something else than CSI Proxy answered, or
+    /// the proxy is broken. Whether the request had an effect is unknown.
+    pub fn is_not_grpc(&self) -> bool {
+        matches!(self.kind, Kind::NotGrpc { .. })
+    }
+
+    /// Whether the connection (rather than the request itself, or the
+    /// answer) failed.
     pub(crate) fn is_connection_failure(&self) -> bool {
-        !matches!(self.kind, Kind::RequestBody(_))
+        matches!(
+            self.kind,
+            Kind::Ended | Kind::Failed { .. } | Kind::Refused(_)
+        )
     }
 }
 
@@ -310,6 +432,15 @@ impl std::fmt::Display for ConnectionError {
                 f.write_str("the call's stream to CSI Proxy was reset")
             }
             Kind::Failed { .. } => f.write_str("the connection to CSI Proxy broke during the call"),
+            Kind::Refused(_) => f.write_str("CSI Proxy refused the call without processing it"),
+            Kind::NotGrpc {
+                status,
+                content_type,
+            } => write!(
+                f,
+                "the answer is not gRPC (HTTP status {status}, content type {})",
+                content_type.as_deref().unwrap_or("none")
+            ),
             Kind::RequestBody(_) => f.write_str("the request could not be encoded"),
         }
     }
@@ -318,8 +449,8 @@ impl std::fmt::Display for ConnectionError {
 impl std::error::Error for ConnectionError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match &self.kind {
-            Kind::Ended => None,
-            Kind::Failed { source, .. } => Some(source),
+            Kind::Ended | Kind::NotGrpc { .. } => None,
+            Kind::Failed { source, .. } | Kind::Refused(source) => Some(source),
             Kind::RequestBody(status) => Some(status),
         }
     }

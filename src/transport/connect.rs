@@ -1,6 +1,6 @@
 //! Establishing a connection: opening the endpoint, with retries of what
-//! may pass, and the HTTP/2 handshake, which counts once the proxy has
-//! spoken.
+//! may pass, and the HTTP/2 handshake, which counts once the proxy has sent
+//! its HTTP/2 SETTINGS.
 
 use std::io;
 use std::pin::Pin;
@@ -12,6 +12,7 @@ use backon::Retryable;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::oneshot;
 
+use super::channel::DEFAULT_MAX_RESPONSE_SIZE;
 use super::{IoStream, ProxyChannel, Transport};
 use crate::error::Error;
 use crate::retry::RetryPolicy;
@@ -24,6 +25,8 @@ pub(crate) struct ConnectOptions {
     pub connect_timeout: Duration,
     /// Retries of attempts that failed for a reason that may pass.
     pub retry: RetryPolicy,
+    /// The largest response message calls on the connection accept.
+    pub max_response_size: usize,
 }
 
 impl Default for ConnectOptions {
@@ -31,6 +34,7 @@ impl Default for ConnectOptions {
         Self {
             connect_timeout: Duration::from_secs(5),
             retry: RetryPolicy::default(),
+            max_response_size: DEFAULT_MAX_RESPONSE_SIZE,
         }
     }
 }
@@ -52,6 +56,16 @@ pub(crate) enum ConnectFailure {
 
 impl ConnectFailure {
     fn from_io(address: &str, timeout: Duration, e: io::Error) -> Self {
+        if let Some(reason) = super::misconfigured(&e) {
+            let error = Error::Configuration {
+                setting: address.to_owned(),
+                reason: reason.to_owned(),
+            };
+            return Self::Failed {
+                error,
+                transient: false,
+            };
+        }
         let (error, transient) = match e.kind() {
             // No pipe or socket file, or a socket file nobody listens on.
             io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused => return Self::Absent(e),
@@ -99,40 +113,71 @@ pub(crate) async fn connect(
         .await
 }
 
+/// One attempt, bounded as a whole by the connect timeout: opening the
+/// endpoint (waiting for a busy pipe included) and the handshake.
 async fn connect_once(
     transport: &Transport,
     address: &str,
     options: &ConnectOptions,
 ) -> Result<ProxyChannel, ConnectFailure> {
     let timeout = options.connect_timeout;
-    let stream = transport
-        .open(address, options)
-        .await
-        .map_err(|e| ConnectFailure::from_io(address, timeout, e))?;
-    // The handshake only sends the client preface; the connection counts
-    // once the server has spoken (its SETTINGS come first), so that a
-    // listener that accepts but never answers is a connect timeout, not a
-    // connection whose calls hang.
-    let (stream, greeted) = Greeted::new(stream);
-    let established = async {
-        let channel = ProxyChannel::handshake(stream).await?;
-        greeted
-            .await
-            .map_err(|_| io::Error::from(io::ErrorKind::UnexpectedEof))?;
-        Ok::<_, Box<dyn std::error::Error + Send + Sync>>(channel)
-    };
-    match tokio::time::timeout(timeout, established).await {
-        Ok(Ok(channel)) => Ok(channel),
-        Ok(Err(e)) => Err(ConnectFailure::Failed {
-            error: Error::connect_failed(address, HandshakeFailed(e)),
-            transient: true,
-        }),
+    match tokio::time::timeout(timeout, open_and_handshake(transport, address, options)).await {
+        Ok(outcome) => outcome,
         Err(_) => Err(ConnectFailure::Failed {
             error: Error::connect_timeout(address, timeout),
             transient: true,
         }),
     }
 }
+
+async fn open_and_handshake(
+    transport: &Transport,
+    address: &str,
+    options: &ConnectOptions,
+) -> Result<ProxyChannel, ConnectFailure> {
+    let stream = transport
+        .open(address, options)
+        .await
+        .map_err(|e| ConnectFailure::from_io(address, options.connect_timeout, e))?;
+    // The handshake only sends the client preface; the connection counts
+    // once the server has sent its SETTINGS (an HTTP/2 server's first
+    // frame), so that a listener that accepts but never answers is a
+    // connect timeout, and one that speaks another protocol a failure,
+    // rather than a connection whose calls hang or fail.
+    let (stream, greeted) = Greeted::new(stream);
+    let established = async {
+        let channel = ProxyChannel::handshake(stream, options.max_response_size).await?;
+        match greeted.await {
+            Ok(Greeting::Settings) => Ok(channel),
+            Ok(Greeting::Other(header)) => Err(NotHttp2(header).into()),
+            Err(_) => Err(io::Error::from(io::ErrorKind::UnexpectedEof).into()),
+        }
+    };
+    established
+        .await
+        .map_err(
+            |e: Box<dyn std::error::Error + Send + Sync>| ConnectFailure::Failed {
+                error: Error::connect_failed(address, HandshakeFailed(e)),
+                transient: true,
+            },
+        )
+}
+
+/// The server's first bytes are no HTTP/2 SETTINGS frame.
+#[derive(Debug)]
+struct NotHttp2([u8; FRAME_HEADER]);
+
+impl std::fmt::Display for NotHttp2 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the server's first bytes are no HTTP/2 SETTINGS frame: {:?}",
+            self.0.escape_ascii().to_string()
+        )
+    }
+}
+
+impl std::error::Error for NotHttp2 {}
 
 /// The HTTP/2 handshake failed, or the connection closed before the server
 /// said anything.
@@ -151,22 +196,46 @@ impl std::error::Error for HandshakeFailed {
     }
 }
 
-/// A stream that says when the server's first bytes arrive.
+/// The length of an HTTP/2 frame header.
+const FRAME_HEADER: usize = 9;
+
+/// What the server's first frame header was.
+enum Greeting {
+    /// A SETTINGS frame (type 4, not an acknowledgement, on stream 0).
+    Settings,
+    /// Anything else: the first nine bytes the server sent.
+    Other([u8; FRAME_HEADER]),
+}
+
+impl Greeting {
+    fn of(header: [u8; FRAME_HEADER]) -> Self {
+        let settings = header[3] == 0x4 && header[4] & 0x1 == 0 && header[5..9] == [0, 0, 0, 0];
+        if settings {
+            Self::Settings
+        } else {
+            Self::Other(header)
+        }
+    }
+}
+
+/// A stream that tells what the server's first frame header is.
 struct Greeted {
     inner: IoStream,
-    greeted: Option<oneshot::Sender<()>>,
+    header: [u8; FRAME_HEADER],
+    seen: usize,
+    greeted: Option<oneshot::Sender<Greeting>>,
 }
 
 impl Greeted {
-    fn new(inner: IoStream) -> (Self, oneshot::Receiver<()>) {
+    fn new(inner: IoStream) -> (Self, oneshot::Receiver<Greeting>) {
         let (tx, rx) = oneshot::channel();
-        (
-            Self {
-                inner,
-                greeted: Some(tx),
-            },
-            rx,
-        )
+        let stream = Self {
+            inner,
+            header: [0; FRAME_HEADER],
+            seen: 0,
+            greeted: Some(tx),
+        };
+        (stream, rx)
     }
 }
 
@@ -178,9 +247,16 @@ impl AsyncRead for Greeted {
     ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         let read = Pin::new(&mut self.inner).poll_read(cx, buf);
-        if self.greeted.is_some() && buf.filled().len() > before {
-            if let Some(greeted) = self.greeted.take() {
-                let _ = greeted.send(());
+        if self.greeted.is_some() {
+            let this = &mut *self;
+            let new = &buf.filled()[before..];
+            let take = new.len().min(FRAME_HEADER - this.seen);
+            this.header[this.seen..this.seen + take].copy_from_slice(&new[..take]);
+            this.seen += take;
+            if this.seen == FRAME_HEADER {
+                if let Some(greeted) = this.greeted.take() {
+                    let _ = greeted.send(Greeting::of(this.header));
+                }
             }
         }
         read

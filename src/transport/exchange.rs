@@ -14,7 +14,7 @@ use h2::{RecvStream, SendStream};
 use http_body::{Body as _, Frame};
 use tonic::body::Body;
 
-use super::channel::ConnectionError;
+use super::channel::{ConnectionError, PeerStatus};
 
 /// Writes a request body into its stream. Done once the body has ended (or
 /// the stream can take no more; the response then says why).
@@ -102,6 +102,8 @@ impl BodyPipe {
 pub struct ResponseBody {
     stream: RecvStream,
     state: Reading,
+    /// Where the proxy's own `grpc-status` is told, for the SDK's calls.
+    witness: Option<PeerStatus>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -112,10 +114,11 @@ enum Reading {
 }
 
 impl ResponseBody {
-    pub(crate) fn new(stream: RecvStream) -> Self {
+    pub(crate) fn new(stream: RecvStream, witness: Option<PeerStatus>) -> Self {
         Self {
             stream,
             state: Reading::Data,
+            witness,
         }
     }
 }
@@ -157,7 +160,12 @@ impl http_body::Body for ResponseBody {
         let trailers = ready!(this.stream.poll_trailers(cx));
         this.state = Reading::Done;
         Poll::Ready(match trailers {
-            Ok(Some(trailers)) => Some(Ok(Frame::trailers(trailers))),
+            Ok(Some(trailers)) => {
+                if let Some(witness) = &this.witness {
+                    witness.saw(&trailers);
+                }
+                Some(Ok(Frame::trailers(trailers)))
+            }
             Ok(None) => None,
             Err(e) => Some(Err(ConnectionError::during_call(e))),
         })

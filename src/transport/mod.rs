@@ -20,7 +20,8 @@ use crate::error::{Error, Result};
 use crate::group::ApiGroup;
 use crate::version::ApiVersion;
 
-pub use channel::{ConnectionError, ProxyChannel};
+pub(crate) use channel::PeerStatus;
+pub use channel::{ConnectionError, ProxyChannel, DEFAULT_MAX_RESPONSE_SIZE};
 pub(crate) use connect::{connect, ConnectFailure, ConnectOptions};
 pub use exchange::ResponseBody;
 pub(crate) use stream::Inner as StreamInner;
@@ -198,19 +199,22 @@ impl Transport {
             #[cfg(not(windows))]
             Kind::NamedPipes { .. } => {
                 let _ = (address, options);
-                Err(std::io::Error::new(
-                    std::io::ErrorKind::Unsupported,
-                    "named pipes are only available on Windows; use Transport::unix_sockets",
-                ))
+                Err(Misconfigured::error(NAMED_PIPES_OFF_WINDOWS))
             }
             #[cfg(unix)]
             Kind::UnixSockets { .. } => {
                 // Most probes during negotiation are for versions the node
                 // does not serve: a stat answers that without a socket.
-                if let Err(e) = std::fs::symlink_metadata(address) {
-                    if e.kind() == std::io::ErrorKind::NotFound {
-                        return Err(e);
+                match std::fs::metadata(address) {
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(e),
+                    Ok(meta) if !std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type()) => {
+                        return Err(Misconfigured::error(if meta.is_dir() {
+                            "the endpoint's path is a directory, not a socket"
+                        } else {
+                            "the endpoint's path is a file, not a socket"
+                        }));
                     }
+                    _ => {}
                 }
                 let connect = tokio::net::UnixStream::connect(address);
                 match tokio::time::timeout(options.connect_timeout, connect).await {
@@ -220,6 +224,51 @@ impl Transport {
             }
         }
     }
+
+    /// Whether this transport can work on this platform at all: named
+    /// pipes exist only on Windows. A configuration error otherwise.
+    pub(crate) fn check_usable(&self) -> Result<()> {
+        #[cfg(not(windows))]
+        if self.is_named_pipes() {
+            return Err(Error::Configuration {
+                setting: "transport".to_owned(),
+                reason: NAMED_PIPES_OFF_WINDOWS.to_owned(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Why named pipes fail off Windows, and what to set instead.
+#[cfg(not(windows))]
+const NAMED_PIPES_OFF_WINDOWS: &str = "named pipes (the default transport) exist only on Windows; \
+     on this platform set a socket directory (CsiProxyBuilder::socket_dir, Transport::unix_sockets)";
+
+/// The marker of an I/O error that says the configuration is wrong (an
+/// endpoint path that is no socket, a transport this platform lacks),
+/// rather than that the proxy is absent or failing.
+#[derive(Debug)]
+struct Misconfigured(&'static str);
+
+impl Misconfigured {
+    fn error(reason: &'static str) -> std::io::Error {
+        std::io::Error::other(Misconfigured(reason))
+    }
+}
+
+impl fmt::Display for Misconfigured {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for Misconfigured {}
+
+/// If `e` says the configuration is wrong: why.
+pub(crate) fn misconfigured(e: &std::io::Error) -> Option<&'static str> {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<Misconfigured>())
+        .map(|m| m.0)
 }
 
 impl Default for Transport {

@@ -1,0 +1,586 @@
+//! One group's lookout: what the group has now (the adapter in use, or why
+//! there is none), the one look for its endpoints in flight, adopting what
+//! a look found (and telling of the change), and following the connection
+//! in use: when it ends, the group is not served until a look finds it
+//! again, which one task per group does in the background.
+//!
+//! Every look, whoever makes it, is paced by [`Pace`]: nothing here looks
+//! or sends twice without waiting, whatever an endpoint does.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex as SyncMutex, PoisonError, Weak};
+use std::time::{Duration, Instant, SystemTime};
+
+use arc_swap::ArcSwap;
+use tokio::sync::{broadcast, watch, Mutex};
+
+use super::options::{Deadlines, VersionChange};
+use crate::adapter::FromConnection;
+use crate::error::{Error, Result};
+use crate::group::ApiGroup;
+use crate::metrics::{self, CallSeries, CallVersion, GroupGauges};
+use crate::negotiate::{Connection, Negotiator};
+use crate::retry::RetryPolicy;
+use crate::transport::ProxyChannel;
+use crate::version::ApiVersion;
+
+/// The first wait between two looks (or attempts) of one caller.
+const FIRST_LOOK_INTERVAL: Duration = Duration::from_millis(20);
+
+/// The longest wait between two looks for a proxy that is away, so that
+/// its return is noticed fast.
+pub(crate) const MAX_LOOK_INTERVAL: Duration = Duration::from_millis(250);
+
+/// A look that failed is shared with every caller that comes within this
+/// time, instead of each of them looking again.
+const LOOK_COOL_DOWN: Duration = Duration::from_millis(50);
+
+/// Bounds each attempt of a look in the background: a caller that comes
+/// meanwhile waits for it rather than looking at the same time.
+const BACKGROUND_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A connection that ends sooner than this after it was found "died
+/// young": the look that found it counts as failed, so the looks after it
+/// keep slowing down instead of starting afresh (an endpoint that closes
+/// every connection at once would otherwise be reconnected to in a loop).
+const YOUNG: Duration = Duration::from_secs(1);
+
+/// How long after the proxy appeared (the first of this client's groups
+/// was found while none was served) a group it does not serve is still
+/// waited for: CSI Proxy creates its pipes one after the other at start,
+/// all within milliseconds; a second leaves room for a loaded node. Past
+/// it, a group the node lacks is [`Error::NotServed`] at once.
+pub(crate) const PIPE_GRACE: Duration = Duration::from_secs(1);
+
+/// The waits of one caller (or of the background task) between its looks
+/// and attempts: none before the first, then 20 ms, doubling up to
+/// [`MAX_LOOK_INTERVAL`]. No jitter: it would come on top of the cap, and
+/// a look at a missing endpoint costs the proxy nothing.
+#[derive(Debug, Default)]
+pub(crate) struct Pace {
+    next: Option<Duration>,
+}
+
+impl Pace {
+    /// Waits before the next look or attempt.
+    pub async fn wait(&mut self) {
+        let delay = self.next_delay();
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    /// The wait before the next look or attempt, counting it.
+    pub fn next_delay(&mut self) -> Duration {
+        let delay = self.next.unwrap_or(Duration::ZERO);
+        self.next = Some(match self.next {
+            None => FIRST_LOOK_INTERVAL,
+            Some(delay) => (delay * 2).min(MAX_LOOK_INTERVAL),
+        });
+        delay
+    }
+
+    /// Starts again from no wait: the last look found something lasting.
+    fn reset(&mut self) {
+        self.next = None;
+    }
+}
+
+/// How the client behaves, shared by every group.
+pub(crate) struct Behaviour {
+    pub deadlines: Deadlines,
+    pub retry: RetryPolicy,
+    pub events: broadcast::Sender<VersionChange>,
+    pub proxy: ProxyPresence,
+}
+
+impl Behaviour {
+    pub fn new(deadlines: Deadlines, retry: RetryPolicy, events: usize) -> Self {
+        Self {
+            deadlines,
+            retry,
+            events: broadcast::channel(events).0,
+            proxy: ProxyPresence::default(),
+        }
+    }
+}
+
+/// Which of the client's groups are served now, and when the proxy last
+/// appeared: what tells a proxy that is away (wait for it) from a node
+/// that lacks a group (say so).
+#[derive(Default)]
+pub(crate) struct ProxyPresence {
+    /// One bit per group, by [`ApiGroup::index`].
+    served: AtomicU8,
+    /// When the first group was found while none was served.
+    appeared: SyncMutex<Option<Instant>>,
+}
+
+impl ProxyPresence {
+    fn set(&self, group: ApiGroup, served: bool) {
+        let bit = 1u8 << group.index();
+        if served {
+            if self.served.fetch_or(bit, Ordering::AcqRel) == 0 {
+                *self.appeared.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Some(Instant::now());
+            }
+        } else {
+            self.served.fetch_and(!bit, Ordering::AcqRel);
+        }
+    }
+
+    /// Whether a group that is not served is worth waiting for: the proxy
+    /// as a whole is away (none of the client's groups is served), or it
+    /// appeared so recently that it may still be creating its pipes.
+    pub fn worth_waiting(&self) -> bool {
+        if self.served.load(Ordering::Acquire) == 0 {
+            return true;
+        }
+        let appeared = *self.appeared.lock().unwrap_or_else(PoisonError::into_inner);
+        appeared.is_some_and(|at| at.elapsed() < PIPE_GRACE)
+    }
+}
+
+/// What a group has now. Replaced whole on every change, so readers see
+/// one consistent picture without locking.
+pub(crate) struct SlotState<A: ?Sized> {
+    /// Counts changes; a caller that saw generation `g` fail only looks
+    /// again if nobody else did since.
+    pub generation: u64,
+    presence: Presence<A>,
+    /// Since when the group is served, or not served.
+    since: SystemTime,
+    /// When this state was found.
+    found_at: Instant,
+}
+
+/// Served, or why not.
+enum Presence<A: ?Sized> {
+    Served(Served<A>),
+    /// What the last look found; `None` when the connection ended and
+    /// nobody has looked since.
+    Absent(Option<Error>),
+}
+
+struct Served<A: ?Sized> {
+    api: Arc<A>,
+    /// `None` for a backend given directly (a mock).
+    version: Option<ApiVersion>,
+    channel: Option<ProxyChannel>,
+}
+
+impl<A: ?Sized> Served<A> {
+    /// Whether calls can still go to it: a closed connection sends nothing.
+    fn is_open(&self) -> bool {
+        self.channel.as_ref().is_none_or(|c| !c.is_closed())
+    }
+}
+
+impl<A: ?Sized> SlotState<A> {
+    fn served(&self) -> Option<&Served<A>> {
+        match &self.presence {
+            Presence::Served(served) => Some(served),
+            Presence::Absent(_) => None,
+        }
+    }
+
+    /// What is served, if calls can go to it now.
+    fn open(&self) -> Option<&Served<A>> {
+        self.served().filter(|s| s.is_open())
+    }
+
+    /// The adapter, if calls can go to it now.
+    pub fn usable(&self) -> Option<&Arc<A>> {
+        self.open().map(|s| &s.api)
+    }
+
+    /// The adapter, if the group is served, even if its connection ended.
+    pub fn api(&self) -> Option<&Arc<A>> {
+        self.served().map(|s| &s.api)
+    }
+
+    /// Whether this state is what a look found (not a connection that
+    /// ended since).
+    fn was_looked_for(&self) -> bool {
+        !matches!(self.presence, Presence::Absent(None))
+    }
+
+    /// What this state says of the group, as a result.
+    fn outcome(&self, group: ApiGroup) -> Result<()> {
+        match &self.presence {
+            Presence::Served(_) => Ok(()),
+            Presence::Absent(Some(error)) => Err(error.clone()),
+            Presence::Absent(None) => Err(Error::NotServed {
+                group,
+                tried: Vec::new(),
+            }),
+        }
+    }
+}
+
+/// One group: its current state, and how to look for the proxy again.
+pub(crate) struct Lookout<A: ?Sized> {
+    group: ApiGroup,
+    state: ArcSwap<SlotState<A>>,
+    /// `None` for backends given directly (mocks): nothing to look for.
+    negotiator: Option<Negotiator>,
+    /// One look at a time; the others share its result.
+    looking: Mutex<()>,
+    /// Changes of the state are made one at a time, each from the one
+    /// before, so that generations and events follow each other.
+    adopting: SyncMutex<()>,
+    /// The generation of the state, for the background task to follow.
+    changes: watch::Sender<u64>,
+    pub behaviour: Arc<Behaviour>,
+    gauges: GroupGauges,
+    pub(super) calls: CallSeries,
+}
+
+impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
+    /// A lookout for a backend given directly (a mock): always served.
+    pub fn direct(group: ApiGroup, api: Arc<A>, behaviour: Arc<Behaviour>) -> Arc<Self> {
+        let served = Served {
+            api,
+            version: None,
+            channel: None,
+        };
+        Arc::new(Self::new(group, Presence::Served(served), None, behaviour))
+    }
+
+    /// A lookout for a negotiated group, from what negotiation found. It
+    /// follows the connection in a task of its own, which stops with it.
+    pub fn negotiated(
+        group: ApiGroup,
+        outcome: Result<Connection>,
+        negotiator: Negotiator,
+        behaviour: Arc<Behaviour>,
+    ) -> Arc<Self> {
+        let quiet = negotiator.for_background(BACKGROUND_CONNECT_TIMEOUT);
+        let presence = presence_of(outcome);
+        let lookout = Arc::new(Self::new(group, presence, Some(negotiator), behaviour));
+        let state = lookout.state();
+        lookout.show(&state);
+        let changes = lookout.changes.subscribe();
+        tokio::spawn(follow(Arc::downgrade(&lookout), changes, quiet));
+        lookout
+    }
+
+    fn new(
+        group: ApiGroup,
+        presence: Presence<A>,
+        negotiator: Option<Negotiator>,
+        behaviour: Arc<Behaviour>,
+    ) -> Self {
+        let state = SlotState {
+            generation: 0,
+            presence,
+            since: SystemTime::now(),
+            found_at: Instant::now(),
+        };
+        Self {
+            group,
+            state: ArcSwap::from_pointee(state),
+            negotiator,
+            looking: Mutex::new(()),
+            adopting: SyncMutex::new(()),
+            changes: watch::Sender::new(0),
+            behaviour,
+            gauges: GroupGauges::new(group),
+            calls: CallSeries::new(group),
+        }
+    }
+
+    /// The state now.
+    pub fn state(&self) -> Arc<SlotState<A>> {
+        self.state.load_full()
+    }
+
+    /// Looks for the group's endpoints again, unless somebody else did
+    /// since the state of generation `seen` was found (then their result is
+    /// shared), or, with `cool_down`, that state is a failed look younger
+    /// than [`LOOK_COOL_DOWN`].
+    pub async fn look(&self, seen: u64, cool_down: bool) -> Result<()> {
+        let _only_one = self.looking.lock().await;
+        let before = self.state();
+        let Some(negotiator) = &self.negotiator else {
+            return before.outcome(self.group);
+        };
+        let looked_since = before.generation != seen && before.was_looked_for();
+        let cooling = cool_down
+            && before.served().is_none()
+            && before.was_looked_for()
+            && before.found_at.elapsed() < LOOK_COOL_DOWN;
+        if looked_since || cooling {
+            return before.outcome(self.group);
+        }
+        let outcome = negotiator
+            .negotiate(&[self.group])
+            .await?
+            .connection(self.group);
+        let found = outcome.as_ref().map(drop).map_err(Clone::clone);
+        self.adopt(presence_of(outcome), |_| true);
+        found
+    }
+
+    /// One look with the `quiet` negotiator: only a group found changes
+    /// the state (what is missing or failing is for callers' looks to
+    /// report). Skipped while a caller looks.
+    async fn look_in_background(&self, quiet: &Negotiator) {
+        let Ok(_only_one) = self.looking.try_lock() else {
+            return;
+        };
+        let Ok(negotiated) = quiet.negotiate(&[self.group]).await else {
+            return;
+        };
+        if let Ok(connection) = negotiated.connection(self.group) {
+            self.adopt(presence_of(Ok(connection)), |now| now.usable().is_none());
+        }
+    }
+
+    /// The connection of the state of `generation` ended: unless the state
+    /// changed since, the group is not served from now on.
+    fn connection_ended(&self, generation: u64) {
+        self.adopt(Presence::Absent(None), |now| now.generation == generation);
+    }
+
+    /// Makes `presence` the state after the current one, if `still`
+    /// holds of the current one; shows it and reports a change of version.
+    fn adopt(&self, presence: Presence<A>, still: impl FnOnce(&SlotState<A>) -> bool) {
+        let _one_at_a_time = self.adopting.lock().unwrap_or_else(PoisonError::into_inner);
+        let before = self.state();
+        if !still(&before) {
+            return;
+        }
+        let from = before.served().and_then(|s| s.version);
+        let to = match &presence {
+            Presence::Served(served) => served.version,
+            Presence::Absent(_) => None,
+        };
+        // Another failed look keeps the start of the outage; anything else
+        // (found, or newly missing) starts a new "since".
+        let still_absent = matches!(presence, Presence::Absent(_)) && before.served().is_none();
+        let state = Arc::new(SlotState {
+            generation: before.generation + 1,
+            presence,
+            since: if still_absent {
+                before.since
+            } else {
+                SystemTime::now()
+            },
+            found_at: Instant::now(),
+        });
+        self.state.store(state.clone());
+        self.show(&state);
+        self.changes.send_replace(state.generation);
+        if from != to {
+            tracing::info!(group = %self.group, ?from, ?to, "CSI Proxy API version changed");
+            metrics::version_changed(self.group, from, to);
+            let _ = self.behaviour.events.send(VersionChange {
+                group: self.group,
+                from,
+                to,
+            });
+        }
+    }
+
+    /// Shows `state` in the gauges and in the client's presence.
+    fn show(&self, state: &SlotState<A>) {
+        let version = state.open().and_then(|s| s.version);
+        self.gauges.show(version);
+        self.behaviour.proxy.set(self.group, state.open().is_some());
+    }
+
+    /// The version calls go to now (its connection may just have ended),
+    /// for the metrics.
+    pub(super) fn call_version(&self) -> CallVersion {
+        match &self.negotiator {
+            Some(_) => CallVersion::Negotiated(self.state.load().served().and_then(|s| s.version)),
+            None => CallVersion::Direct,
+        }
+    }
+}
+
+/// What a look's outcome makes of the group.
+fn presence_of<A: ?Sized + FromConnection>(outcome: Result<Connection>) -> Presence<A> {
+    match outcome {
+        Ok(connection) => Presence::Served(Served {
+            api: A::from_connection(&connection),
+            version: Some(connection.version()),
+            channel: Some(connection.channel()),
+        }),
+        Err(e) => Presence::Absent(Some(e)),
+    }
+}
+
+/// The background task of a negotiated group: follows the connection in
+/// use, marks the group not served when it ends, and then looks for the
+/// proxy, quietly and on the [`Pace`], until a look (its own or a
+/// caller's) finds it. One per group, for the life of the client: it holds
+/// only a `Weak` between looks and stops once the client is dropped.
+///
+/// A group that was not served at connect is not looked for here (its
+/// next call looks): a node may never serve it (iSCSI on most nodes).
+async fn follow<A: ?Sized + FromConnection + Send + Sync + 'static>(
+    lookout: Weak<Lookout<A>>,
+    mut changes: watch::Receiver<u64>,
+    quiet: Negotiator,
+) {
+    let mut pace = Pace::default();
+    let mut recovering = false;
+    let mut warned = false;
+    loop {
+        changes.borrow_and_update();
+        let Some(state) = lookout.upgrade().map(|l| l.state()) else {
+            return;
+        };
+        // A connection that already ended is followed too: its end is
+        // then recorded at once.
+        if let Some(channel) = state.served().and_then(|s| s.channel.as_ref()) {
+            let (generation, found_at) = (state.generation, state.found_at);
+            let ended = channel.ended();
+            drop(state);
+            tokio::select! {
+                () = ended => {}
+                changed = changes.changed() => match changed {
+                    Ok(()) => continue,
+                    Err(_) => return,
+                },
+            }
+            let Some(group) = lookout.upgrade().map(|l| {
+                l.connection_ended(generation);
+                l.group
+            }) else {
+                return;
+            };
+            recovering = true;
+            if found_at.elapsed() >= YOUNG {
+                pace.reset();
+                warned = false;
+            } else if !warned {
+                tracing::warn!(
+                    %group,
+                    "connections to CSI Proxy end as soon as they are made; looking again at most every {} ms",
+                    MAX_LOOK_INTERVAL.as_millis()
+                );
+                warned = true;
+            }
+            continue;
+        }
+        drop(state);
+        if !recovering {
+            // Nothing to look for until the state changes.
+            if changes.changed().await.is_err() {
+                return;
+            }
+            continue;
+        }
+        pace.wait().await;
+        let Some(lookout) = lookout.upgrade() else {
+            return;
+        };
+        if lookout.state().usable().is_none() {
+            lookout.look_in_background(&quiet).await;
+        }
+        if lookout.state().usable().is_some() {
+            recovering = false;
+        }
+    }
+}
+
+/// Whether a look that failed so is worth waiting for: nothing is there
+/// (yet, or any more). An endpoint that exists but fails (access denied, a
+/// handshake that times out) already had its retries under the
+/// [`RetryPolicy`] in that look; its error is every waiting caller's answer.
+pub(crate) fn is_worth_waiting_for(error: &Error) -> bool {
+    matches!(error, Error::NotServed { .. })
+}
+
+/// What the facade needs of a lookout, whatever its group's trait.
+#[async_trait::async_trait]
+pub(crate) trait AnyLookout: Send + Sync {
+    /// The version in use, if calls can go to it now.
+    fn version(&self) -> Option<ApiVersion>;
+    /// Whether calls can go to the group now.
+    fn is_served(&self) -> bool;
+    /// The group's health now, without waiting.
+    fn health(&self) -> super::health::GroupHealth;
+    /// Looks for the group's endpoints again now.
+    async fn look_again(&self) -> Result<()>;
+}
+
+#[async_trait::async_trait]
+impl<A: ?Sized + FromConnection + Send + Sync + 'static> AnyLookout for Lookout<A> {
+    fn version(&self) -> Option<ApiVersion> {
+        self.state.load().open().and_then(|s| s.version)
+    }
+
+    fn is_served(&self) -> bool {
+        self.state.load().usable().is_some()
+    }
+
+    fn health(&self) -> super::health::GroupHealth {
+        use super::health::{GroupHealth, GroupStatus};
+        let state = self.state.load();
+        let status = match &state.presence {
+            Presence::Served(served) if served.is_open() => GroupStatus::Served {
+                version: served.version,
+                since: state.since,
+            },
+            // Ended a moment ago; its end is being recorded.
+            Presence::Served(_) => GroupStatus::NotServed {
+                since: None,
+                last_error: None,
+            },
+            Presence::Absent(error) => GroupStatus::NotServed {
+                since: Some(state.since),
+                last_error: error.clone(),
+            },
+        };
+        GroupHealth {
+            group: self.group,
+            status,
+        }
+    }
+
+    async fn look_again(&self) -> Result<()> {
+        let state = self.state();
+        if state.usable().is_some() {
+            return Ok(());
+        }
+        self.look(state.generation, false).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pace_starts_at_once_then_doubles_up_to_the_cap() {
+        let mut pace = Pace::default();
+        let waits: Vec<u64> = (0..7)
+            .map(|_| pace.next_delay().as_millis() as u64)
+            .collect();
+        assert_eq!(waits, [0, 20, 40, 80, 160, 250, 250]);
+        pace.reset();
+        assert_eq!(pace.next_delay(), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_proxy_is_waited_for_while_away_and_within_its_grace() {
+        let presence = ProxyPresence::default();
+        assert!(presence.worth_waiting(), "away: nothing served");
+        presence.set(ApiGroup::Disk, true);
+        assert!(presence.worth_waiting(), "just appeared");
+        *presence.appeared.lock().unwrap() = Some(Instant::now() - PIPE_GRACE);
+        assert!(!presence.worth_waiting(), "served for a while");
+        presence.set(ApiGroup::Volume, true);
+        assert!(
+            !presence.worth_waiting(),
+            "another group found: no new grace"
+        );
+        presence.set(ApiGroup::Disk, false);
+        presence.set(ApiGroup::Volume, false);
+        assert!(presence.worth_waiting(), "away again");
+    }
+}

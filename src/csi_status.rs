@@ -1,0 +1,264 @@
+//! What a CSI node service answers for each [`Error`]: the gRPC code, and
+//! whether the same call may succeed later.
+//!
+//! | error | code | retrying may help | why |
+//! |---|---|---|---|
+//! | [`NotServed`](Error::NotServed) | `Unavailable` | yes | the proxy (or this group's pipe) is not there now; it may start, or be mounted, later |
+//! | [`Transport`](Error::Transport) | `Unavailable` | yes | the connection failed; CSI calls are idempotent, so the CO's retry is safe even when the outcome was unknown |
+//! | [`ConnectTimeout`](Error::ConnectTimeout) | `Unavailable` | yes | the proxy did not answer in time; it may be starting or overloaded |
+//! | [`Timeout`](Error::Timeout) | `DeadlineExceeded` | yes | the call ran out of time; the host may still finish the work, which the retry then finds done |
+//! | [`Unsupported`](Error::Unsupported) | `FailedPrecondition` | no | the node's CSI Proxy is too old for the call: unlike `NotServed` and `Timeout`, nothing changes until the proxy is upgraded |
+//! | [`Configuration`](Error::Configuration) | `FailedPrecondition` | no | the plugin is deployed or set up wrongly; waiting does not fix it |
+//! | [`PermissionDenied`](Error::PermissionDenied) | `FailedPrecondition` | no | the plugin may not open the proxy's pipe (it needs an administrator or SYSTEM): a deployment fault, not the CO's |
+//! | [`InvalidArgument`](Error::InvalidArgument) | `InvalidArgument` | no | the request was rejected before anything was sent |
+//! | [`NotFound`](Error::NotFound) | `NotFound` | no | what the call names does not exist |
+//! | [`NotImplemented`](Error::NotImplemented) | `Unimplemented` | no | a backend (a test mock) lacks the operation |
+//! | [`InvalidResponse`](Error::InvalidResponse) | `Internal` | yes | the answer could not be understood; the outcome is unknown, and a retry of an idempotent CSI call is how to learn it |
+//! | [`Host`](Error::Host) with `Unknown` (almost every host failure) | `Internal` | no | the host operation failed; the same call would fail the same way |
+//! | [`Host`](Error::Host) with another code | that code | for `Unavailable`, `ResourceExhausted`, `Aborted` | the proxy chose the code |
+//!
+//! The message is the error's text, with any secret of the request
+//! already masked.
+
+use tonic::{Code, Status};
+
+use crate::error::Error;
+
+impl Error {
+    /// The gRPC code a CSI node service answers for this error (see the
+    /// table in the docs of [`From<Error> for tonic::Status`](#impl-From%3CError%3E-for-Status)).
+    pub fn csi_code(&self) -> Code {
+        match self {
+            Error::NotServed { .. } | Error::Transport { .. } | Error::ConnectTimeout { .. } => {
+                Code::Unavailable
+            }
+            Error::Timeout { .. } => Code::DeadlineExceeded,
+            Error::Unsupported { .. }
+            | Error::Configuration { .. }
+            | Error::PermissionDenied { .. } => Code::FailedPrecondition,
+            Error::InvalidArgument { .. } => Code::InvalidArgument,
+            Error::NotFound { .. } => Code::NotFound,
+            Error::NotImplemented { .. } => Code::Unimplemented,
+            Error::InvalidResponse { .. } => Code::Internal,
+            Error::Host { code, .. } => match code {
+                Code::Unknown | Code::Ok => Code::Internal,
+                code => *code,
+            },
+        }
+    }
+
+    /// Whether the same call may succeed later without anything else
+    /// changing: the proxy may come back, a connection may hold, a deadline
+    /// may be met, an unclear answer may be clear the next time. `false`
+    /// for what needs a change first (an argument, the deployment, the
+    /// proxy's version) and for host failures, which repeat.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::NotServed { .. }
+            | Error::Transport { .. }
+            | Error::ConnectTimeout { .. }
+            | Error::Timeout { .. }
+            | Error::InvalidResponse { .. } => true,
+            Error::Host { code, .. } => matches!(
+                code,
+                Code::Unavailable | Code::ResourceExhausted | Code::Aborted
+            ),
+            Error::Unsupported { .. }
+            | Error::Configuration { .. }
+            | Error::PermissionDenied { .. }
+            | Error::InvalidArgument { .. }
+            | Error::NotFound { .. }
+            | Error::NotImplemented { .. } => false,
+        }
+    }
+}
+
+/// The status a CSI node service answers for `error`: [`Error::csi_code`]
+/// and the error's text (secrets masked), with its causes.
+///
+/// | error | code | retrying may help |
+/// |---|---|---|
+/// | `NotServed`, `Transport`, `ConnectTimeout` | `Unavailable` | yes |
+/// | `Timeout` | `DeadlineExceeded` | yes |
+/// | `Unsupported`, `Configuration`, `PermissionDenied` | `FailedPrecondition` | no |
+/// | `InvalidArgument` | `InvalidArgument` | no |
+/// | `NotFound` | `NotFound` | no |
+/// | `NotImplemented` | `Unimplemented` | no |
+/// | `InvalidResponse` | `Internal` | yes |
+/// | `Host` with `Unknown` | `Internal` | no |
+/// | `Host` with another code | that code | for `Unavailable`, `ResourceExhausted`, `Aborted` |
+///
+/// `NotServed` and `Timeout` are worth the CO's retry (the proxy may start,
+/// the host may finish); `Unsupported` is not: the node's proxy lacks the
+/// call until it is upgraded. The README's "Errors" section gives the
+/// reasons row by row.
+///
+/// ```
+/// use csi_proxy_client::{ApiGroup, Error};
+///
+/// let error = Error::NotServed { group: ApiGroup::Smb, tried: vec![] };
+/// assert!(error.is_retryable());
+/// let status = tonic::Status::from(error);
+/// assert_eq!(status.code(), tonic::Code::Unavailable);
+/// ```
+impl From<Error> for Status {
+    fn from(error: Error) -> Self {
+        let code = error.csi_code();
+        let mut message = error.to_string();
+        let mut cause = std::error::Error::source(&error);
+        while let Some(inner) = cause {
+            let text = inner.to_string();
+            if !message.contains(&text) {
+                message.push_str(": ");
+                message.push_str(&text);
+            }
+            cause = inner.source();
+        }
+        Status::new(code, message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::capability::Operation;
+    use crate::group::ApiGroup;
+    use crate::version::ApiVersion;
+
+    #[test]
+    fn every_variant_has_its_code_and_retry_answer() {
+        let op = Operation::Mkdir;
+        let io = || Arc::new(std::io::Error::other("broken pipe"));
+        let cases = [
+            (
+                Error::NotServed {
+                    group: ApiGroup::Smb,
+                    tried: vec![],
+                },
+                Code::Unavailable,
+                true,
+            ),
+            (
+                Error::Transport {
+                    address: "p".into(),
+                    operation: Some(op),
+                    maybe_sent: true,
+                    source: io(),
+                },
+                Code::Unavailable,
+                true,
+            ),
+            (
+                Error::connect_timeout("p", Duration::from_secs(1)),
+                Code::Unavailable,
+                true,
+            ),
+            (
+                Error::Timeout {
+                    operation: op,
+                    after: Duration::from_secs(1),
+                },
+                Code::DeadlineExceeded,
+                true,
+            ),
+            (
+                Error::Unsupported {
+                    operation: op,
+                    served: ApiVersion::V1ALPHA1,
+                    needed: ApiVersion::V1,
+                },
+                Code::FailedPrecondition,
+                false,
+            ),
+            (
+                Error::Configuration {
+                    setting: "transport".into(),
+                    reason: "x".into(),
+                },
+                Code::FailedPrecondition,
+                false,
+            ),
+            (
+                Error::PermissionDenied {
+                    address: "p".into(),
+                    source: io(),
+                },
+                Code::FailedPrecondition,
+                false,
+            ),
+            (
+                Error::invalid_argument("path", "x"),
+                Code::InvalidArgument,
+                false,
+            ),
+            (
+                Error::NotFound {
+                    what: "disk".into(),
+                },
+                Code::NotFound,
+                false,
+            ),
+            (
+                Error::NotImplemented { operation: op },
+                Code::Unimplemented,
+                false,
+            ),
+            (Error::invalid_response(op, "x"), Code::Internal, true),
+            (
+                Error::Host {
+                    operation: op,
+                    code: Code::Unknown,
+                    message: "x".into(),
+                },
+                Code::Internal,
+                false,
+            ),
+            (
+                Error::Host {
+                    operation: op,
+                    code: Code::ResourceExhausted,
+                    message: "x".into(),
+                },
+                Code::ResourceExhausted,
+                true,
+            ),
+            (
+                Error::Host {
+                    operation: op,
+                    code: Code::AlreadyExists,
+                    message: "x".into(),
+                },
+                Code::AlreadyExists,
+                false,
+            ),
+        ];
+        for (error, code, retryable) in cases {
+            assert_eq!(error.csi_code(), code, "{error}");
+            assert_eq!(error.is_retryable(), retryable, "{error}");
+            let text = error.to_string();
+            let status = Status::from(error);
+            assert_eq!(status.code(), code);
+            assert!(status.message().starts_with(&text), "{}", status.message());
+        }
+    }
+
+    #[test]
+    fn the_status_carries_the_causes_once() {
+        let error = Error::Transport {
+            address: "p".into(),
+            operation: None,
+            maybe_sent: false,
+            source: Arc::new(std::io::Error::other("broken pipe")),
+        };
+        let status = Status::from(error);
+        assert_eq!(
+            status.message().matches("broken pipe").count(),
+            1,
+            "{}",
+            status.message()
+        );
+    }
+}
