@@ -135,7 +135,11 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
             let api = match state.usable() {
                 Some(api) => api.clone(),
                 None => {
-                    match self.look(state.generation, true).await {
+                    // Callers waiting for a proxy that is away share a
+                    // failed look for a moment; one that would be told
+                    // "not served" is told what a look of its own found.
+                    let cool_down = self.behaviour.proxy.worth_waiting();
+                    match self.look(state.generation, cool_down).await {
                         Ok(()) => {}
                         Err(error) if self.worth_waiting_for(&error) => continue,
                         Err(error) => return Err(error),

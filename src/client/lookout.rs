@@ -45,11 +45,13 @@ const BACKGROUND_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// every connection at once would otherwise be reconnected to in a loop).
 const YOUNG: Duration = Duration::from_secs(1);
 
-/// How long after the proxy appeared (the first of this client's groups
-/// was found while none was served) a group it does not serve is still
-/// waited for: CSI Proxy creates its pipes one after the other at start,
-/// all within milliseconds; a second leaves room for a loaded node. Past
-/// it, a group the node lacks is [`Error::NotServed`] at once.
+/// How long after the proxy changed (one of the client's groups was found,
+/// or its connection ended) a group it does not serve is still waited for:
+/// CSI Proxy creates its pipes one after the other when it starts, and
+/// drops them together when it stops, all within milliseconds; a second
+/// leaves room for a loaded node and for the client to notice every
+/// connection's end. Past it, a group the node lacks while others are
+/// served is [`Error::NotServed`] at once.
 pub(crate) const PIPE_GRACE: Duration = Duration::from_secs(1);
 
 /// The waits of one caller (or of the background task) between its looks
@@ -105,39 +107,40 @@ impl Behaviour {
     }
 }
 
-/// Which of the client's groups are served now, and when the proxy last
-/// appeared: what tells a proxy that is away (wait for it) from a node
-/// that lacks a group (say so).
+/// Which of the client's groups are served now, and when that last
+/// changed: what tells a proxy that is away, starting or stopping (wait for
+/// it) from a node that lacks a group (say so).
 #[derive(Default)]
 pub(crate) struct ProxyPresence {
     /// One bit per group, by [`ApiGroup::index`].
     served: AtomicU8,
-    /// When the first group was found while none was served.
-    appeared: SyncMutex<Option<Instant>>,
+    /// When a group was last found, or stopped being served.
+    changed: SyncMutex<Option<Instant>>,
 }
 
 impl ProxyPresence {
     fn set(&self, group: ApiGroup, served: bool) {
         let bit = 1u8 << group.index();
-        if served {
-            if self.served.fetch_or(bit, Ordering::AcqRel) == 0 {
-                *self.appeared.lock().unwrap_or_else(PoisonError::into_inner) =
-                    Some(Instant::now());
-            }
+        let before = if served {
+            self.served.fetch_or(bit, Ordering::AcqRel)
         } else {
-            self.served.fetch_and(!bit, Ordering::AcqRel);
+            self.served.fetch_and(!bit, Ordering::AcqRel)
+        };
+        if (before & bit != 0) != served {
+            *self.changed.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
         }
     }
 
     /// Whether a group that is not served is worth waiting for: the proxy
     /// as a whole is away (none of the client's groups is served), or it
-    /// appeared so recently that it may still be creating its pipes.
+    /// changed so recently that it may still be creating its pipes, or
+    /// going away with the ends of its other connections not yet noticed.
     pub fn worth_waiting(&self) -> bool {
         if self.served.load(Ordering::Acquire) == 0 {
             return true;
         }
-        let appeared = *self.appeared.lock().unwrap_or_else(PoisonError::into_inner);
-        appeared.is_some_and(|at| at.elapsed() < PIPE_GRACE)
+        let changed = *self.changed.lock().unwrap_or_else(PoisonError::into_inner);
+        changed.is_some_and(|at| at.elapsed() < PIPE_GRACE)
     }
 }
 
@@ -569,18 +572,22 @@ mod tests {
     #[test]
     fn a_proxy_is_waited_for_while_away_and_within_its_grace() {
         let presence = ProxyPresence::default();
+        let settle = || *presence.changed.lock().unwrap() = Some(Instant::now() - PIPE_GRACE);
         assert!(presence.worth_waiting(), "away: nothing served");
         presence.set(ApiGroup::Disk, true);
         assert!(presence.worth_waiting(), "just appeared");
-        *presence.appeared.lock().unwrap() = Some(Instant::now() - PIPE_GRACE);
+        settle();
         assert!(!presence.worth_waiting(), "served for a while");
+        presence.set(ApiGroup::Disk, true);
+        assert!(!presence.worth_waiting(), "found again: no change");
         presence.set(ApiGroup::Volume, true);
-        assert!(
-            !presence.worth_waiting(),
-            "another group found: no new grace"
-        );
+        assert!(presence.worth_waiting(), "another group found: starting");
+        settle();
         presence.set(ApiGroup::Disk, false);
+        assert!(presence.worth_waiting(), "one gone: maybe all are going");
+        settle();
+        assert!(!presence.worth_waiting(), "only the one is gone");
         presence.set(ApiGroup::Volume, false);
-        assert!(presence.worth_waiting(), "away again");
+        assert!(presence.worth_waiting(), "away");
     }
 }

@@ -1,0 +1,194 @@
+//! A node whose proxy serves only some groups (SMB and iSCSI are absent on
+//! many nodes), and a client set up in a way that cannot work: each call
+//! is answered at once with what is true, never at the end of its
+//! deadline. Over Unix sockets here, and over named pipes when built for
+//! Windows.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::scenario::seeded_host;
+use common::TestNode;
+use csi_proxy_client::testing::FakeProxy;
+use csi_proxy_client::{ApiGroup, ApiVersion as V, CsiProxy, Error, SmbRemotePath};
+
+/// A proxy serving disk v1 and filesystem v1 only, and a default client
+/// of every group.
+async fn disk_and_filesystem_only() -> (TestNode, FakeProxy, CsiProxy) {
+    let node = TestNode::new();
+    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
+    fake.serve_all([(ApiGroup::Disk, V::V1), (ApiGroup::Filesystem, V::V1)])
+        .await
+        .unwrap();
+    let proxy = CsiProxy::builder()
+        .transport(node.transport())
+        .connect()
+        .await
+        .unwrap();
+    (node, fake, proxy)
+}
+
+#[tokio::test]
+async fn a_group_the_node_lacks_is_not_served_at_once() {
+    let (_node, _fake, proxy) = disk_and_filesystem_only().await;
+    // Past the grace for a proxy still creating its pipes.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let started = Instant::now();
+    let share = SmbRemotePath::new(r"\\server\share").unwrap();
+    let err = proxy
+        .smb()
+        .unwrap()
+        .remove_smb_global_mapping(&share)
+        .await
+        .unwrap_err();
+    match &err {
+        Error::NotServed { group, tried } => {
+            assert_eq!(*group, ApiGroup::Smb);
+            assert!(
+                tried.iter().any(|t| t.contains("csi-proxy-smb-v1")),
+                "{tried:?}"
+            );
+        }
+        other => panic!("{other}"),
+    }
+    let err = proxy
+        .iscsi()
+        .unwrap()
+        .list_target_portals()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotServed { .. }), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        started.elapsed()
+    );
+    // The groups that are there work as ever.
+    proxy.disk().unwrap().list_disk_ids().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_group_whose_pipe_comes_within_the_grace_is_waited_for() {
+    let node = TestNode::new();
+    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
+    fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
+    let proxy = CsiProxy::builder()
+        .transport(node.transport())
+        .connect()
+        .await
+        .unwrap();
+    // The proxy has only just appeared: its SMB pipe follows a moment later.
+    let late = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        fake.serve(ApiGroup::Smb, V::V1).await.unwrap();
+        fake
+    });
+    let share = SmbRemotePath::new(r"\\server\share").unwrap();
+    // Answered by the proxy (the fake host has no such mapping), not by a
+    // "not served".
+    let result = proxy.smb().unwrap().remove_smb_global_mapping(&share).await;
+    assert!(matches!(result, Err(Error::Host { .. })), "{result:?}");
+    assert_eq!(proxy.version(ApiGroup::Smb), Some(V::V1));
+    let fake = late.await.unwrap();
+    assert_eq!(fake.calls().last().unwrap().rpc, "RemoveSmbGlobalMapping");
+}
+
+#[tokio::test]
+async fn a_required_group_is_still_waited_for_at_connect() {
+    let node = TestNode::new();
+    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
+    fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
+    let wait = Duration::from_millis(600);
+    let started = Instant::now();
+    let err = CsiProxy::builder()
+        .transport(node.transport())
+        .require(ApiGroup::Smb)
+        .wait_for_proxy(wait)
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotServed { .. }), "{err}");
+    assert!(started.elapsed() >= wait, "{:?}", started.elapsed());
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn an_endpoint_path_that_is_no_socket_is_a_configuration_error_at_once() {
+    let node = TestNode::new();
+    let dir = node.transport().socket_dir().unwrap().to_owned();
+    std::fs::write(dir.join("csi-proxy-disk-v1"), b"").unwrap();
+    std::fs::create_dir(dir.join("csi-proxy-volume-v1")).unwrap();
+
+    let started = Instant::now();
+    let err = CsiProxy::builder()
+        .transport(node.transport())
+        .require(ApiGroup::Disk)
+        .connect()
+        .await
+        .unwrap_err();
+    match &err {
+        Error::Configuration { setting, reason } => {
+            assert!(setting.ends_with("csi-proxy-disk-v1"), "{setting}");
+            assert!(reason.contains("file"), "{reason}");
+        }
+        other => panic!("{other}"),
+    }
+    // Without requiring it: the call says so, at once.
+    let proxy = CsiProxy::builder()
+        .transport(node.transport())
+        .connect()
+        .await
+        .unwrap();
+    let err = proxy
+        .volume()
+        .unwrap()
+        .list_volumes_on_disk(1, None)
+        .await
+        .unwrap_err();
+    match &err {
+        Error::Configuration { reason, .. } => assert!(reason.contains("directory"), "{reason}"),
+        other => panic!("{other}"),
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(err.csi_code(), tonic::Code::FailedPrecondition);
+    assert!(!err.is_retryable());
+}
+
+#[tokio::test]
+async fn a_connect_attempt_is_bounded_once_by_the_connect_timeout() {
+    // Accepts and never answers: the attempt runs into its timeout, which
+    // bounds opening and the handshake together.
+    let node = TestNode::new();
+    let mut incoming = csi_proxy_client::testing::listen(&node.transport(), ApiGroup::Disk, V::V1)
+        .await
+        .unwrap();
+    let held = tokio::spawn(async move {
+        use tokio_stream::StreamExt;
+        let mut streams = Vec::new();
+        while let Some(Ok(stream)) = incoming.next().await {
+            streams.push(stream);
+        }
+    });
+    let timeout = Duration::from_millis(400);
+    let started = Instant::now();
+    let err = CsiProxy::builder()
+        .transport(node.transport())
+        .groups([ApiGroup::Disk])
+        .require(ApiGroup::Disk)
+        .retry(csi_proxy_client::RetryPolicy::none())
+        .connect_timeout(timeout)
+        .connect()
+        .await
+        .unwrap_err();
+    let took = started.elapsed();
+    assert!(matches!(err, Error::ConnectTimeout { .. }), "{err}");
+    assert!(took >= timeout, "{took:?}");
+    assert!(took < timeout * 2, "one timeout, not two: {took:?}");
+    held.abort();
+}
