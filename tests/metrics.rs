@@ -381,6 +381,7 @@ async fn no_label_ever_carries_a_path_a_secret_or_a_message() {
         "invalid_response",
         "not_found",
         "permission_denied",
+        "configuration",
         "not_implemented",
         "served",
         "failed",

@@ -177,7 +177,7 @@ async fn failures_reach_the_handler_as_csi_codes() {
     let missing = node::node_stage_volume(&proxy, "Google  no-such-disk", &staging).await;
     let error = missing.unwrap_err();
     assert!(matches!(error, Error::NotFound { .. }), "{error:?}");
-    assert_eq!(node::csi_code(&error), Code::NotFound);
+    assert_eq!(error.csi_code(), Code::NotFound);
     let made = proxy.filesystem().unwrap().path_exists(&staging).await;
     assert!(!made.unwrap(), "nothing was made");
 
@@ -185,9 +185,9 @@ async fn failures_reach_the_handler_as_csi_codes() {
         .await
         .unwrap_err();
     assert!(matches!(unstaged, Error::Host { .. }), "{unstaged:?}");
-    assert_eq!(node::csi_code(&unstaged), Code::Internal);
+    assert_eq!(unstaged.csi_code(), Code::Internal);
 
     let rejected = WindowsPath::new(r"C:\var\lib\kubelet\pods\a\..\..\..\Windows");
     let error = rejected.unwrap_err();
-    assert_eq!(node::csi_code(&error), Code::InvalidArgument);
+    assert_eq!(error.csi_code(), Code::InvalidArgument);
 }

@@ -168,20 +168,51 @@ async fn a_mutation_cut_off_by_a_broken_connection_may_have_been_sent() {
     }
 }
 
+#[tokio::test]
+async fn an_answer_that_is_no_grpc_is_an_invalid_response_in_both_builds() {
+    let node = Node::new();
+    let server = serve_bare(&node.transport(), |mut respond| {
+        let not_found = tonic::codegen::http::Response::builder()
+            .status(404)
+            .body(())
+            .unwrap();
+        let _ = respond.send_response(not_found, true);
+    })
+    .await;
+    for line in node.both(&["list-disk-ids"]).await {
+        assert_eq!(
+            facts(&line),
+            "InvalidResponse operation=ListDiskIds csi_code=Internal",
+            "{line}"
+        );
+    }
+    server.abort();
+}
+
 /// Serves `group` `version` with a bare HTTP/2 server that resets every
 /// stream with `reason` as soon as its headers arrive.
 async fn serve_resets(transport: &Transport, reason: h2::Reason) -> tokio::task::JoinHandle<()> {
+    serve_bare(transport, move |mut respond| respond.send_reset(reason)).await
+}
+
+/// Serves disk v1 with a bare HTTP/2 server that answers every stream
+/// with `answer` as soon as its headers arrive.
+async fn serve_bare(
+    transport: &Transport,
+    answer: impl Fn(h2::server::SendResponse<bytes::Bytes>) + Clone + Send + Sync + 'static,
+) -> tokio::task::JoinHandle<()> {
     let mut incoming = csi_proxy_client::testing::listen(transport, ApiGroup::Disk, ApiVersion::V1)
         .await
         .unwrap();
     tokio::spawn(async move {
         while let Some(Ok(stream)) = incoming.next().await {
+            let answer = answer.clone();
             tokio::spawn(async move {
                 let Ok(mut connection) = h2::server::handshake(stream).await else {
                     return;
                 };
-                while let Some(Ok((_request, mut respond))) = connection.accept().await {
-                    respond.send_reset(reason);
+                while let Some(Ok((_request, respond))) = connection.accept().await {
+                    answer(respond);
                 }
             });
         }
@@ -227,6 +258,30 @@ async fn an_echoed_password_shows_in_no_variant_and_in_no_quoting() {
         for line in node.both(&["smb-map", secret]).await {
             assert!(!line.contains("Zq9") && !line.contains("W\\"), "{line}");
             assert!(line.contains("***"), "{line}");
+        }
+    }
+
+    // Past ASCII: Go's `%+q` and JSON that escapes all but ASCII write the
+    // `é` as `\u00e9`; an extra trailer shows it as bytes in the status.
+    let secret = r#"s3cr3t"Pa55é%w\rd"#;
+    let ascii_escaped = r#"s3cr3t\"Pa55\u00e9%w\\rd"#;
+    let mut in_a_trailer = tonic::Status::unavailable("mapping failed");
+    in_a_trailer.metadata_mut().insert(
+        "x-echo",
+        tonic::metadata::MetadataValue::try_from(secret.as_bytes()).unwrap(),
+    );
+    let answers = [
+        tonic::Status::unknown(format!("bad password \"{ascii_escaped}\"")),
+        tonic::Status::unavailable(format!("{{\"password\":\"{ascii_escaped}\"}}")),
+        in_a_trailer,
+    ];
+    for answer in answers {
+        let node = Node::new();
+        let server = RawServer::start(&node.transport(), ApiGroup::Smb, ApiVersion::V1).await;
+        let script = answer.clone();
+        server.script(move |_| Err(script.clone()));
+        for line in node.both(&["smb-map", secret]).await {
+            assert!(!line.contains("s3cr3t") && !line.contains("Pa55"), "{line}");
         }
     }
 }

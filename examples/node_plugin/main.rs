@@ -68,11 +68,14 @@ async fn one_volume(proxy: &CsiProxy, host: &FakeHost) -> Result<(), Box<dyn std
     node::node_unpublish_volume(proxy, &target).await?;
     node::node_unstage_volume(proxy, &staging).await?;
     println!("  unpublished and unstaged");
-    // What a handler answers kubelet when something fails.
+    // What a handler answers kubelet when something fails: the SDK's error
+    // converts into the CSI status (`?` in a tonic handler does it).
     if let Err(error) = node::node_stage_volume(proxy, "Google  no-such-disk", &staging).await {
+        let status = tonic::Status::from(error);
         println!(
-            "  a disk that is not attached: {:?}: {error}",
-            node::csi_code(&error)
+            "  a disk that is not attached: {:?}: {}",
+            status.code(),
+            status.message()
         );
     }
     Ok(())

@@ -6,7 +6,7 @@
 //! so the same code runs on a node with CSI Proxy v0.2.2 and on one with
 //! v1.1. Each is idempotent, as CSI requires: kubelet repeats calls.
 
-use csi_proxy_client::{Code, CsiProxy, Error, VolumeId, VolumeStats, WindowsPath};
+use csi_proxy_client::{CsiProxy, Error, VolumeId, VolumeStats, WindowsPath};
 
 /// `NodeStageVolume`: finds the disk whose SCSI page 0x83 ID is `page83`,
 /// partitions it if it is raw, formats its volume if it has no file system,
@@ -110,21 +110,5 @@ async fn volume_mounted_at(
         Ok(id) => Ok(Some(id)),
         Err(Error::Host { .. }) => Ok(None),
         Err(other) => Err(other),
-    }
-}
-
-/// The gRPC code a CSI handler answers for an SDK error: kubelet retries
-/// `Unavailable` and `DeadlineExceeded`, and shows the message.
-pub fn csi_code(error: &Error) -> Code {
-    match error {
-        Error::InvalidArgument { .. } => Code::InvalidArgument,
-        Error::NotFound { .. } => Code::NotFound,
-        Error::Timeout { .. } | Error::ConnectTimeout { .. } => Code::DeadlineExceeded,
-        // The proxy is away or restarting: worth retrying.
-        Error::NotServed { .. } | Error::Transport { .. } => Code::Unavailable,
-        // The node's proxy is too old for this: an upgrade fixes it.
-        Error::Unsupported { .. } => Code::FailedPrecondition,
-        Error::PermissionDenied { .. } => Code::PermissionDenied,
-        _ => Code::Internal,
     }
 }

@@ -35,15 +35,19 @@ pub enum GroupStatus {
         /// Since when this version is served (to this client).
         since: SystemTime,
     },
-    /// Not served now: calls wait for it within their deadline.
+    /// Not served now: calls wait for it within their deadline while the
+    /// proxy as a whole is away, and are answered [`Error::NotServed`]
+    /// while it serves other groups.
     NotServed {
-        /// Since when: the first look that found it missing. `None` when
-        /// the connection ended and no caller has looked for the group
-        /// since (the looks in the background only report it found).
+        /// Since when: the end of the connection, or the first look that
+        /// found the group missing. `None` only for the moment between a
+        /// connection's end and its being recorded.
         since: Option<SystemTime>,
         /// What the last look found: usually [`Error::NotServed`] with the
         /// endpoints tried, or the failure at an endpoint that exists (for
-        /// example [`Error::PermissionDenied`]).
+        /// example [`Error::PermissionDenied`]). `None` when the connection
+        /// ended and no caller has looked since (the looks in the
+        /// background only report the group found).
         last_error: Option<Error>,
     },
 }

@@ -44,8 +44,15 @@ use options::Deadlines;
 /// - Handles are handed out for every configured group, served or not. A
 ///   call on a group that is not served (yet, or any more) looks for its
 ///   endpoints again, every 250 ms at most, and waits for them within the
-///   call's deadline; no driver has to call [`CsiProxy::renegotiate`].
+///   call's deadline while the proxy as a whole is away; no driver has to
+///   call [`CsiProxy::renegotiate`]. While the proxy serves other groups, a
+///   group it lacks is [`Error::NotServed`] after one look (and a grace of
+///   one second after the proxy changed, for pipes still being created).
 ///   Concurrent callers share one look and its result.
+/// - Every look and attempt after a call's first waits on that schedule,
+///   whatever the endpoint does; a call whose deadline passes after failed
+///   attempts fails with the last failure rather than [`Error::Timeout`].
+///   A request the proxy refused unprocessed is sent once more.
 /// - When a connection ends under a call, reads, and calls that certainly
 ///   were not sent, go again on whatever version is served once the proxy is
 ///   back. A call that changes the host and may have reached the proxy fails
@@ -54,7 +61,8 @@ use options::Deadlines;
 /// - [`CsiProxy::version`], [`CsiProxy::is_served`] and
 ///   [`CsiProxy::health`] tell the present state;
 ///   [`CsiProxy::version_changes`] reports each change, including a group
-///   that disappears (`to: None`) and comes back.
+///   that disappears (`to: None`, as soon as its connection ends) and comes
+///   back.
 ///
 /// # Deadlines and retries
 ///

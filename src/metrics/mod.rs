@@ -29,7 +29,8 @@
 //!   host), `timeout`, `transport_error`, `not_served`, `unsupported` (the
 //!   version in use lacks the operation; nothing was sent),
 //!   `invalid_argument` (rejected before sending), `invalid_response`,
-//!   `not_found`, `permission_denied`, `not_implemented`, or `cancelled`
+//!   `not_found`, `permission_denied`, `configuration`, `not_implemented`,
+//!   or `cancelled`
 //!   (the caller stopped waiting: its future was dropped).
 //! - `result` of a negotiation: `served`, `not_served` (no endpoint of any
 //!   acceptable version) or `failed` (an endpoint exists but could not be

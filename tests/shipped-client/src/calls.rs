@@ -114,6 +114,12 @@ pub fn describe(outcome: &Result<(), Error>) -> String {
             needed,
         } => format!("Unsupported operation={operation:?} served={served} needed={needed}"),
         Error::NotServed { group, .. } => format!("NotServed group={group}"),
+        Error::InvalidResponse { operation, .. } => {
+            format!(
+                "InvalidResponse operation={operation:?} csi_code={:?}",
+                error.csi_code()
+            )
+        }
         other => format!("Other {other:?}"),
     };
     format!("{facts} | {error} | {error:?}")
