@@ -251,6 +251,8 @@ const NAMED_PIPES_OFF_WINDOWS: &str = "named pipes (the default transport) exist
 struct Misconfigured(&'static str);
 
 impl Misconfigured {
+    // Windows has no path that could hold the wrong kind of endpoint.
+    #[cfg_attr(windows, allow(dead_code))]
     fn error(reason: &'static str) -> std::io::Error {
         std::io::Error::other(Misconfigured(reason))
     }
