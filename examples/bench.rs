@@ -28,7 +28,7 @@
 //! SDK divided by raw tonic `Channel`.
 
 #[cfg(unix)]
-#[path = "../tests/shipped-client/build_it.rs"]
+#[path = "../tests/shipped/build_it.rs"]
 mod build_it;
 
 #[cfg(unix)]

@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use csi_proxy_client::testing::FakeProxy;
+use csi_proxy_client::testing::{FakeProxy, LocalEndpoints};
 use csi_proxy_client::{
     async_trait, ApiGroup, ApiVersion, Backends, CsiProxy, Result, Transport, VolumeApi, VolumeId,
     VolumeStats,
@@ -38,8 +38,9 @@ impl VolumeApi for QuarterFull {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
-    let dir = tempfile::tempdir()?;
-    let transport = socket_transport(&dir)?;
+    // Sockets in a temporary directory on Unix, named pipes on Windows.
+    let endpoints = LocalEndpoints::new()?;
+    let transport = endpoints.transport();
     let mock = Arc::new(QuarterFull::default());
     let backends = Backends {
         volume: Some(mock.clone()),
@@ -67,17 +68,4 @@ async fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     }
     assert_eq!(mock.asked.lock().unwrap().len(), 2);
     Ok(())
-}
-
-#[cfg(unix)]
-fn socket_transport(dir: &tempfile::TempDir) -> csi_proxy_client::Result<Transport> {
-    Transport::unix_sockets(dir.path())
-}
-
-#[cfg(windows)]
-fn socket_transport(_dir: &tempfile::TempDir) -> csi_proxy_client::Result<Transport> {
-    Transport::named_pipes_with_prefix(&format!(
-        r"\\.\pipe\fake-proxy-mock-{}-",
-        std::process::id()
-    ))
 }

@@ -10,7 +10,7 @@
 //! Run it with `cargo run --example metrics`.
 
 use csi_proxy_client::metrics::CALL_DURATION_SECONDS;
-use csi_proxy_client::testing::{FakeHost, FakeProxy};
+use csi_proxy_client::testing::{FakeHost, FakeProxy, LocalEndpoints};
 use csi_proxy_client::{ApiGroup, ApiVersion as V, CsiProxy, Transport, WindowsPath};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 
@@ -29,7 +29,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )?
         .install_recorder()?;
 
-    let (transport, _socket_dir) = local_transport()?;
+    // Sockets in a temporary directory on Unix, named pipes on Windows.
+    let endpoints = LocalEndpoints::new()?;
+    let transport = endpoints.transport();
     let host = FakeHost::builder()
         .disk(1, "Google  pd-data", 10 << 30)
         .build();
@@ -69,16 +71,4 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     print!("{}", prometheus.render());
     fake.shutdown().await;
     Ok(())
-}
-
-#[cfg(unix)]
-fn local_transport() -> csi_proxy_client::Result<(Transport, tempfile::TempDir)> {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    Ok((Transport::unix_sockets(dir.path())?, dir))
-}
-
-#[cfg(windows)]
-fn local_transport() -> csi_proxy_client::Result<(Transport, ())> {
-    let prefix = format!(r"\\.\pipe\metrics-example-{}-", std::process::id());
-    Ok((Transport::named_pipes_with_prefix(&prefix)?, ()))
 }

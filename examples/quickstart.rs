@@ -10,7 +10,7 @@
 //! Run it with `cargo run --example quickstart`; `RUST_LOG=debug` shows
 //! every probe and call.
 
-use csi_proxy_client::testing::{FakeHost, FakeProxy};
+use csi_proxy_client::testing::{FakeHost, FakeProxy, LocalEndpoints};
 use csi_proxy_client::{
     ApiGroup, ApiVersion as V, CsiProxy, IscsiAuth, Result, Secret, ServiceStatus, SmbMapping,
     SmbRemotePath, StartType, TargetPortal, Transport, WindowsPath,
@@ -38,7 +38,9 @@ async fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         )
         .init();
 
-    let (transport, _socket_dir) = local_transport()?;
+    // Sockets in a temporary directory on Unix, named pipes on Windows.
+    let endpoints = LocalEndpoints::new()?;
+    let transport = endpoints.transport();
     let host = FakeHost::builder()
         .disk(1, "Google  pd-data", 10 << 30)
         .smb_share(r"\\files\share", "smb-user", "smb-pw")
@@ -156,18 +158,4 @@ async fn node_flow(proxy: &CsiProxy) -> Result<()> {
         service.status, service.start_type
     );
     Ok(())
-}
-
-/// Unix sockets in a fresh temporary directory (kept alive by the returned
-/// guard), or named pipes under a prefix of this process on Windows.
-#[cfg(unix)]
-fn local_transport() -> Result<(Transport, tempfile::TempDir)> {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    Ok((Transport::unix_sockets(dir.path())?, dir))
-}
-
-#[cfg(windows)]
-fn local_transport() -> Result<(Transport, ())> {
-    let prefix = format!(r"\\.\pipe\quickstart-{}-", std::process::id());
-    Ok((Transport::named_pipes_with_prefix(&prefix)?, ()))
 }

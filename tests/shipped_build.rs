@@ -7,9 +7,9 @@
 //! Unix only: the client is built for the host with a nested `cargo build`.
 #![cfg(unix)]
 
-#[path = "shipped-client/build_it.rs"]
+#[path = "shipped/build_it.rs"]
 mod build_it;
-#[path = "shipped-client/src/calls.rs"]
+#[path = "shipped/calls.rs"]
 mod calls;
 mod common;
 

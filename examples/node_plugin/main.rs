@@ -8,7 +8,7 @@
 
 mod node;
 
-use csi_proxy_client::testing::{FakeHost, FakeProxy, ProxyRelease};
+use csi_proxy_client::testing::{FakeHost, FakeProxy, LocalEndpoints, ProxyRelease};
 use csi_proxy_client::{ApiGroup, CsiProxy, Transport, WindowsPath};
 
 const GIB: u64 = 1 << 30;
@@ -20,7 +20,8 @@ const POD_DIR: &str = r"C:\var\lib\kubelet\pods\7c1d\volumes\kubernetes.io~csi\p
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for release in [ProxyRelease::V0_2_2, ProxyRelease::V1_1_0] {
-        let (transport, _socket_dir) = local_transport(release)?;
+        let endpoints = LocalEndpoints::new()?;
+        let transport = endpoints.transport();
         let host = FakeHost::builder()
             .disk(1, PAGE83, 10 * GIB)
             .dir(POD_DIR)
@@ -79,16 +80,4 @@ async fn one_volume(proxy: &CsiProxy, host: &FakeHost) -> Result<(), Box<dyn std
         );
     }
     Ok(())
-}
-
-#[cfg(unix)]
-fn local_transport(_: ProxyRelease) -> csi_proxy_client::Result<(Transport, tempfile::TempDir)> {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    Ok((Transport::unix_sockets(dir.path())?, dir))
-}
-
-#[cfg(windows)]
-fn local_transport(release: ProxyRelease) -> csi_proxy_client::Result<(Transport, ())> {
-    let prefix = format!(r"\\.\pipe\node-plugin-{}-{release}-", std::process::id());
-    Ok((Transport::named_pipes_with_prefix(&prefix)?, ()))
 }

@@ -367,8 +367,10 @@ impl CsiProxyBuilder {
 
     /// Unix domain sockets in `dir`, named like the pipes
     /// ([`Transport::unix_sockets`]); an invalid directory fails
-    /// [`connect`](Self::connect).
+    /// [`connect`](Self::connect). Unix only; for tests that run on
+    /// Windows too, see `testing::LocalEndpoints` (feature `testing`).
     #[cfg(unix)]
+    #[cfg_attr(docsrs, doc(cfg(unix)))]
     pub fn socket_dir(mut self, dir: impl AsRef<std::path::Path>) -> Self {
         self.transport = Transport::unix_sockets(dir);
         self

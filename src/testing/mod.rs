@@ -1,11 +1,23 @@
-//! Pieces for test harnesses that serve the CSI Proxy wire API themselves.
+//! What a driver's tests need: a fake Windows host, a fake proxy that
+//! serves it (or any mock) over a real transport, and the pieces to build
+//! servers of one's own.
 //!
 //! Enabled by the `testing` cargo feature; put it in `dev-dependencies`.
 //! With it, [`crate::wire`] also contains the generated tonic servers.
 //!
+//! - [`LocalEndpoints`]: a private place for one test's endpoints, Unix
+//!   sockets on Unix and named pipes on Windows, so that the same test code
+//!   runs on both.
+//! - [`FakeHost`]: an in-memory Windows host (disks, partitions, volumes,
+//!   mounts, symbolic links, SMB mappings, iSCSI portals and targets,
+//!   services) that implements every group trait with the proxy's rules.
+//! - [`FakeProxy`]: serves any chosen set of group-versions, backed by a
+//!   [`FakeHost`] or by any implementation of the traits (a mock), and
+//!   records every call; [`ProxyRelease`] names the set a CSI Proxy
+//!   release served.
 //! - [`listen`] accepts connections on the endpoint of one group-version,
-//!   over Unix sockets or Windows named pipes, as a stream for tonic's
-//!   server.
+//!   as a stream for tonic's server; [`RawCodec`] passes messages through
+//!   as bytes, for servers that answer anything at all.
 //! - [`StubProxy`] serves any chosen set of group-versions with stub
 //!   services, for negotiation tests.
 
@@ -13,6 +25,7 @@ mod endpoints;
 mod fake_host;
 mod fake_proxy;
 mod listener;
+mod local;
 mod raw_codec;
 mod release;
 mod stub;
@@ -20,6 +33,7 @@ mod stub;
 pub use fake_host::{FakeDisk, FakeHost, FakeHostBuilder, FakeVolume, PathEntry};
 pub use fake_proxy::{Call, FakeProxy};
 pub use listener::{listen, Incoming, ServerStream};
+pub use local::LocalEndpoints;
 pub use raw_codec::RawCodec;
 pub use release::ProxyRelease;
 pub use stub::{StubProxy, STUB_MESSAGE};

@@ -23,21 +23,19 @@ pub const STUB_MESSAGE: &str = "Not yet implemented";
 /// against CSI Proxy. Dropping the proxy stops every server.
 ///
 /// ```
-/// # #[cfg(unix)]
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), csi_proxy_client::Error> {
-/// use csi_proxy_client::testing::StubProxy;
-/// use csi_proxy_client::{ApiGroup, ApiVersion, Negotiator, Transport};
+/// use csi_proxy_client::testing::{LocalEndpoints, StubProxy};
+/// use csi_proxy_client::{ApiGroup, ApiVersion, Negotiator};
 ///
-/// let dir = tempfile::tempdir().unwrap();
-/// let transport = Transport::unix_sockets(dir.path())?;
+/// let endpoints = LocalEndpoints::new()?;
+/// let transport = endpoints.transport();
 /// let mut proxy = StubProxy::new(transport.clone());
 /// proxy.serve(ApiGroup::Disk, ApiVersion::V1BETA2).await?;
 ///
 /// let negotiated = Negotiator::new(transport).negotiate(&[ApiGroup::Disk]).await?;
 /// assert_eq!(negotiated.report().chosen(ApiGroup::Disk), Some(ApiVersion::V1BETA2));
 /// # Ok(()) }
-/// # #[cfg(not(unix))] fn main() {}
 /// ```
 #[derive(Debug)]
 pub struct StubProxy {

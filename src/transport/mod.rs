@@ -136,7 +136,11 @@ impl Transport {
 
     /// Unix domain sockets named like the pipes, in `dir`:
     /// `<dir>/csi-proxy-<group>-<version>`. The directory must exist.
+    ///
+    /// Unix only. For tests that run on Windows too, see
+    /// `testing::LocalEndpoints` (feature `testing`).
     #[cfg(unix)]
+    #[cfg_attr(docsrs, doc(cfg(unix)))]
     pub fn unix_sockets(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = dir.as_ref();
         let invalid = |why: String| Error::invalid_argument("socket directory", why);
@@ -171,8 +175,9 @@ impl Transport {
         }
     }
 
-    /// The socket directory, for socket transports.
+    /// The socket directory, for socket transports. Unix only.
     #[cfg(unix)]
+    #[cfg_attr(docsrs, doc(cfg(unix)))]
     pub fn socket_dir(&self) -> Option<&Path> {
         match &self.kind {
             Kind::UnixSockets { dir } => Some(dir),

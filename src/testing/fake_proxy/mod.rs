@@ -99,14 +99,13 @@ pub struct Call {
 /// waits until the endpoints are gone.
 ///
 /// ```
-/// # #[cfg(unix)]
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> csi_proxy_client::Result<()> {
-/// use csi_proxy_client::testing::{FakeHost, FakeProxy};
-/// use csi_proxy_client::{ApiGroup, ApiVersion, CsiProxy, Transport};
+/// use csi_proxy_client::testing::{FakeHost, FakeProxy, LocalEndpoints};
+/// use csi_proxy_client::{ApiGroup, ApiVersion, CsiProxy};
 ///
-/// let dir = tempfile::tempdir().unwrap();
-/// let transport = Transport::unix_sockets(dir.path())?;
+/// let endpoints = LocalEndpoints::new()?; // sockets on Unix, pipes on Windows
+/// let transport = endpoints.transport();
 /// let host = FakeHost::builder().disk(1, "pd-1", 10 << 30).build();
 /// let mut fake = FakeProxy::new(transport.clone(), host.backends());
 /// fake.serve(ApiGroup::Disk, ApiVersion::V1BETA2).await?;
@@ -115,7 +114,6 @@ pub struct Call {
 /// assert_eq!(proxy.disk()?.get_disk_number_by_name("pd-1").await?, 1);
 /// assert_eq!(fake.calls()[0].rpc, "ListDiskIDs"); // emulated on v1beta2
 /// # Ok(()) }
-/// # #[cfg(not(unix))] fn main() {}
 /// ```
 pub struct FakeProxy {
     endpoints: Endpoints,

@@ -9,6 +9,9 @@
 //!   multi-thread runtime (what `#[tokio::main]` gives a driver) and prints
 //!   `rss_kib=N anon_kib=N` of this process (Linux).
 
+// Shared with the test that runs this client (`tests/shipped_build.rs`),
+// outside this crate's folder so that the main crate's package has it.
+#[path = "../../shipped/calls.rs"]
 mod calls;
 
 use calls::Call;

@@ -22,6 +22,13 @@ pub fn build_shipped_client(release: bool) -> PathBuf {
     if release {
         command.arg("--release");
     }
+    let manifest = root.join("tests/shipped-client/Cargo.toml");
+    assert!(
+        manifest.exists(),
+        "{} is missing: the shipped-build test runs from the repository, \
+         not from the published package (which leaves nested crates out)",
+        manifest.display()
+    );
     let status = command.status().expect("run cargo");
     assert!(
         status.success(),
