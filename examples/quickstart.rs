@@ -99,9 +99,12 @@ async fn node_flow(proxy: &CsiProxy) -> Result<()> {
     println!("mounted at {staging}");
     let stats = volume.get_volume_stats(&id).await?;
     println!("{} of {} bytes used", stats.used_bytes, stats.total_bytes);
+    // The controller grew the disk (a PVC expansion): the volume follows.
+    host.set_disk_size(number, 2 * stats.total_bytes);
     volume.resize_volume(&id, 0).await?;
     println!(
-        "resized to {} bytes",
+        "disk grown; volume resized from {} to {} bytes",
+        stats.total_bytes,
         volume.get_volume_stats(&id).await?.total_bytes
     );
     match volume

@@ -2,7 +2,7 @@
 //! names per version, and whether they change the host.
 //!
 //! The adapters take their RPC paths and their `Unsupported` errors from
-//! here, and the README's capability table is rendered from it (a test
+//! here, and the capability table of docs/versions.md is rendered from it (a test
 //! checks that the two agree).
 
 use std::fmt;

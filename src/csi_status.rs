@@ -1,24 +1,6 @@
 //! What a CSI node service answers for each [`Error`]: the gRPC code, and
-//! whether the same call may succeed later.
-//!
-//! | error | code | retrying may help | why |
-//! |---|---|---|---|
-//! | [`NotServed`](Error::NotServed) | `Unavailable` | yes | the proxy (or this group's pipe) is not there now; it may start, or be mounted, later |
-//! | [`Transport`](Error::Transport) | `Unavailable` | yes | the connection failed; CSI calls are idempotent, so the CO's retry is safe even when the outcome was unknown |
-//! | [`ConnectTimeout`](Error::ConnectTimeout) | `Unavailable` | yes | the proxy did not answer in time; it may be starting or overloaded |
-//! | [`Timeout`](Error::Timeout) | `DeadlineExceeded` | yes | the call ran out of time; the host may still finish the work, which the retry then finds done |
-//! | [`Unsupported`](Error::Unsupported) | `FailedPrecondition` | no | the node's CSI Proxy is too old for the call: unlike `NotServed` and `Timeout`, nothing changes until the proxy is upgraded |
-//! | [`Configuration`](Error::Configuration) | `FailedPrecondition` | no | the plugin is deployed or set up wrongly; waiting does not fix it |
-//! | [`PermissionDenied`](Error::PermissionDenied) | `FailedPrecondition` | no | the plugin may not open the proxy's pipe (it needs an administrator or SYSTEM): a deployment fault, not the CO's |
-//! | [`InvalidArgument`](Error::InvalidArgument) | `InvalidArgument` | no | the request was rejected before anything was sent |
-//! | [`NotFound`](Error::NotFound) | `NotFound` | no | what the call names does not exist |
-//! | [`NotImplemented`](Error::NotImplemented) | `Unimplemented` | no | a backend (a test mock) lacks the operation |
-//! | [`InvalidResponse`](Error::InvalidResponse) | `Internal` | yes | the answer could not be understood; the outcome is unknown, and a retry of an idempotent CSI call is how to learn it |
-//! | [`Host`](Error::Host) with `Unknown` (almost every host failure) | `Internal` | no | the host operation failed; the same call would fail the same way |
-//! | [`Host`](Error::Host) with another code | that code | for `Unavailable`, `ResourceExhausted`, `Aborted` | the proxy chose the code |
-//!
-//! The message is the error's text, with any secret of the request
-//! already masked.
+//! whether the same call may succeed later (the table is on the `From`
+//! implementation below, where the API docs show it).
 
 use tonic::{Code, Status};
 
@@ -76,22 +58,27 @@ impl Error {
 /// The status a CSI node service answers for `error`: [`Error::csi_code`]
 /// and the error's text (secrets masked), with its causes.
 ///
-/// | error | code | retrying may help |
-/// |---|---|---|
-/// | `NotServed`, `Transport`, `ConnectTimeout` | `Unavailable` | yes |
-/// | `Timeout` | `DeadlineExceeded` | yes |
-/// | `Unsupported`, `Configuration`, `PermissionDenied` | `FailedPrecondition` | no |
-/// | `InvalidArgument` | `InvalidArgument` | no |
-/// | `NotFound` | `NotFound` | no |
-/// | `NotImplemented` | `Unimplemented` | no |
-/// | `InvalidResponse` | `Internal` | yes |
-/// | `Host` with `Unknown` | `Internal` | no |
-/// | `Host` with another code | that code | for `Unavailable`, `ResourceExhausted`, `Aborted` |
+/// | error | code | retrying may help | why |
+/// |---|---|---|---|
+/// | [`NotServed`](Error::NotServed) | `Unavailable` | yes | the proxy (or this group's pipe) is not there now; it may start, or be mounted, later |
+/// | [`Transport`](Error::Transport) | `Unavailable` | yes | the connection failed; CSI calls are idempotent, so the CO's retry is safe even when the outcome was unknown |
+/// | [`ConnectTimeout`](Error::ConnectTimeout) | `Unavailable` | yes | the proxy did not answer in time; it may be starting or overloaded |
+/// | [`Timeout`](Error::Timeout) | `DeadlineExceeded` | yes | the call ran out of time; the host may still finish the work, which the retry then finds done |
+/// | [`Unsupported`](Error::Unsupported) | `FailedPrecondition` | no | the node's CSI Proxy is too old for the call: unlike `NotServed` and `Timeout`, nothing changes until the proxy is upgraded |
+/// | [`Configuration`](Error::Configuration) | `FailedPrecondition` | no | the plugin is deployed or set up wrongly; waiting does not fix it |
+/// | [`PermissionDenied`](Error::PermissionDenied) | `FailedPrecondition` | no | the plugin may not open the proxy's pipe (it needs an administrator or SYSTEM): a deployment fault, not the CO's |
+/// | [`InvalidArgument`](Error::InvalidArgument) | `InvalidArgument` | no | the request was rejected before anything was sent |
+/// | [`NotFound`](Error::NotFound) | `NotFound` | no | what the call names does not exist |
+/// | [`NotImplemented`](Error::NotImplemented) | `Unimplemented` | no | a backend (a test mock) lacks the operation |
+/// | [`InvalidResponse`](Error::InvalidResponse) | `Internal` | yes | the answer could not be understood; the outcome is unknown, and a retry of an idempotent CSI call is how to learn it |
+/// | [`Host`](Error::Host) with `Unknown` (almost every host failure) | `Internal` | no | the host operation failed; the same call would fail the same way |
+/// | [`Host`](Error::Host) with another code | that code | for `Unavailable`, `ResourceExhausted`, `Aborted` | the proxy chose the code |
+///
 ///
 /// `NotServed` and `Timeout` are worth the CO's retry (the proxy may start,
 /// the host may finish); `Unsupported` is not: the node's proxy lacks the
-/// call until it is upgraded. The README's "Errors" section gives the
-/// reasons row by row.
+/// call until it is upgraded. The message is the error's text and its
+/// causes, with any secret of the request already masked.
 ///
 /// ```
 /// use csi_proxy_client::{ApiGroup, Error};

@@ -131,7 +131,15 @@ pub mod wire;
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
-/// The porting guide's examples, compiled as doctests too.
+/// The guides' examples, compiled as doctests too.
 #[cfg(doctest)]
 #[doc = include_str!("../docs/porting.md")]
 struct PortingGuideDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/availability.md")]
+struct AvailabilityGuideDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/negotiation.md")]
+struct NegotiationGuideDoctests;

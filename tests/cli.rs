@@ -26,7 +26,7 @@ impl Fake {
     fn serving(what: [&str; 2]) -> Fake {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().to_str().unwrap().to_owned();
-        let child = Self::spawn(&["fake", "--dir", &path, what[0], what[1]]);
+        let child = Self::spawn(&["--socket-dir", &path, "fake", what[0], what[1]]);
         Fake {
             child,
             endpoint: ["--socket-dir".into(), path],
@@ -125,7 +125,7 @@ fn failure(output: &Output, code: i32) -> String {
 /// `csiproxyctl fake` with bad `args`: refused as bad input; its message.
 fn fake_refuses(args: &[&str]) -> String {
     let output = Command::new(BIN)
-        .args(["fake", "--dir", "/tmp"])
+        .args(["--socket-dir", "/tmp", "fake"])
         .args(args)
         .output()
         .unwrap();
@@ -186,8 +186,10 @@ fn a_fake_stands_in_for_a_release() {
     .map(|(g, v)| (format!("{g:?}"), format!("{v:?}")));
     assert_eq!(chosen, expected);
 
-    let bad = fake_refuses(&["--release", "v0.x"]);
-    assert!(bad.contains("release"), "{bad}");
+    for unknown in ["v0.x", "v9.9.9", "v0.0.1"] {
+        let bad = fake_refuses(&["--release", unknown]);
+        assert!(bad.contains("release"), "{unknown}: {bad}");
+    }
 }
 
 #[test]
@@ -334,7 +336,7 @@ fn probe_waits_for_a_proxy_that_starts_later() {
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_secs(1));
-    let mut fake = Fake::spawn(&["fake", "--dir", &path, "--versions", "disk=v1"]);
+    let mut fake = Fake::spawn(&["--socket-dir", &path, "fake", "--versions", "disk=v1"]);
     let out = probe.wait_with_output().unwrap();
     let _ = fake.kill();
     let _ = fake.wait();
@@ -346,4 +348,44 @@ fn probe_waits_for_a_proxy_that_starts_later() {
         .find(|g| g["group"] == "disk")
         .unwrap();
     assert_eq!(disk["chosen"], "v1", "{report}");
+}
+
+#[test]
+fn probe_exits_with_what_scripts_need() {
+    let fake = Fake::start("disk=v1,volume=v1");
+    stdout(&fake.run(&["probe", "disk", "volume"]));
+    let missing = failure(&fake.run(&["probe", "disk", "smb"]), 3);
+    assert!(missing.contains("smb"), "{missing}");
+
+    // Under --json, the report on standard output and the error after it.
+    let output = fake.run(&["--json", "probe", "iscsi"]);
+    assert_eq!(output.status.code(), Some(3));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let mut lines = text.lines();
+    let report: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    assert!(report["transport"]["kind"].is_string(), "{report}");
+    let error: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    assert_eq!(error["error"]["kind"], "not_served");
+    assert_eq!(error["error"]["exit_code"], 3);
+}
+
+#[test]
+fn failures_are_json_under_json() {
+    let fake = Fake::start("disk=v1");
+    let output = fake.run(&["--json", "disk", "stats", "9"]);
+    assert_eq!(output.status.code(), Some(1));
+    let error: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(error["error"]["kind"], "host");
+    assert!(error["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("disk 9"));
+}
+
+#[cfg(unix)]
+#[test]
+fn without_a_socket_folder_the_tool_says_which_flag_to_give() {
+    let output = Command::new(BIN).args(["probe"]).output().unwrap();
+    let message = failure(&output, 2);
+    assert!(message.contains("--socket-dir"), "{message}");
 }

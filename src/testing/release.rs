@@ -90,11 +90,27 @@ impl FromStr for ProxyRelease {
         if parts.next().is_some() {
             return Err(invalid());
         }
-        Ok(Self::new(major, minor, patch))
+        let release = Self::new(major, minor, patch);
+        // Which versions a release this crate does not know served is not
+        // known either: refuse it rather than guess.
+        if release < Self::V0_1_0 || (major, minor) > LATEST_KNOWN {
+            return Err(Error::invalid_argument(
+                "CSI Proxy release",
+                format!(
+                    "{text:?} is not a CSI Proxy release this crate knows (v0.1.0 to v{}.{}.x)",
+                    LATEST_KNOWN.0, LATEST_KNOWN.1
+                ),
+            ));
+        }
+        Ok(release)
     }
 }
 
 /// The release that first served each group-version.
+/// The newest CSI Proxy release (major, minor) whose served versions this
+/// crate knows.
+const LATEST_KNOWN: (u32, u32) = (1, 3);
+
 const FIRST_SERVED_BY: [(ApiGroup, ApiVersion, ProxyRelease); 23] = {
     use ApiGroup::*;
     use ApiVersion as V;
@@ -161,7 +177,9 @@ mod tests {
             ProxyRelease::V0_2_2
         );
         assert_eq!("1.1".parse::<ProxyRelease>().unwrap(), ProxyRelease::V1_1_0);
-        for bad in ["", "v", "v1", "1.x", "v1.1.1.1", "v1.-1", "v1.+1", "1..2"] {
+        for bad in [
+            "", "v", "v1", "1.x", "v1.1.1.1", "v1.-1", "v1.+1", "1..2", "v9.9.9", "v0.0.1", "v1.4",
+        ] {
             let error = bad.parse::<ProxyRelease>().unwrap_err();
             assert!(
                 matches!(error, Error::InvalidArgument { .. }),

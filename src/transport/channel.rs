@@ -67,7 +67,7 @@ const AUTHORITY: &str = "csi-proxy";
 impl ProxyChannel {
     /// The HTTP/2 handshake over `stream`, with settings for a local pipe or
     /// socket (measured with the benchmark's `--profile` mode; see the
-    /// README's benchmark section):
+    /// docs/benchmarks.md):
     /// - Windows of 1 MiB per stream and 4 MiB per connection. For
     ///   `ListDiskIDs` they measured the same as HTTP/2's default 64 KiB
     ///   (p50 54–57 µs sequential, 36–45k calls/s with 16 callers, either

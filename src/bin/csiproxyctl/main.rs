@@ -17,12 +17,21 @@ use csi_proxy_client::{
 use serde_json::json;
 use table::{emit, Table};
 
+/// What the exit codes mean, for scripts.
+const EXIT_CODES: &str = "Exit codes:
+  0  done (probe: every group asked for is served; with none asked, at least one)
+  1  the call failed on the host, or the connection to CSI Proxy failed
+  2  bad usage or input, or a setting that cannot work (nothing was sent)
+  3  not served: a group is missing, or the node's version lacks the call
+With --json, a failure is printed as JSON on standard output too:
+  {\"error\": {\"kind\": ..., \"message\": ..., \"exit_code\": ...}}";
+
 /// Talk to CSI Proxy on this node: what it serves, and single calls.
 #[derive(Parser)]
-#[command(name = "csiproxyctl", version)]
+#[command(name = "csiproxyctl", version, after_help = EXIT_CODES)]
 struct Cli {
     /// Unix sockets in this directory instead of CSI Proxy's named pipes
-    /// (for a fake proxy, or Linux development).
+    /// (for a fake proxy, or Linux development; `fake` serves there).
     #[arg(long, global = true, value_name = "DIR")]
     socket_dir: Option<std::path::PathBuf>,
 
@@ -43,9 +52,11 @@ struct Cli {
     #[arg(long, global = true)]
     json: bool,
 
-    /// Seconds to wait for each call (formatting and resizing included).
-    #[arg(long, global = true, default_value_t = 60)]
-    timeout: u64,
+    /// Seconds to wait for each call. Default: the SDK's deadline of the
+    /// operation (30 s for reads, 2 min for changes, 10 min for formatting
+    /// and resizing).
+    #[arg(long, global = true, value_name = "SECONDS")]
+    timeout: Option<u64>,
 
     /// Seconds to wait for CSI Proxy to serve what the command needs (a
     /// proxy that is starting or restarting); 0 looks once.
@@ -59,8 +70,14 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Per group: every pipe tried, which answered, the version chosen, and
-    /// the operations available at that version.
-    Probe,
+    /// the operations available at that version. Exits 3 when a group
+    /// given is not served (with none given: when nothing is).
+    Probe {
+        /// Groups that must be served: disk, filesystem, smb, volume,
+        /// iscsi, system.
+        #[arg(value_name = "GROUP")]
+        require: Vec<ApiGroup>,
+    },
     /// The disk group.
     #[command(subcommand)]
     Disk(DiskCommand),
@@ -80,7 +97,8 @@ enum Command {
     #[command(subcommand)]
     Iscsi(IscsiCommand),
     /// Start a fake CSI Proxy serving the chosen versions on Unix sockets
-    /// (named pipes on Windows), until interrupted. Its host has two disks,
+    /// in --socket-dir (named pipes under --pipe-prefix on Windows), until
+    /// interrupted. Its host has two disks,
     /// an iSCSI target, a service, and the SMB share `\\fileserver\data`
     /// for user `csi` with password `fake-password`.
     Fake(FakeArgs),
@@ -232,10 +250,6 @@ enum IscsiCommand {
 
 #[derive(Args)]
 struct FakeArgs {
-    /// The directory for the sockets (created if missing). Ignored on
-    /// Windows, where the fake serves named pipes under --pipe-prefix.
-    #[arg(long, value_name = "DIR")]
-    dir: Option<std::path::PathBuf>,
     /// What to serve, as group=version pairs: `disk=v1beta2,volume=v1`.
     /// Default: every version of every group.
     #[arg(long, value_name = "LIST", conflicts_with = "release")]
@@ -245,17 +259,49 @@ struct FakeArgs {
     release: Option<String>,
 }
 
-/// A failure for the user: one line, and the exit code.
-struct Failure(String, u8);
+/// A failure for the user: what kind, one line, and the exit code.
+struct Failure {
+    kind: &'static str,
+    message: String,
+    code: u8,
+}
+
+impl Failure {
+    /// Bad usage or input: nothing was sent.
+    fn usage(message: impl Into<String>) -> Self {
+        Self {
+            kind: "usage",
+            message: message.into(),
+            code: 2,
+        }
+    }
+}
 
 impl From<Error> for Failure {
     fn from(e: Error) -> Self {
         let code = match e {
-            Error::InvalidArgument { .. } => 2,
+            Error::InvalidArgument { .. } | Error::Configuration { .. } => 2,
             Error::NotServed { .. } | Error::Unsupported { .. } => 3,
             _ => 1,
         };
-        Failure(e.to_string(), code)
+        let kind = match e {
+            Error::NotServed { .. } => "not_served",
+            Error::Unsupported { .. } => "unsupported",
+            Error::InvalidArgument { .. } => "invalid_argument",
+            Error::Configuration { .. } => "configuration",
+            Error::Host { .. } => "host",
+            Error::NotFound { .. } => "not_found",
+            Error::Transport { .. } | Error::ConnectTimeout { .. } => "transport",
+            Error::Timeout { .. } => "timeout",
+            Error::PermissionDenied { .. } => "permission_denied",
+            Error::InvalidResponse { .. } => "invalid_response",
+            _ => "other",
+        };
+        Failure {
+            kind,
+            message: e.to_string(),
+            code,
+        }
     }
 }
 
@@ -264,9 +310,19 @@ type Outcome = Result<(), Failure>;
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
+    let json = cli.json;
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure(message, code)) => {
+        Err(Failure {
+            kind,
+            message,
+            code,
+        }) => {
+            if json {
+                let error =
+                    json!({ "error": { "kind": kind, "message": message, "exit_code": code } });
+                emit(&error.to_string());
+            }
             eprintln!("csiproxyctl: {message}");
             ExitCode::from(code)
         }
@@ -277,7 +333,7 @@ async fn run(cli: Cli) -> Outcome {
     let transport = transport(&cli)?;
     let policy = VersionPolicy::default().allow_preview(cli.preview);
     match &cli.command {
-        Command::Probe => probe(&cli, transport, policy).await,
+        Command::Probe { require } => probe(&cli, transport, policy, require).await,
         Command::Fake(args) => fake(&cli, args).await,
         command => {
             let group = match command {
@@ -288,18 +344,21 @@ async fn run(cli: Cli) -> Outcome {
                 Command::System(_) => ApiGroup::System,
                 _ => ApiGroup::Iscsi,
             };
-            let proxy = CsiProxy::builder()
+            let mut builder = CsiProxy::builder()
                 .transport(transport)
                 .policy(policy)
                 .groups([group])
                 .require(group)
-                .wait_for_proxy(Duration::from_secs(cli.wait))
-                .read_deadline(Duration::from_secs(cli.timeout))
-                .mutation_deadline(Duration::from_secs(cli.timeout))
-                .deadline(Operation::FormatVolume, Duration::from_secs(cli.timeout))
-                .deadline(Operation::ResizeVolume, Duration::from_secs(cli.timeout))
-                .connect()
-                .await?;
+                .wait_for_proxy(Duration::from_secs(cli.wait));
+            // Only when asked: otherwise each operation keeps the SDK's own.
+            if let Some(timeout) = cli.timeout.map(Duration::from_secs) {
+                builder = builder
+                    .read_deadline(timeout)
+                    .mutation_deadline(timeout)
+                    .deadline(Operation::FormatVolume, timeout)
+                    .deadline(Operation::ResizeVolume, timeout);
+            }
+            let proxy = builder.connect().await?;
             match command {
                 Command::Disk(c) => disk(&cli, &proxy, c).await,
                 Command::Volume(c) => volume(&cli, &proxy, c).await,
@@ -307,7 +366,7 @@ async fn run(cli: Cli) -> Outcome {
                 Command::Smb(c) => smb(&cli, &proxy, c).await,
                 Command::System(c) => system(&cli, &proxy, c).await,
                 Command::Iscsi(c) => iscsi(&cli, &proxy, c).await,
-                Command::Probe | Command::Fake(_) => unreachable!(),
+                Command::Probe { .. } | Command::Fake(_) => unreachable!(),
             }
         }
     }
@@ -323,22 +382,39 @@ fn transport(cli: &Cli) -> Result<Transport, Failure> {
     }
     #[cfg(not(unix))]
     if cli.socket_dir.is_some() {
-        return Err(Failure(
-            "--socket-dir needs Unix sockets; use --pipe-prefix on Windows".into(),
-            2,
+        return Err(Failure::usage(
+            "--socket-dir needs Unix sockets; use --pipe-prefix on Windows",
+        ));
+    }
+    if !cfg!(windows) {
+        return Err(Failure::usage(
+            "named pipes (the default) exist only on Windows; give --socket-dir DIR",
         ));
     }
     Ok(Transport::named_pipes())
+}
+
+/// How the transport shows in JSON.
+fn transport_json(transport: &Transport) -> serde_json::Value {
+    #[cfg(unix)]
+    if let Some(dir) = transport.socket_dir() {
+        return json!({ "kind": "unix_sockets", "dir": dir.display().to_string() });
+    }
+    let pipe = transport.address(ApiGroup::Disk, ApiVersion::V1);
+    let prefix = pipe.trim_end_matches(&csi_proxy_client::endpoint_name(
+        ApiGroup::Disk,
+        ApiVersion::V1,
+    ));
+    json!({ "kind": "named_pipes", "prefix": prefix })
 }
 
 fn confirmed(confirm: &Confirm, what: &str) -> Outcome {
     if confirm.yes {
         Ok(())
     } else {
-        Err(Failure(
-            format!("{what} changes the host; add --yes to do it"),
-            2,
-        ))
+        Err(Failure::usage(format!(
+            "{what} changes the host; add --yes to do it"
+        )))
     }
 }
 
@@ -368,7 +444,12 @@ fn done(cli: &Cli, what: String) -> Outcome {
     Ok(())
 }
 
-async fn probe(cli: &Cli, transport: Transport, policy: VersionPolicy) -> Outcome {
+async fn probe(
+    cli: &Cli,
+    transport: Transport,
+    policy: VersionPolicy,
+    require: &[ApiGroup],
+) -> Outcome {
     let negotiator = Negotiator::new(transport.clone()).policy(policy);
     // With --wait, look again (every 250 ms) until some group is served.
     let waited = std::time::Instant::now();
@@ -433,11 +514,30 @@ async fn probe(cli: &Cli, transport: Transport, policy: VersionPolicy) -> Outcom
         }));
     }
     if cli.json {
-        emit(&json!({ "transport": format!("{transport:?}"), "groups": groups }).to_string());
+        emit(&json!({ "transport": transport_json(&transport), "groups": groups }).to_string());
     } else {
         pipes.print();
         emit("");
         available.print();
+    }
+    let report = negotiated.report();
+    let missing: Vec<String> = require
+        .iter()
+        .filter(|&&g| report.chosen(g).is_none())
+        .map(|g| g.to_string())
+        .collect();
+    let nothing = report.groups().iter().all(|g| g.chosen.is_none());
+    if !missing.is_empty() || (require.is_empty() && nothing) {
+        let what = if missing.is_empty() {
+            "no group is served".to_owned()
+        } else {
+            format!("not served: {}", missing.join(", "))
+        };
+        return Err(Failure {
+            kind: "not_served",
+            message: what,
+            code: 3,
+        });
     }
     Ok(())
 }
@@ -634,21 +734,19 @@ async fn smb(cli: &Cli, proxy: &CsiProxy, command: &SmbCommand) -> Outcome {
 fn smb_password(from_stdin: bool) -> Result<Secret, Failure> {
     let password = if from_stdin {
         let mut line = String::new();
-        std::io::stdin()
-            .lock()
-            .read_line(&mut line)
-            .map_err(|e| Failure(format!("reading the password from standard input: {e}"), 2))?;
+        std::io::stdin().lock().read_line(&mut line).map_err(|e| {
+            Failure::usage(format!("reading the password from standard input: {e}"))
+        })?;
         line.trim_end_matches(['\r', '\n']).to_owned()
     } else {
         std::env::var(SMB_PASSWORD_VARIABLE).map_err(|_| {
-            Failure(
-                format!("smb map needs a password: set {SMB_PASSWORD_VARIABLE} or pass --password-stdin"),
-                2,
-            )
+            Failure::usage(format!(
+                "smb map needs a password: set {SMB_PASSWORD_VARIABLE} or pass --password-stdin"
+            ))
         })?
     };
     if password.is_empty() {
-        return Err(Failure("the SMB password is empty".into(), 2));
+        return Err(Failure::usage("the SMB password is empty"));
     }
     Ok(Secret::new(password))
 }
@@ -721,11 +819,13 @@ fn versions(list: &str) -> Result<Vec<(ApiGroup, ApiVersion)>, Failure> {
         .map(|item| {
             let (group, version) = item
                 .split_once('=')
-                .ok_or_else(|| Failure(format!("{item:?} is not group=version"), 2))?;
+                .ok_or_else(|| Failure::usage(format!("{item:?} is not group=version")))?;
             let (group, version): (ApiGroup, ApiVersion) =
                 (group.trim().parse()?, version.trim().parse()?);
             if !group.has_version(version) {
-                return Err(Failure(format!("CSI Proxy has no {group} {version}"), 2));
+                return Err(Failure::usage(format!(
+                    "CSI Proxy has no {group} {version}"
+                )));
             }
             Ok((group, version))
         })
@@ -744,15 +844,12 @@ async fn fake(cli: &Cli, args: &FakeArgs) -> Outcome {
             .flat_map(|&g| g.versions().iter().map(move |&v| (g, v)))
             .collect(),
     };
-    let transport = match (&args.dir, cfg!(unix)) {
-        (Some(dir), true) => {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| Failure(format!("{}: {e}", dir.display()), 2))?;
-            fake_socket_transport(dir)?
-        }
-        (None, true) => return Err(Failure("fake needs --dir for its sockets".into(), 2)),
-        (_, false) => transport(cli)?,
-    };
+    // The sockets' folder is made if missing: a fake's first start.
+    if let Some(dir) = &cli.socket_dir {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Failure::usage(format!("{}: {e}", dir.display())))?;
+    }
+    let transport = transport(cli)?;
     let host = FakeHost::builder()
         .disk(1, "Google  pd-data", 10 << 30)
         .disk(2, "Google  pd-logs", 20 << 30)
@@ -775,21 +872,12 @@ async fn fake(cli: &Cli, args: &FakeArgs) -> Outcome {
     proxy.serve_all(served.clone()).await?;
     let list: Vec<String> = served.iter().map(|(g, v)| format!("{g}={v}")).collect();
     emit(&format!(
-        "serving {} at {transport:?}: {}",
+        "serving {} at {}: {}",
         served.len(),
+        transport_json(&transport),
         list.join(",")
     ));
     let _ = tokio::signal::ctrl_c().await;
     proxy.shutdown().await;
     Ok(())
-}
-
-#[cfg(unix)]
-fn fake_socket_transport(dir: &std::path::Path) -> Result<Transport, Failure> {
-    Ok(Transport::unix_sockets(dir)?)
-}
-
-#[cfg(not(unix))]
-fn fake_socket_transport(_dir: &std::path::Path) -> Result<Transport, Failure> {
-    unreachable!("only called where there are Unix sockets")
 }
