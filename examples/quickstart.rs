@@ -13,7 +13,7 @@
 use csi_proxy_client::testing::{FakeHost, FakeProxy, LocalEndpoints};
 use csi_proxy_client::{
     ApiGroup, ApiVersion as V, CsiProxy, IscsiAuth, Result, Secret, ServiceStatus, SmbMapping,
-    SmbRemotePath, StartType, TargetPortal, Transport, WindowsPath,
+    SmbRemotePath, StartType, TargetPortal, WindowsPath,
 };
 
 /// A node whose proxy was upgraded for some groups only: disk and volume at
@@ -68,7 +68,7 @@ async fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let proxy = CsiProxy::builder().transport(transport).connect().await?;
     println!("Negotiated:\n{}", proxy.report());
 
-    node_flow(&proxy).await?;
+    node_flow(&proxy, &host).await?;
 
     println!("\nCalls the proxy received, by wire version:");
     for call in fake.calls() {
@@ -78,9 +78,10 @@ async fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// What a node plugin does: stage a disk, publish it, map an SMB share,
-/// log in to an iSCSI target, check a service.
-async fn node_flow(proxy: &CsiProxy) -> Result<()> {
+/// What a node plugin does: stage a disk, publish it, expand it, map an
+/// SMB share, log in to an iSCSI target, check a service. `host` stands in
+/// for the controller, which grows the disk before the node expands.
+async fn node_flow(proxy: &CsiProxy, host: &FakeHost) -> Result<()> {
     let (disk, volume, fs) = (proxy.disk()?, proxy.volume()?, proxy.filesystem()?);
 
     let number = disk.get_disk_number_by_name("Google  pd-data").await?;
