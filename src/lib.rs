@@ -81,6 +81,7 @@ mod group;
 pub mod metrics;
 mod negotiate;
 mod redact;
+mod registry;
 mod retry;
 mod transport;
 mod version;

@@ -113,11 +113,22 @@ impl ApiVersion {
     pub const fn is_preview(self) -> bool {
         self.major > 1 && !matches!(self.stability, Stability::Stable)
     }
+
+    /// `self < other`, for constant contexts.
+    pub(crate) const fn is_older_than(self, other: Self) -> bool {
+        let (a, b) = (self.rank(), other.rank());
+        a.0 < b.0 || (a.0 == b.0 && (a.1 < b.1 || (a.1 == b.1 && a.2 < b.2)))
+    }
+
+    /// What versions are ordered by: major, stability, pre-release number.
+    const fn rank(self) -> (u32, u8, u32) {
+        (self.major, self.stability as u8, self.minor)
+    }
 }
 
 impl Ord for ApiVersion {
     fn cmp(&self, other: &Self) -> Ordering {
-        (self.major, self.stability, self.minor).cmp(&(other.major, other.stability, other.minor))
+        self.rank().cmp(&other.rank())
     }
 }
 
@@ -145,38 +156,82 @@ impl FromStr for ApiVersion {
     /// Parses `v<major>`, `v<major>beta<minor>` or `v<major>alpha<minor>`,
     /// with positive numbers written without leading zeros.
     fn from_str(s: &str) -> Result<Self, Error> {
-        let invalid = |why: &str| Error::invalid_argument("version", format!("{s:?}: {why}"));
-        let rest = s
-            .strip_prefix('v')
-            .ok_or_else(|| invalid("must start with 'v'"))?;
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let major = parse_number(&rest[..digits]).ok_or_else(|| invalid("bad major number"))?;
-        let suffix = &rest[digits..];
-        if suffix.is_empty() {
-            return Ok(Self::stable(major));
-        }
-        let (stability, minor) = if let Some(n) = suffix.strip_prefix("beta") {
-            (Stability::Beta, n)
-        } else if let Some(n) = suffix.strip_prefix("alpha") {
-            (Stability::Alpha, n)
-        } else {
-            return Err(invalid("expected 'alpha' or 'beta' after the major number"));
-        };
-        let minor = parse_number(minor).ok_or_else(|| invalid("bad pre-release number"))?;
-        Ok(Self {
-            major,
-            stability,
-            minor,
-        })
+        Self::parse(s).map_err(|why| Error::invalid_argument("version", format!("{s:?}: {why}")))
     }
 }
 
-/// A positive decimal number without sign or leading zeros.
-fn parse_number(s: &str) -> Option<u32> {
-    if s.is_empty() || s.starts_with('0') || !s.bytes().all(|b| b.is_ascii_digit()) {
+impl ApiVersion {
+    /// [`FromStr`] for constant contexts (the wire registry's rows): the
+    /// version, or why the name is not one.
+    pub(crate) const fn parse(s: &str) -> Result<Self, &'static str> {
+        let b = s.as_bytes();
+        if b.is_empty() || b[0] != b'v' {
+            return Err("must start with 'v'");
+        }
+        let Some((major, mut at)) = parse_number(b, 1) else {
+            return Err("bad major number");
+        };
+        if at == b.len() {
+            return Ok(Self::stable(major));
+        }
+        let stability = if has_at(b, at, b"beta") {
+            at += 4;
+            Stability::Beta
+        } else if has_at(b, at, b"alpha") {
+            at += 5;
+            Stability::Alpha
+        } else {
+            return Err("expected 'alpha' or 'beta' after the major number");
+        };
+        match parse_number(b, at) {
+            Some((minor, end)) if end == b.len() => Ok(Self {
+                major,
+                stability,
+                minor,
+            }),
+            _ => Err("bad pre-release number"),
+        }
+    }
+}
+
+/// Whether `b` has `word` at `at`.
+pub(crate) const fn has_at(b: &[u8], at: usize, word: &[u8]) -> bool {
+    if at + word.len() > b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < word.len() {
+        if b[at + i] != word[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The positive decimal number, without sign or leading zeros, that starts
+/// at `at` in `b`, and where it ends.
+const fn parse_number(b: &[u8], at: usize) -> Option<(u32, usize)> {
+    if at >= b.len() || b[at] == b'0' {
         return None;
     }
-    s.parse().ok().filter(|&n| n > 0)
+    let (mut n, mut end) = (0u32, at);
+    while end < b.len() && b[end].is_ascii_digit() {
+        let digit = (b[end] - b'0') as u32;
+        n = match n.checked_mul(10) {
+            Some(n) => match n.checked_add(digit) {
+                Some(n) => n,
+                None => return None,
+            },
+            None => return None,
+        };
+        end += 1;
+    }
+    if end == at {
+        None
+    } else {
+        Some((n, end))
+    }
 }
 
 #[cfg(test)]

@@ -124,8 +124,14 @@ fn failure(output: &Output, code: i32) -> String {
 
 /// `csiproxyctl fake` with bad `args`: refused as bad input; its message.
 fn fake_refuses(args: &[&str]) -> String {
+    // The endpoint is valid for the platform, so that only `args` is wrong.
+    #[cfg(unix)]
+    let endpoint = ["--socket-dir", "/tmp"];
+    #[cfg(windows)]
+    let endpoint = ["--pipe-prefix", r"\\.\pipe\csiproxyctl-refused-"];
     let output = Command::new(BIN)
-        .args(["--socket-dir", "/tmp", "fake"])
+        .args(endpoint)
+        .arg("fake")
         .args(args)
         .output()
         .unwrap();

@@ -3,7 +3,7 @@
 //! with another set of versions. No read may fail, and no mutation may be
 //! applied twice (one cut off by a kill may be unknown, and is then applied
 //! at most once). 30 s by default (`CSI_PROXY_SOAK_SECS` sets it); it
-//! prints its report.
+//! prints its report and writes it to `target/tmp/soak-report-<os>.txt`.
 //!
 //! Over Unix sockets here, and over named pipes when built for Windows.
 
@@ -154,11 +154,23 @@ async fn reads_never_fail_and_mutations_never_repeat_while_the_proxy_is_killed_a
         tally.unknown_mkdirs.load(Ordering::Relaxed),
         tally.failed_mkdirs.load(Ordering::Relaxed),
     );
-    println!(
-        "soak: {:?}, {kills} kills: {reads} reads ({failed_reads} failed); {mkdirs} mkdirs \
+    let report = format!(
+        "soak ({}): {:?}, {kills} kills: {reads} reads ({failed_reads} failed); {mkdirs} mkdirs \
          ({unknown} cut off, outcome unknown; {failed_mkdirs} failed); {twice} applied twice",
+        std::env::consts::OS,
         started.elapsed()
     );
+    println!("{report}");
+    // Also in a file, for CI to show from a passing run (libtest keeps a
+    // passing test's output to itself).
+    let file = format!(
+        "{}/soak-report-{}.txt",
+        env!("CARGO_TARGET_TMPDIR"),
+        std::env::consts::OS
+    );
+    if let Err(e) = std::fs::write(&file, format!("{report}\n")) {
+        eprintln!("soak: could not write {file}: {e}");
+    }
     assert!(kills >= 5, "{kills}");
     assert!(reads > 0 && mkdirs > 0);
     assert_eq!(failed_reads, 0);

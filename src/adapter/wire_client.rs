@@ -12,7 +12,7 @@ use crate::capability::{Operation, Support};
 use crate::error::{outcome, Code, Error, Result};
 use crate::group::ApiGroup;
 use crate::negotiate::Connection;
-use crate::transport::{service_name, ConnectionError, PeerStatus, ProxyChannel};
+use crate::transport::{ConnectionError, PeerStatus, ProxyChannel};
 use crate::version::ApiVersion;
 
 /// A negotiated connection, ready for unary calls of its version.
@@ -31,7 +31,7 @@ pub(crate) struct WireClient {
 impl WireClient {
     pub fn new(connection: &Connection) -> Self {
         let (group, version) = (connection.group(), connection.version());
-        let service = service_name(group);
+        let service = group.service_name();
         let mut paths = vec![None; Operation::ALL.len()];
         for &op in Operation::ALL {
             if let (true, Support::Native(rpc)) = (op.group() == group, op.support(version)) {

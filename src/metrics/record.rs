@@ -250,20 +250,11 @@ fn set(group: ApiGroup, shown: &mut Shown, version: Option<ApiVersion>) {
 /// A version's name without allocating for the versions CSI Proxy has;
 /// `none` for no version.
 fn version_label(version: Option<ApiVersion>) -> SharedString {
-    const KNOWN: [(ApiVersion, &str); 7] = [
-        (ApiVersion::V1ALPHA1, "v1alpha1"),
-        (ApiVersion::V1ALPHA2, "v1alpha2"),
-        (ApiVersion::V1BETA1, "v1beta1"),
-        (ApiVersion::V1BETA2, "v1beta2"),
-        (ApiVersion::V1BETA3, "v1beta3"),
-        (ApiVersion::V1, "v1"),
-        (ApiVersion::V2ALPHA1, "v2alpha1"),
-    ];
     let Some(version) = version else {
         return SharedString::const_str("none");
     };
-    match KNOWN.iter().find(|(known, _)| *known == version) {
-        Some((_, name)) => SharedString::const_str(name),
+    match crate::registry::version_name(version) {
+        Some(name) => SharedString::const_str(name),
         None => SharedString::from_owned(version.to_string()),
     }
 }

@@ -6,6 +6,7 @@ use std::str::FromStr;
 
 use crate::error::Error;
 use crate::group::ApiGroup;
+use crate::registry::{LATEST_KNOWN_RELEASE as LATEST_KNOWN, WIRE_VERSIONS};
 use crate::version::ApiVersion;
 
 /// A CSI Proxy release (`v0.2.2`, `v1.1.3`, ...), for
@@ -51,10 +52,13 @@ impl ProxyRelease {
 
     /// The group-versions this release serves, oldest first per group.
     pub fn served(self) -> Vec<(ApiGroup, ApiVersion)> {
-        FIRST_SERVED_BY
+        WIRE_VERSIONS
             .iter()
-            .filter(|(_, _, first)| *first <= self)
-            .map(|&(group, version, _)| (group, version))
+            .filter(|row| {
+                let (major, minor, patch) = row.first_release;
+                Self::new(major, minor, patch) <= self
+            })
+            .map(|row| (row.group, row.version))
             .collect()
     }
 }
@@ -106,57 +110,9 @@ impl FromStr for ProxyRelease {
     }
 }
 
-/// The release that first served each group-version.
-/// The newest CSI Proxy release (major, minor) whose served versions this
-/// crate knows.
-const LATEST_KNOWN: (u32, u32) = (1, 3);
-
-const FIRST_SERVED_BY: [(ApiGroup, ApiVersion, ProxyRelease); 23] = {
-    use ApiGroup::*;
-    use ApiVersion as V;
-    const fn v(major: u32, minor: u32, patch: u32) -> ProxyRelease {
-        ProxyRelease::new(major, minor, patch)
-    }
-    [
-        (Disk, V::V1ALPHA1, v(0, 1, 0)),
-        (Disk, V::V1BETA1, v(0, 2, 0)),
-        (Disk, V::V1BETA2, v(0, 2, 2)),
-        (Disk, V::V1BETA3, v(1, 0, 0)),
-        (Disk, V::V1, v(1, 0, 0)),
-        (Filesystem, V::V1ALPHA1, v(0, 1, 0)),
-        (Filesystem, V::V1BETA1, v(0, 2, 1)),
-        (Filesystem, V::V1BETA2, v(1, 0, 0)),
-        (Filesystem, V::V1, v(1, 0, 0)),
-        (Filesystem, V::V2ALPHA1, v(1, 1, 0)),
-        (Smb, V::V1ALPHA1, v(0, 1, 0)),
-        (Smb, V::V1BETA1, v(0, 2, 1)),
-        (Smb, V::V1BETA2, v(1, 0, 0)),
-        (Smb, V::V1, v(1, 0, 0)),
-        (Volume, V::V1ALPHA1, v(0, 1, 0)),
-        (Volume, V::V1BETA1, v(0, 2, 0)),
-        (Volume, V::V1BETA2, v(0, 2, 2)),
-        (Volume, V::V1BETA3, v(1, 0, 0)),
-        (Volume, V::V1, v(1, 0, 0)),
-        (Volume, V::V2ALPHA1, v(1, 1, 0)),
-        (Iscsi, V::V1ALPHA1, v(0, 2, 2)),
-        (Iscsi, V::V1ALPHA2, v(1, 0, 0)),
-        (System, V::V1ALPHA1, v(0, 2, 2)),
-    ]
-};
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_group_version_has_its_first_release() {
-        let listed: Vec<_> = FIRST_SERVED_BY.iter().map(|&(g, v, _)| (g, v)).collect();
-        for &group in &ApiGroup::ALL {
-            for &version in group.versions() {
-                assert!(listed.contains(&(group, version)), "{group} {version}");
-            }
-        }
-    }
 
     #[test]
     fn releases_serve_what_existed_when_they_were_made() {
@@ -166,7 +122,10 @@ mod tests {
         assert!(v0_2_2.contains(&(ApiGroup::System, ApiVersion::V1ALPHA1)));
         assert!(!v0_2_2.contains(&(ApiGroup::Filesystem, ApiVersion::V1BETA2)));
         assert_eq!(ProxyRelease::V1_0_0.served().len(), 21);
-        assert_eq!(ProxyRelease::new(1, 3, 0).served().len(), 23);
+        assert_eq!(
+            ProxyRelease::new(1, 3, 0).served().len(),
+            WIRE_VERSIONS.len()
+        );
         assert_eq!(ProxyRelease::new(1, 1, 3).to_string(), "v1.1.3");
     }
 

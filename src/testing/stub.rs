@@ -102,37 +102,54 @@ impl ServeOne for StubProxy {
 /// Answers every method of every version with tonic's default stubs.
 struct Stub;
 
-/// One row per group: its generated server module, server type and trait,
-/// and its versions.
+/// For a group at a version: `impl` [`Stub`]'s empty implementation of the
+/// generated service (every method answers with tonic's default), or
+/// `routes` to the generated server serving it.
+macro_rules! stub_server {
+    ($what:ident disk $v:ident) => {
+        stub_server! { @$what disk $v disk_server DiskServer Disk }
+    };
+    ($what:ident filesystem $v:ident) => {
+        stub_server! { @$what filesystem $v filesystem_server FilesystemServer Filesystem }
+    };
+    ($what:ident smb $v:ident) => {
+        stub_server! { @$what smb $v smb_server SmbServer Smb }
+    };
+    ($what:ident volume $v:ident) => {
+        stub_server! { @$what volume $v volume_server VolumeServer Volume }
+    };
+    ($what:ident iscsi $v:ident) => {
+        stub_server! { @$what iscsi $v iscsi_server IscsiServer Iscsi }
+    };
+    ($what:ident system $v:ident) => {
+        stub_server! { @$what system $v system_server SystemServer System }
+    };
+    (@impl $g:ident $v:ident $module:ident $server:ident $service:ident) => {
+        impl wire::$g::$v::$module::$service for Stub {}
+    };
+    (@routes $g:ident $v:ident $module:ident $server:ident $service:ident) => {
+        Routes::new(wire::$g::$v::$module::$server::new(Stub))
+    };
+}
+
+/// `stub_routes` and the stub services, one per row of the wire registry.
 macro_rules! stub_services {
-    ($( $group:ident : $module:ident :: $server:ident, $service:ident, [$($version:ident),+] );+ $(;)?) => {
+    ($($group:ident $version:ident $layout:ident $release:tt;)+) => {
         fn stub_routes(group: ApiGroup, version: ApiVersion) -> Routes {
-            match (group, version.to_string().as_str()) {
-                $($(
-                    (ApiGroup::$service, stringify!($version)) => {
-                        Routes::new(wire::$group::$version::$module::$server::new(Stub))
-                    }
-                )+)+
-                // `serve` only lets versions of the group table through, and
-                // a test checks that the table matches the generated modules.
+            match (group.as_str(), version.to_string().as_str()) {
+                $((stringify!($group), stringify!($version)) => {
+                    stub_server!(routes $group $version)
+                })+
+                // `serve` only lets versions of the registry through.
                 _ => unreachable!("{group} {version} has no generated service"),
             }
         }
 
-        $($(
-            impl wire::$group::$version::$module::$service for Stub {}
-        )+)+
+        $(stub_server!(impl $group $version);)+
     };
 }
 
-stub_services! {
-    disk: disk_server::DiskServer, Disk, [v1alpha1, v1beta1, v1beta2, v1beta3, v1];
-    filesystem: filesystem_server::FilesystemServer, Filesystem, [v1alpha1, v1beta1, v1beta2, v1, v2alpha1];
-    smb: smb_server::SmbServer, Smb, [v1alpha1, v1beta1, v1beta2, v1];
-    volume: volume_server::VolumeServer, Volume, [v1alpha1, v1beta1, v1beta2, v1beta3, v1, v2alpha1];
-    iscsi: iscsi_server::IscsiServer, Iscsi, [v1alpha1, v1alpha2];
-    system: system_server::SystemServer, System, [v1alpha1];
-}
+crate::__csi_proxy_wire_versions!(stub_services);
 
 #[cfg(test)]
 mod tests {

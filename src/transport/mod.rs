@@ -36,20 +36,7 @@ pub fn endpoint_name(group: ApiGroup, version: ApiVersion) -> String {
     format!("csi-proxy-{group}-{version}")
 }
 
-/// The gRPC service name of a group: the `Service` of `/<version>.<Service>/<Rpc>`.
-pub(crate) fn service_name(group: ApiGroup) -> &'static str {
-    match group {
-        ApiGroup::Disk => "Disk",
-        ApiGroup::Filesystem => "Filesystem",
-        ApiGroup::Smb => "Smb",
-        ApiGroup::Volume => "Volume",
-        ApiGroup::Iscsi => "Iscsi",
-        ApiGroup::System => "System",
-    }
-}
-
 /// The longest endpoint name any group-version has, for length checks.
-#[cfg(unix)]
 fn longest_endpoint_name() -> usize {
     ApiGroup::ALL
         .iter()
@@ -124,7 +111,7 @@ impl Transport {
             return Err(invalid("contains a NUL character"));
         }
         // Windows limits a pipe name to 256 characters.
-        if prefix.len() + "csi-proxy-filesystem-v2alpha1".len() > 256 {
+        if prefix.len() + longest_endpoint_name() > 256 {
             return Err(invalid("the pipe names would exceed 256 characters"));
         }
         Ok(Self {

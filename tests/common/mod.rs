@@ -104,10 +104,50 @@ pub fn every_version() -> Vec<(ApiGroup, ApiVersion)> {
         .collect()
 }
 
-/// One row per group: its service name, generated client, one cheap RPC to
-/// call (with its wire name), and its versions.
+/// Calls, through `group` `version`'s generated client on `channel`, one
+/// cheap RPC that every version of the group has; gives the gRPC path the
+/// test expects it to use and the status the server answered.
+macro_rules! call_cheap_rpc {
+    (disk $v:ident $ch:ident) => {
+        call_cheap_rpc!(@ disk $v $ch, Disk disk_client DiskClient
+            list_disk_locations ListDiskLocationsRequest "ListDiskLocations")
+    };
+    (filesystem $v:ident $ch:ident) => {
+        call_cheap_rpc!(@ filesystem $v $ch, Filesystem filesystem_client FilesystemClient
+            path_exists PathExistsRequest "PathExists")
+    };
+    (smb $v:ident $ch:ident) => {
+        call_cheap_rpc!(@ smb $v $ch, Smb smb_client SmbClient
+            remove_smb_global_mapping RemoveSmbGlobalMappingRequest "RemoveSmbGlobalMapping")
+    };
+    (volume $v:ident $ch:ident) => {
+        call_cheap_rpc!(@ volume $v $ch, Volume volume_client VolumeClient
+            list_volumes_on_disk ListVolumesOnDiskRequest "ListVolumesOnDisk")
+    };
+    (iscsi $v:ident $ch:ident) => {
+        call_cheap_rpc!(@ iscsi $v $ch, Iscsi iscsi_client IscsiClient
+            list_target_portals ListTargetPortalsRequest "ListTargetPortals")
+    };
+    (system $v:ident $ch:ident) => {
+        call_cheap_rpc!(@ system $v $ch, System system_client SystemClient
+            get_bios_serial_number GetBiosSerialNumberRequest "GetBIOSSerialNumber")
+    };
+    (@ $g:ident $v:ident $ch:ident, $service:ident $module:ident $client:ident
+        $rpc:ident $request:ident $name:literal) => {{
+        use wire::$g::$v as w;
+        let mut client = w::$module::$client::new($ch);
+        let status = client
+            .$rpc(w::$request::default())
+            .await
+            .expect_err("stubs answer Unimplemented");
+        let expected = format!("/{}.{}/{}", stringify!($v), stringify!($service), $name);
+        (expected, status)
+    }};
+}
+
+/// `call_one`, with an arm per row of the crate's wire registry.
 macro_rules! clients {
-    ($( $group:ident : $service:ident, $client_mod:ident :: $client:ident, $rpc:ident($request:ident) = $rpc_name:literal, [$($version:ident),+] );+ $(;)?) => {
+    ($($group:ident $version:ident $layout:ident $release:tt;)+) => {
         /// Calls one cheap RPC of `group` `version` through the generated
         /// client on `channel`; returns the gRPC path the test expects it to
         /// use and the status the server answered.
@@ -117,40 +157,13 @@ macro_rules! clients {
             version: ApiVersion,
         ) -> (String, tonic::Status) {
             match (group.as_str(), version.to_string().as_str()) {
-                $($(
-                    (stringify!($group), stringify!($version)) => {
-                        use wire::$group::$version as w;
-                        let mut client = w::$client_mod::$client::new(channel);
-                        let status = client
-                            .$rpc(w::$request::default())
-                            .await
-                            .expect_err("stubs answer Unimplemented");
-                        let expected = format!(
-                            "/{}.{}/{}",
-                            stringify!($version),
-                            stringify!($service),
-                            $rpc_name,
-                        );
-                        (expected, status)
-                    }
-                )+)+
+                $((stringify!($group), stringify!($version)) => {
+                    call_cheap_rpc!($group $version channel)
+                })+
                 _ => panic!("no such group-version: {group} {version}"),
             }
         }
     };
 }
 
-clients! {
-    disk: Disk, disk_client::DiskClient,
-        list_disk_locations(ListDiskLocationsRequest) = "ListDiskLocations", [v1alpha1, v1beta1, v1beta2, v1beta3, v1];
-    filesystem: Filesystem, filesystem_client::FilesystemClient,
-        path_exists(PathExistsRequest) = "PathExists", [v1alpha1, v1beta1, v1beta2, v1, v2alpha1];
-    smb: Smb, smb_client::SmbClient,
-        remove_smb_global_mapping(RemoveSmbGlobalMappingRequest) = "RemoveSmbGlobalMapping", [v1alpha1, v1beta1, v1beta2, v1];
-    volume: Volume, volume_client::VolumeClient,
-        list_volumes_on_disk(ListVolumesOnDiskRequest) = "ListVolumesOnDisk", [v1alpha1, v1beta1, v1beta2, v1beta3, v1, v2alpha1];
-    iscsi: Iscsi, iscsi_client::IscsiClient,
-        list_target_portals(ListTargetPortalsRequest) = "ListTargetPortals", [v1alpha1, v1alpha2];
-    system: System, system_client::SystemClient,
-        get_bios_serial_number(GetBiosSerialNumberRequest) = "GetBIOSSerialNumber", [v1alpha1];
-}
+csi_proxy_client::__csi_proxy_wire_versions!(clients);

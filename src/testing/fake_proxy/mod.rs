@@ -22,12 +22,12 @@ use tonic::Status;
 use super::endpoints::{serve_each, Endpoints, ServeOne};
 use super::raw_codec::RawCodec;
 use super::{FakeHost, ProxyRelease};
-use crate::adapter::Layout;
 use crate::capability::{Operation, Support};
 use crate::client::Backends;
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
-use crate::transport::{service_name, Transport};
+use crate::registry::Layout;
+use crate::transport::Transport;
 use crate::version::ApiVersion;
 
 /// The server side of one message layout: decodes a request of `operation`,
@@ -161,7 +161,7 @@ impl FakeProxy {
             let dispatch = Dispatch {
                 group,
                 version,
-                prefix: Arc::from(format!("/{version}.{}/", service_name(group))),
+                prefix: Arc::from(format!("/{version}.{}/", group.service_name())),
                 server,
                 calls: calls.clone(),
             };
