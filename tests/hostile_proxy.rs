@@ -421,6 +421,75 @@ async fn a_request_refused_twice_is_reported_as_not_sent() {
     assert_eq!(server.requests(), 2, "once more, not in a loop");
 }
 
+/// Reads, after the client's preface, frame after frame until a HEADERS
+/// frame: a request. False if the connection ends first.
+async fn read_until_a_request(stream: &mut (impl AsyncReadExt + Unpin)) -> bool {
+    let mut preface = [0u8; 24];
+    if stream.read_exact(&mut preface).await.is_err() {
+        return false;
+    }
+    loop {
+        let mut head = [0u8; 9];
+        if stream.read_exact(&mut head).await.is_err() {
+            return false;
+        }
+        let length = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+        let mut payload = vec![0u8; length];
+        if stream.read_exact(&mut payload).await.is_err() {
+            return false;
+        }
+        const HEADERS: u8 = 1;
+        if head[3] == HEADERS {
+            return true;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_request_above_a_goaways_last_stream_is_sent_once_more() {
+    let node = TestNode::new();
+    let mut incoming = listen(&node.transport(), ApiGroup::Disk, ApiVersion::V1)
+        .await
+        .unwrap();
+    let requests = Arc::new(AtomicUsize::new(0));
+    let count = requests.clone();
+    let server = tokio::spawn(async move {
+        let mut first = true;
+        while let Some(Ok(mut stream)) = incoming.next().await {
+            let count = count.clone();
+            if std::mem::take(&mut first) {
+                // Takes the request, then says it processed no stream.
+                tokio::spawn(async move {
+                    let _ = stream.write_all(&SETTINGS).await;
+                    if read_until_a_request(&mut stream).await {
+                        count.fetch_add(1, Ordering::SeqCst);
+                        let _ = stream.write_all(&GOAWAY_NOTHING_PROCESSED).await;
+                    }
+                    let mut buf = [0u8; 4096];
+                    let drain = async { while let Ok(1..) = stream.read(&mut buf).await {} };
+                    let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
+                });
+            } else {
+                tokio::spawn(async move {
+                    let Ok(mut connection) = h2::server::handshake(stream).await else {
+                        return;
+                    };
+                    while let Some(Ok((request, respond))) = connection.accept().await {
+                        count.fetch_add(1, Ordering::SeqCst);
+                        tokio::spawn(reply(request, respond, Reply::ok()));
+                    }
+                });
+            }
+        }
+    });
+    let proxy = bare_client(&node).await;
+    // A mutation: the proxy said it never processed it, so it is safe to
+    // send again, on the next connection.
+    proxy.disk().unwrap().rescan().await.unwrap();
+    assert_eq!(requests.load(Ordering::SeqCst), 2);
+    server.abort();
+}
+
 /// Answers that are no proper gRPC answer, each with what it is.
 fn broken_answers() -> Vec<(&'static str, Reply)> {
     let grpc = |body: Vec<u8>| Reply::grpc(body, vec![("grpc-status", "0")]);

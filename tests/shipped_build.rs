@@ -189,6 +189,83 @@ async fn an_answer_that_is_no_grpc_is_an_invalid_response_in_both_builds() {
     server.abort();
 }
 
+#[tokio::test]
+async fn answers_tonic_cannot_use_are_invalid_responses_in_both_builds() {
+    // Statuses that tonic makes up itself, where a feature could change
+    // what a driver is told.
+    let answers = [
+        (
+            "a length prefix past the body",
+            vec![0, 0, 0, 0, 10, 1, 2],
+            Some("0"),
+        ),
+        (
+            "the compressed flag with no grpc-encoding",
+            vec![1, 0, 0, 0, 0],
+            Some("0"),
+        ),
+        ("no grpc-status", vec![0, 0, 0, 0, 0], None),
+    ];
+    for (what, body, status) in answers {
+        let node = Node::new();
+        let server = serve_bare(&node.transport(), move |mut respond| {
+            let head = tonic::codegen::http::Response::builder()
+                .status(200)
+                .header("content-type", "application/grpc")
+                .body(())
+                .unwrap();
+            let Ok(mut stream) = respond.send_response(head, false) else {
+                return;
+            };
+            let _ = stream.send_data(bytes::Bytes::from(body.clone()), false);
+            let mut trailers = tonic::codegen::http::HeaderMap::new();
+            if let Some(code) = status {
+                trailers.insert("grpc-status", code.parse().unwrap());
+            }
+            let _ = stream.send_trailers(trailers);
+        })
+        .await;
+        for line in node.both(&["list-disk-ids"]).await {
+            assert_eq!(
+                facts(&line),
+                "InvalidResponse operation=ListDiskIds csi_code=Internal",
+                "{what}: {line}"
+            );
+        }
+        server.abort();
+    }
+}
+
+#[tokio::test]
+async fn a_group_the_node_lacks_is_not_served_at_once_in_both_builds() {
+    let node = Node::new();
+    let host = FakeHost::builder().build();
+    let mut fake = FakeProxy::for_host(node.transport(), &host);
+    fake.serve(ApiGroup::Disk, ApiVersion::V1).await.unwrap();
+    let started = Instant::now();
+    for line in node.both(&["smb-map", "pw"]).await {
+        assert_eq!(facts(&line), "NotServed group=smb", "{line}");
+    }
+    // A mutation's deadline is two minutes; it must not be waited out.
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn an_endpoint_that_is_no_socket_is_a_configuration_error_in_both_builds() {
+    let node = Node::new();
+    std::fs::write(node.dir.path().join("csi-proxy-disk-v1"), b"").unwrap();
+    for line in node.both(&["list-disk-ids"]).await {
+        assert!(
+            facts(&line).ends_with("Configuration csi_code=FailedPrecondition"),
+            "{line}"
+        );
+    }
+}
+
 /// Serves `group` `version` with a bare HTTP/2 server that resets every
 /// stream with `reason` as soon as its headers arrive.
 async fn serve_resets(transport: &Transport, reason: h2::Reason) -> tokio::task::JoinHandle<()> {

@@ -120,6 +120,9 @@ pub fn describe(outcome: &Result<(), Error>) -> String {
                 error.csi_code()
             )
         }
+        Error::Configuration { .. } => {
+            format!("Configuration csi_code={:?}", error.csi_code())
+        }
         other => format!("Other {other:?}"),
     };
     format!("{facts} | {error} | {error:?}")
