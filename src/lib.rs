@@ -80,7 +80,6 @@ mod error;
 mod group;
 pub mod metrics;
 mod negotiate;
-mod redact;
 mod registry;
 mod retry;
 mod transport;

@@ -6,11 +6,11 @@
 use async_trait::async_trait;
 
 use super::convert::disk_number;
+use super::redact::redact;
 use super::WireClient;
 use crate::api::{check_name, IscsiApi, IscsiAuth, Secret, TargetPortal};
 use crate::capability::Operation as Op;
 use crate::error::{Error, Result};
-use crate::redact::redact;
 use crate::wire::iscsi::v1alpha2 as wire;
 
 fn portal(portal: &TargetPortal) -> Result<Option<wire::TargetPortal>> {

@@ -15,6 +15,7 @@ pub(crate) mod convert;
 mod disk;
 mod filesystem;
 mod iscsi;
+mod redact;
 mod smb;
 pub(crate) mod system;
 mod volume;

@@ -8,11 +8,11 @@
 use async_trait::async_trait;
 
 use super::convert::legacy_error;
+use super::redact::redact;
 use super::WireClient;
 use crate::api::{SmbApi, SmbMapping, SmbRemotePath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
-use crate::redact::redact;
 use crate::wire::smb::{v1 as plain, v1beta1 as error_field};
 
 /// The request is the same message in every version.

@@ -12,7 +12,7 @@ use crate::capability::{Operation, Support};
 use crate::error::{outcome, Code, Error, Result};
 use crate::group::ApiGroup;
 use crate::negotiate::Connection;
-use crate::transport::{ConnectionError, PeerStatus, ProxyChannel};
+use crate::transport::{ChannelFailure, PeerStatus, ProxyChannel};
 use crate::version::ApiVersion;
 
 /// A negotiated connection, ready for unary calls of its version.
@@ -103,9 +103,8 @@ impl WireClient {
     }
 
     /// The error for a status, by where it came from, never by its text:
-    /// - made from a failed connection (the channel's own
-    ///   [`ConnectionError`], or an I/O or h2 error, as its cause): a
-    ///   transport failure, which says whether the request may have been
+    /// - made from a failed connection (as the transport tells, through
+    ///   [`ChannelFailure`]): a transport failure, which says whether the request may have been
     ///   processed; an answer that is no gRPC answer at all is an invalid
     ///   response;
     /// - the proxy's own `grpc-status` (`peer`, as the channel saw it): the
@@ -120,11 +119,13 @@ impl WireClient {
         status: tonic::Status,
         peer: Option<Code>,
     ) -> Error {
-        match failed_connection(&status) {
-            Some(Failed::Connection { maybe_sent }) => {
+        match ChannelFailure::of(&status) {
+            Some(ChannelFailure::Connection { maybe_sent }) => {
                 return self.transport_error(operation, maybe_sent, status)
             }
-            Some(Failed::NotGrpc(reason)) => return Error::invalid_response(operation, reason),
+            Some(ChannelFailure::NotGrpc(reason)) => {
+                return Error::invalid_response(operation, reason)
+            }
             None => {}
         }
         match status.code() {
@@ -154,35 +155,4 @@ impl WireClient {
             source: Arc::new(status),
         }
     }
-}
-
-/// How the channel under a status failed, as the transport classified it.
-enum Failed {
-    /// The connection failed or broke; whether the request may have been
-    /// processed.
-    Connection { maybe_sent: bool },
-    /// The answer was no gRPC answer; why.
-    NotGrpc(String),
-}
-
-/// If `status` was made from a failure of the channel: which.
-fn failed_connection(status: &tonic::Status) -> Option<Failed> {
-    let mut cause = std::error::Error::source(status);
-    while let Some(error) = cause {
-        if let Some(connection) = error.downcast_ref::<ConnectionError>() {
-            if connection.is_not_grpc() {
-                return Some(Failed::NotGrpc(connection.to_string()));
-            }
-            return connection
-                .is_connection_failure()
-                .then(|| Failed::Connection {
-                    maybe_sent: connection.maybe_sent(),
-                });
-        }
-        if error.is::<h2::Error>() || error.is::<std::io::Error>() {
-            return Some(Failed::Connection { maybe_sent: true });
-        }
-        cause = error.source();
-    }
-    None
 }

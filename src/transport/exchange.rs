@@ -14,7 +14,7 @@ use h2::{RecvStream, SendStream};
 use http_body::{Body as _, Frame};
 use tonic::body::Body;
 
-use super::channel::{ConnectionError, PeerStatus};
+use super::failure::{ConnectionError, PeerStatus};
 
 /// Writes a request body into its stream. Done once the body has ended (or
 /// the stream can take no more; the response then says why).

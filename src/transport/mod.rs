@@ -8,6 +8,7 @@
 mod channel;
 mod connect;
 mod exchange;
+mod failure;
 #[cfg(windows)]
 mod pipe;
 mod stream;
@@ -20,10 +21,11 @@ use crate::error::{Error, Result};
 use crate::group::ApiGroup;
 use crate::version::ApiVersion;
 
-pub(crate) use channel::PeerStatus;
-pub use channel::{ConnectionError, ProxyChannel, DEFAULT_MAX_RESPONSE_SIZE};
+pub use channel::{ProxyChannel, DEFAULT_MAX_RESPONSE_SIZE};
 pub(crate) use connect::{connect, ConnectFailure, ConnectOptions};
 pub use exchange::ResponseBody;
+pub use failure::ConnectionError;
+pub(crate) use failure::{ChannelFailure, PeerStatus};
 pub(crate) use stream::Inner as StreamInner;
 pub use stream::IoStream;
 
