@@ -82,6 +82,7 @@ pub(crate) enum Layout {
 
 /// The newest CSI Proxy release (major, minor) whose served versions this
 /// crate knows: v1.2 and v1.3 added none.
+#[cfg(feature = "testing")]
 pub(crate) const LATEST_KNOWN_RELEASE: (u32, u32) = (1, 3);
 
 /// One row of the registry.
@@ -90,9 +91,11 @@ pub(crate) struct WireVersion {
     pub group: ApiGroup,
     pub version: ApiVersion,
     /// `version` as written, for labels that must not allocate.
+    #[cfg(feature = "metrics")]
     pub version_name: &'static str,
     pub layout: Layout,
     /// The first CSI Proxy release (major, minor, patch) that served it.
+    #[cfg(feature = "testing")]
     pub first_release: (u32, u32, u32),
 }
 
@@ -109,8 +112,10 @@ macro_rules! table {
                     Ok(version) => version,
                     Err(why) => panic!("{}", why),
                 },
+                #[cfg(feature = "metrics")]
                 version_name: stringify!($version),
                 layout: Layout::$layout,
+                #[cfg(feature = "testing")]
                 first_release: ($a, $b, $c),
             },
         )+];
@@ -162,6 +167,7 @@ pub(crate) fn versions_of(group: ApiGroup) -> &'static [ApiVersion] {
 }
 
 /// The name of a version some group has, as a `'static` string.
+#[cfg(feature = "metrics")]
 pub(crate) fn version_name(version: ApiVersion) -> Option<&'static str> {
     WIRE_VERSIONS
         .iter()
