@@ -103,31 +103,6 @@ pub struct CsiProxy {
     options: CallOptions,
 }
 
-/// The six lookouts; a group not negotiated at all has none.
-struct Groups {
-    disk: Option<Arc<Lookout<dyn DiskApi>>>,
-    filesystem: Option<Arc<Lookout<dyn FilesystemApi>>>,
-    smb: Option<Arc<Lookout<dyn SmbApi>>>,
-    volume: Option<Arc<Lookout<dyn VolumeApi>>>,
-    iscsi: Option<Arc<Lookout<dyn IscsiApi>>>,
-    system: Option<Arc<Lookout<dyn SystemApi>>>,
-    behaviour: Arc<Behaviour>,
-}
-
-impl Groups {
-    /// The lookout of `group`, whatever its trait.
-    fn any(&self, group: ApiGroup) -> Option<&dyn AnyLookout> {
-        match group {
-            ApiGroup::Disk => self.disk.as_deref().map(|s| s as &dyn AnyLookout),
-            ApiGroup::Filesystem => self.filesystem.as_deref().map(|s| s as &dyn AnyLookout),
-            ApiGroup::Smb => self.smb.as_deref().map(|s| s as &dyn AnyLookout),
-            ApiGroup::Volume => self.volume.as_deref().map(|s| s as &dyn AnyLookout),
-            ApiGroup::Iscsi => self.iscsi.as_deref().map(|s| s as &dyn AnyLookout),
-            ApiGroup::System => self.system.as_deref().map(|s| s as &dyn AnyLookout),
-        }
-    }
-}
-
 impl std::fmt::Debug for CsiProxy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let versions: Vec<_> = ApiGroup::ALL
@@ -138,17 +113,6 @@ impl std::fmt::Debug for CsiProxy {
             .field("versions", &versions)
             .finish()
     }
-}
-
-/// Hands out one group's handle, or why there is none.
-macro_rules! handle {
-    ($(#[$doc:meta])* $name:ident, $group:ident, $trait:ident) => {
-        $(#[$doc])*
-        pub fn $name(&self) -> Result<Arc<dyn $trait>> {
-            let lookout = self.groups.$name.as_ref().ok_or_else(|| self.missing(ApiGroup::$group))?;
-            Ok(Arc::new(Handle { lookout: lookout.clone(), options: self.options }))
-        }
-    };
 }
 
 impl CsiProxy {
@@ -168,22 +132,7 @@ impl CsiProxy {
             RetryPolicy::default(),
             16,
         ));
-        fn group_lookout<A: ?Sized + FromConnection + Send + Sync + 'static>(
-            group: ApiGroup,
-            api: Option<Arc<A>>,
-            behaviour: &Arc<Behaviour>,
-        ) -> Option<Arc<Lookout<A>>> {
-            api.map(|api| Lookout::direct(group, api, behaviour.clone()))
-        }
-        let groups = Groups {
-            disk: group_lookout(ApiGroup::Disk, backends.disk, &behaviour),
-            filesystem: group_lookout(ApiGroup::Filesystem, backends.filesystem, &behaviour),
-            smb: group_lookout(ApiGroup::Smb, backends.smb, &behaviour),
-            volume: group_lookout(ApiGroup::Volume, backends.volume, &behaviour),
-            iscsi: group_lookout(ApiGroup::Iscsi, backends.iscsi, &behaviour),
-            system: group_lookout(ApiGroup::System, backends.system, &behaviour),
-            behaviour,
-        };
+        let groups = Groups::new(&Direct(&behaviour), backends, behaviour.clone());
         Self {
             groups: Arc::new(groups),
             report: Arc::default(),
@@ -273,62 +222,113 @@ impl CsiProxy {
             tried: Vec::new(),
         }
     }
-
-    handle!(
-        /// The disk group. Every configured group has a handle, served or
-        /// not (its calls wait for it); a group left out of
-        /// [`CsiProxyBuilder::groups`] or [`Backends`] is
-        /// [`Error::NotServed`].
-        disk, Disk, DiskApi
-    );
-    handle!(
-        /// The filesystem group; see [`CsiProxy::disk`].
-        filesystem, Filesystem, FilesystemApi
-    );
-    handle!(
-        /// The SMB group; see [`CsiProxy::disk`].
-        smb, Smb, SmbApi
-    );
-    handle!(
-        /// The volume group; see [`CsiProxy::disk`].
-        volume, Volume, VolumeApi
-    );
-    handle!(
-        /// The iSCSI group; see [`CsiProxy::disk`].
-        iscsi, Iscsi, IscsiApi
-    );
-    handle!(
-        /// The system group; see [`CsiProxy::disk`].
-        system, System, SystemApi
-    );
 }
 
-/// Implementations to stand in for the groups, for
-/// [`CsiProxy::from_backends`].
-#[derive(Clone, Default)]
-pub struct Backends {
-    /// The disk group.
-    pub disk: Option<Arc<dyn DiskApi>>,
-    /// The filesystem group.
-    pub filesystem: Option<Arc<dyn FilesystemApi>>,
-    /// The SMB group.
-    pub smb: Option<Arc<dyn SmbApi>>,
-    /// The volume group.
-    pub volume: Option<Arc<dyn VolumeApi>>,
-    /// The iSCSI group.
-    pub iscsi: Option<Arc<dyn IscsiApi>>,
-    /// The system group.
-    pub system: Option<Arc<dyn SystemApi>>,
+/// The six groups, declared once: each one's handle method (with its
+/// docs), `ApiGroup` and trait. From this come the lookouts' struct, finding
+/// a group's lookout, building them, the handles and [`Backends`].
+macro_rules! groups {
+    ($($(#[$doc:meta])* $field:ident: $group:ident, $trait:ident, $name:literal;)+) => {
+        /// The lookouts of the groups; a group not configured has none.
+        struct Groups {
+            $($field: Option<Arc<Lookout<dyn $trait>>>,)+
+            behaviour: Arc<Behaviour>,
+        }
+
+        impl Groups {
+            fn new(make: &impl MakeLookout, backends: Backends, behaviour: Arc<Behaviour>) -> Self {
+                Self {
+                    $($field: make.lookout(ApiGroup::$group, backends.$field),)+
+                    behaviour,
+                }
+            }
+
+            /// The lookout of `group`, whatever its trait.
+            fn any(&self, group: ApiGroup) -> Option<&dyn AnyLookout> {
+                match group {
+                    $(ApiGroup::$group => self.$field.as_deref().map(|l| l as &dyn AnyLookout),)+
+                }
+            }
+        }
+
+        impl CsiProxy {
+            $(
+                $(#[$doc])*
+                pub fn $field(&self) -> Result<Arc<dyn $trait>> {
+                    let lookout = self
+                        .groups
+                        .$field
+                        .as_ref()
+                        .ok_or_else(|| self.missing(ApiGroup::$group))?;
+                    Ok(Arc::new(Handle {
+                        lookout: lookout.clone(),
+                        options: self.options,
+                    }))
+                }
+            )+
+        }
+
+        /// Implementations to stand in for the groups, for
+        /// [`CsiProxy::from_backends`].
+        #[derive(Clone, Default)]
+        pub struct Backends {
+            $(
+                #[doc = concat!("The ", $name, " group.")]
+                pub $field: Option<Arc<dyn $trait>>,
+            )+
+        }
+    };
+}
+
+groups! {
+    /// The disk group. Every configured group has a handle, served or
+    /// not (its calls wait for it); a group left out of
+    /// [`CsiProxyBuilder::groups`] or [`Backends`] is
+    /// [`Error::NotServed`].
+    disk: Disk, DiskApi, "disk";
+    /// The filesystem group; see [`CsiProxy::disk`].
+    filesystem: Filesystem, FilesystemApi, "filesystem";
+    /// The SMB group; see [`CsiProxy::disk`].
+    smb: Smb, SmbApi, "SMB";
+    /// The volume group; see [`CsiProxy::disk`].
+    volume: Volume, VolumeApi, "volume";
+    /// The iSCSI group; see [`CsiProxy::disk`].
+    iscsi: Iscsi, IscsiApi, "iSCSI";
+    /// The system group; see [`CsiProxy::disk`].
+    system: System, SystemApi, "system";
+}
+
+/// Makes a group's lookout, whatever its trait: from a negotiation, or
+/// from a backend given directly.
+trait MakeLookout {
+    fn lookout<A: ?Sized + FromConnection + Send + Sync + 'static>(
+        &self,
+        group: ApiGroup,
+        backend: Option<Arc<A>>,
+    ) -> Option<Arc<Lookout<A>>>;
+}
+
+/// Lookouts of the backends given directly (mocks): always served.
+struct Direct<'a>(&'a Arc<Behaviour>);
+
+impl MakeLookout for Direct<'_> {
+    fn lookout<A: ?Sized + FromConnection + Send + Sync + 'static>(
+        &self,
+        group: ApiGroup,
+        backend: Option<Arc<A>>,
+    ) -> Option<Arc<Lookout<A>>> {
+        backend.map(|api| Lookout::direct(group, api, self.0.clone()))
+    }
 }
 
 /// Configures and opens a [`CsiProxy`].
 #[derive(Clone, Debug)]
 pub struct CsiProxyBuilder {
-    transport: Result<Transport>,
-    policy: VersionPolicy,
-    retry: RetryPolicy,
-    connect_timeout: Duration,
-    max_response_size: usize,
+    /// Transport, policy, retries, connect timeout and response size: what
+    /// looking for the proxy needs, for connect and for every later look.
+    negotiator: Negotiator,
+    /// A transport setting that failed, reported by `connect`.
+    bad_transport: Option<Error>,
     deadlines: Deadlines,
     groups: Vec<ApiGroup>,
     required: Vec<ApiGroup>,
@@ -345,11 +345,8 @@ const WAIT_LOG_INTERVAL: Duration = Duration::from_secs(10);
 impl Default for CsiProxyBuilder {
     fn default() -> Self {
         Self {
-            transport: Ok(Transport::named_pipes()),
-            policy: VersionPolicy::default(),
-            retry: RetryPolicy::default(),
-            connect_timeout: Duration::from_secs(5),
-            max_response_size: crate::transport::DEFAULT_MAX_RESPONSE_SIZE,
+            negotiator: Negotiator::new(Transport::named_pipes()),
+            bad_transport: None,
             deadlines: Deadlines::default(),
             groups: ApiGroup::ALL.to_vec(),
             required: Vec::new(),
@@ -361,7 +358,8 @@ impl Default for CsiProxyBuilder {
 impl CsiProxyBuilder {
     /// Where the proxy listens (default: [`Transport::named_pipes`]).
     pub fn transport(mut self, transport: Transport) -> Self {
-        self.transport = Ok(transport);
+        self.negotiator = self.negotiator.with_transport(transport);
+        self.bad_transport = None;
         self
     }
 
@@ -371,27 +369,32 @@ impl CsiProxyBuilder {
     /// Windows too, see `testing::LocalEndpoints` (feature `testing`).
     #[cfg(unix)]
     #[cfg_attr(docsrs, doc(cfg(unix)))]
-    pub fn socket_dir(mut self, dir: impl AsRef<std::path::Path>) -> Self {
-        self.transport = Transport::unix_sockets(dir);
-        self
+    pub fn socket_dir(self, dir: impl AsRef<std::path::Path>) -> Self {
+        match Transport::unix_sockets(dir) {
+            Ok(transport) => self.transport(transport),
+            Err(error) => Self {
+                bad_transport: Some(error),
+                ..self
+            },
+        }
     }
 
     /// Which versions may be negotiated.
     pub fn policy(mut self, policy: VersionPolicy) -> Self {
-        self.policy = policy;
+        self.negotiator = self.negotiator.policy(policy);
         self
     }
 
     /// Retries of connection attempts, and of calls after the connection
     /// failed (see [`CsiProxy`] for which calls).
     pub fn retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
+        self.negotiator = self.negotiator.retry(retry);
         self
     }
 
     /// Bounds each connection attempt (default 5 s).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
+        self.negotiator = self.negotiator.connect_timeout(timeout);
         self
     }
 
@@ -400,7 +403,7 @@ impl CsiProxyBuilder {
     /// [`Error::InvalidResponse`]: raise it for nodes with very many disks
     /// or volumes.
     pub fn max_response_size(mut self, bytes: usize) -> Self {
-        self.max_response_size = bytes;
+        self.negotiator = self.negotiator.max_response_size(bytes);
         self
     }
 
@@ -469,35 +472,25 @@ impl CsiProxyBuilder {
     pub async fn connect(self) -> Result<CsiProxy> {
         #[cfg(feature = "metrics")]
         crate::metrics::describe();
-        let negotiator = Negotiator::new(self.transport?)
-            .policy(self.policy)
-            .retry(self.retry)
-            .connect_timeout(self.connect_timeout)
-            .max_response_size(self.max_response_size);
+        if let Some(error) = self.bad_transport {
+            return Err(error);
+        }
+        let negotiator = self.negotiator;
         let mut negotiated = negotiator.negotiate(&self.groups).await?;
         let wait = self.wait_for_proxy.unwrap_or(DEFAULT_WAIT_FOR_PROXY);
         wait_for_required(&negotiator, &mut negotiated, &self.required, wait).await?;
-        let behaviour = Arc::new(Behaviour::new(self.deadlines, self.retry, 64));
-        let negotiated_groups = &self.groups;
-        let group_lookout = |group: ApiGroup| {
-            negotiated_groups
-                .contains(&group)
-                .then_some(LookoutFactory {
-                    group,
-                    negotiated: &negotiated,
-                    negotiator: &negotiator,
-                    behaviour: &behaviour,
-                })
+        let behaviour = Arc::new(Behaviour::new(
+            self.deadlines,
+            negotiator.retry_policy(),
+            64,
+        ));
+        let from_negotiation = FromNegotiation {
+            groups: &self.groups,
+            negotiated: &negotiated,
+            negotiator: &negotiator,
+            behaviour: &behaviour,
         };
-        let groups = Groups {
-            disk: group_lookout(ApiGroup::Disk).map(LookoutFactory::build),
-            filesystem: group_lookout(ApiGroup::Filesystem).map(LookoutFactory::build),
-            smb: group_lookout(ApiGroup::Smb).map(LookoutFactory::build),
-            volume: group_lookout(ApiGroup::Volume).map(LookoutFactory::build),
-            iscsi: group_lookout(ApiGroup::Iscsi).map(LookoutFactory::build),
-            system: group_lookout(ApiGroup::System).map(LookoutFactory::build),
-            behaviour: behaviour.clone(),
-        };
+        let groups = Groups::new(&from_negotiation, Backends::default(), behaviour.clone());
         Ok(CsiProxy {
             groups: Arc::new(groups),
             report: Arc::new(negotiated.report().clone()),
@@ -549,21 +542,27 @@ async fn wait_for_required(
     }
 }
 
-/// Builds the lookout of one negotiated group.
-struct LookoutFactory<'a> {
-    group: ApiGroup,
+/// Lookouts of the configured groups, from what `connect` negotiated.
+struct FromNegotiation<'a> {
+    groups: &'a [ApiGroup],
     negotiated: &'a Negotiated,
     negotiator: &'a Negotiator,
     behaviour: &'a Arc<Behaviour>,
 }
 
-impl LookoutFactory<'_> {
-    fn build<A: ?Sized + FromConnection + Send + Sync + 'static>(self) -> Arc<Lookout<A>> {
-        Lookout::negotiated(
-            self.group,
-            self.negotiated.connection(self.group),
-            self.negotiator.clone(),
-            self.behaviour.clone(),
-        )
+impl MakeLookout for FromNegotiation<'_> {
+    fn lookout<A: ?Sized + FromConnection + Send + Sync + 'static>(
+        &self,
+        group: ApiGroup,
+        _: Option<Arc<A>>,
+    ) -> Option<Arc<Lookout<A>>> {
+        self.groups.contains(&group).then(|| {
+            Lookout::negotiated(
+                group,
+                self.negotiated.connection(group),
+                self.negotiator.clone(),
+                self.behaviour.clone(),
+            )
+        })
     }
 }

@@ -143,6 +143,18 @@ impl Negotiator {
         &self.transport
     }
 
+    /// The same settings over another transport.
+    pub(crate) fn with_transport(mut self, transport: Transport) -> Self {
+        self.transport = transport;
+        self
+    }
+
+    /// The retries of connection attempts, which also govern calls after a
+    /// connection failed.
+    pub(crate) fn retry_policy(&self) -> RetryPolicy {
+        self.options.retry
+    }
+
     /// Negotiates every group in `groups` concurrently.
     ///
     /// Fails only if the policy is invalid for one of them, or the
