@@ -39,6 +39,14 @@ enum Raw {
     Http1,
 }
 
+/// Reads and drops what the client sends until it closes, for at most 2 s:
+/// the endpoint keeps the connection open without answering.
+async fn drain_for_a_while(stream: &mut (impl AsyncReadExt + Unpin)) {
+    let mut buf = [0u8; 4096];
+    let drain = async { while let Ok(1..) = stream.read(&mut buf).await {} };
+    let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
+}
+
 /// A raw endpoint for disk v1; counts the connections it accepted.
 struct RawEndpoint {
     accepted: Arc<AtomicUsize>,
@@ -67,9 +75,7 @@ impl RawEndpoint {
                         Raw::GoAwayAfterSettings => {
                             let _ = stream.write_all(&SETTINGS).await;
                             let _ = stream.write_all(&GOAWAY_NOTHING_PROCESSED).await;
-                            let drain =
-                                async { while let Ok(1..) = stream.read(&mut buf).await {} };
-                            let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
+                            drain_for_a_while(&mut stream).await;
                         }
                         Raw::CloseAfterHandshake => {
                             let _ = stream.write_all(&SETTINGS).await;
@@ -465,9 +471,7 @@ async fn a_request_above_a_goaways_last_stream_is_sent_once_more() {
                         count.fetch_add(1, Ordering::SeqCst);
                         let _ = stream.write_all(&GOAWAY_NOTHING_PROCESSED).await;
                     }
-                    let mut buf = [0u8; 4096];
-                    let drain = async { while let Ok(1..) = stream.read(&mut buf).await {} };
-                    let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
+                    drain_for_a_while(&mut stream).await;
                 });
             } else {
                 tokio::spawn(async move {
