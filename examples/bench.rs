@@ -18,9 +18,10 @@
 //!    successful call of a caller that was waiting for it, median of 20;
 //! 4. memory: resident memory of a process holding a client connected to
 //!    all six groups, idle: a driver's build (`tests/shipped-client`,
-//!    default features, built here in release mode with a nested `cargo
-//!    build`), and this process (its `testing` build carries the fake
-//!    proxy's code too); and this process's peak under load.
+//!    default features, given with `--shipped-client PATH`;
+//!    `scripts/bench.sh` builds it in release mode and passes it), and this
+//!    process (its `testing` build carries the fake proxy's code too); and
+//!    this process's peak under load.
 //!
 //! The fake proxy of parts 1, 2 and 4 runs in a child process (this
 //! program, started with `--serve`), so CPU time and memory measured here
@@ -28,14 +29,10 @@
 //! SDK divided by raw tonic `Channel`.
 
 #[cfg(unix)]
-#[path = "../tests/shipped/build_it.rs"]
-mod build_it;
-
-#[cfg(unix)]
 mod bench {
     use std::collections::BTreeMap;
     use std::io::{BufRead, BufReader};
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
     use std::process::{Child, Command, Stdio};
     use std::sync::Arc;
     use std::time::{Duration, Instant};
@@ -161,8 +158,7 @@ mod bench {
     /// Resident and anonymous memory (MiB) of a driver's build of the
     /// client, idle with all six groups of `node` connected: the shipped
     /// client, built with default features, in a process of its own.
-    fn shipped_idle_rss(node: &Node) -> (f64, f64) {
-        let client = super::build_it::build_shipped_client(true);
+    fn shipped_idle_rss(client: &Path, node: &Node) -> (f64, f64) {
         let output = Command::new(client)
             .arg(node.dir.path())
             .arg("--memory")
@@ -428,7 +424,9 @@ mod bench {
         )
     }
 
-    pub fn run() {
+    /// Runs every part; the driver's build's memory only with its
+    /// executable.
+    pub fn run(shipped_client: Option<PathBuf>) {
         let current_thread = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -438,7 +436,12 @@ mod bench {
             .build()
             .unwrap();
         let all = Node::start("all");
-        let (shipped_rss, shipped_anon) = shipped_idle_rss(&all);
+        let shipped = shipped_client.map(|client| shipped_idle_rss(&client, &all));
+        // Not measured without the executable: shown as such, never as 0.
+        let (shipped_rss, shipped_anon) = match shipped {
+            Some((rss, anon)) => (format!("{rss:.1}"), format!("{anon:.2}")),
+            None => ("n/a".to_owned(), "n/a".to_owned()),
+        };
         let idle_rss = multi_thread.block_on(async {
             let proxy = connect_sdk(&all).await;
             let (idle, _) = rss_mib();
@@ -522,12 +525,12 @@ mod bench {
 
             println!("\nResident memory of a client connected to all six groups");
             for (what, mib) in [
-                ("idle, driver's build (default features)", shipped_rss),
-                ("  of which anonymous (heap, stacks)", shipped_anon),
-                ("idle, this process (testing build)", idle_rss),
-                ("peak, this process under the 16-caller load", peak_rss),
+                ("idle, driver's build (default features)", shipped_rss.clone()),
+                ("  of which anonymous (heap, stacks)", shipped_anon.clone()),
+                ("idle, this process (testing build)", format!("{idle_rss:.1}")),
+                ("peak, this process under the 16-caller load", format!("{peak_rss:.1}")),
             ] {
-                println!("{what:<48} {mib:>8.1} MiB");
+                println!("{what:<48} {mib:>8} MiB");
             }
 
             println!(
@@ -540,8 +543,8 @@ mod bench {
                  ct_p50_ratio={ct_p50:.3} ct_cpu_ratio={ct_cpu:.3} ct_tput16_ratio={ct_tput:.3} \
                  overhead_p50_ratio={overhead_p50:.3} overhead_cpu_ratio={overhead_cpu:.3} \
                  negotiate_all_ms={:.2} negotiate_oldest_ms={:.2} direct_connect_ms={:.2} \
-                 cold_start_ms={:.2} recover_ms={:.1} rss_idle_mib={shipped_rss:.1} \
-                 rss_idle_anon_mib={shipped_anon:.2} rss_idle_testing_mib={idle_rss:.1} rss_mib={peak_rss:.1}",
+                 cold_start_ms={:.2} recover_ms={:.1} rss_idle_mib={shipped_rss} \
+                 rss_idle_anon_mib={shipped_anon} rss_idle_testing_mib={idle_rss:.1} rss_mib={peak_rss:.1}",
                 ms(negotiate_all),
                 ms(negotiate_oldest),
                 ms(direct),
@@ -577,7 +580,8 @@ fn main() {
             };
             runtime.block_on(bench::profile(args[2] == "sdk", callers))
         }
-        _ => bench::run(),
+        Some("--shipped-client") => bench::run(Some(args[2].clone().into())),
+        _ => bench::run(None),
     }
 }
 

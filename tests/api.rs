@@ -5,8 +5,8 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::ops::{path, portal, share, volume, IQN};
 use common::TestNode;
+use csi_proxy_client::testing::sample::{path, portal, share, volume, IQN};
 use csi_proxy_client::{
     async_trait, ApiGroup, ApiVersion, Backends, CallOptions, CsiProxy, DiskApi, DiskIds, Error,
     GroupStatus, IscsiAuth, Operation, Secret, SmbMapping, SmbRemotePath, TargetPortal, VolumeId,

@@ -4,9 +4,9 @@
 
 mod common;
 
-use common::ops::{portal, share, volume, IQN};
 use common::scenario::seeded_host;
 use common::TestNode;
+use csi_proxy_client::testing::sample::{portal, share, volume, IQN};
 use csi_proxy_client::testing::FakeProxy;
 use csi_proxy_client::{
     ApiGroup, ApiVersion, CsiProxy, Error, IscsiAuth, Result, Secret, SmbMapping, SmbRemotePath,

@@ -5,9 +5,9 @@
 
 mod common;
 
-use common::ops::invoke;
 use common::{every_version, TestNode, STUB_MESSAGE};
 use csi_proxy_client::capability::capability_table_markdown;
+use csi_proxy_client::testing::sample;
 use csi_proxy_client::{ApiGroup, Code, Error, Operation, Support};
 
 fn service(group: ApiGroup) -> &'static str {
@@ -30,7 +30,7 @@ async fn every_operation_at_every_version_goes_where_the_table_says() {
         assert_eq!(proxy.version(group), Some(version));
         for op in Operation::of_group(group) {
             let before = node.paths().len();
-            let result = invoke(&proxy, op).await;
+            let result = sample::call(&proxy, op).await;
             let sent = node.paths()[before..].to_vec();
             let rpc_path = |rpc: &str| format!("/{version}.{}/{rpc}", service(group));
             match op.support(version) {

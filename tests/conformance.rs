@@ -5,20 +5,44 @@
 
 mod common;
 
-use common::scenario::{expected_unsupported, seeded_host, versions_with, Scenario};
+use common::scenario::{expected_unsupported, seeded_host, versions_with};
 use common::{every_version, TestNode};
+use csi_proxy_client::testing::conformance::{self, Fixture};
 use csi_proxy_client::testing::{FakeHost, FakeProxy, PathEntry};
 use csi_proxy_client::{
-    ApiGroup, ApiVersion, CsiProxy, Error, Operation, Secret, SmbMapping, SmbRemotePath,
-    VersionPolicy, VolumeId, WindowsPath,
+    ApiGroup, ApiVersion, CsiProxy, Error, FilesystemApi, Operation, Secret, SmbMapping,
+    SmbRemotePath, VersionPolicy, VolumeId, WindowsPath,
 };
 
 #[tokio::test]
 async fn the_node_flow_runs_on_the_fake_host_directly() {
     let host = seeded_host();
-    let proxy = host.proxy();
-    let unsupported = Scenario::new(&proxy).run(Some(&host)).await;
-    assert!(unsupported.is_empty(), "{unsupported:?}");
+    let report = conformance::all(&host.proxy(), &Fixture::default())
+        .await
+        .unwrap();
+    assert!(report.unsupported.is_empty(), "{report:?}");
+    assert_host_changed(&host);
+    assert_eq!(report.succeeded, Operation::ALL, "every operation ran");
+}
+
+/// What the suite leaves on the host it ran on: the disks partitioned, the
+/// volume formatted and unmounted, no SMB mapping, no iSCSI session.
+fn assert_host_changed(host: &FakeHost) {
+    let fixture = Fixture::default();
+    assert!(host.disk(fixture.disk.number).unwrap().partitioned);
+    let volumes = host.volumes();
+    let on_disk: Vec<_> = volumes
+        .values()
+        .filter(|v| v.disk == fixture.volume.disk)
+        .collect();
+    assert_eq!(on_disk.len(), 1);
+    assert!(on_disk[0].formatted && on_disk[0].mounts.is_empty());
+    assert!(host.smb_mappings().is_empty());
+    assert!(host.iscsi_sessions().is_empty());
+    assert_eq!(
+        host.entry(fixture.filesystem.root.as_str()),
+        Some(PathEntry::Directory)
+    );
 }
 
 /// `host` behind a fake proxy serving `group` at `version` (the other
@@ -47,12 +71,15 @@ async fn the_node_flow_runs_over_the_wire_at_every_version() {
     for (group, version) in every_version() {
         let host = seeded_host();
         let (_node, fake, proxy) = serve_at(group, version, &host).await;
-        let unsupported = Scenario::new(&proxy).run(Some(&host)).await;
+        let report = conformance::all(&proxy, &Fixture::default())
+            .await
+            .unwrap_or_else(|violation| panic!("{group} {version}: {violation}"));
         assert_eq!(
-            unsupported,
+            report.unsupported,
             expected_unsupported(&proxy),
             "{group} {version}"
         );
+        assert_host_changed(&host);
 
         // Every call reached the version negotiated for its group.
         for call in fake.calls() {
@@ -83,10 +110,10 @@ async fn the_oldest_versions_lack_exactly_what_the_table_says() {
         .connect()
         .await
         .unwrap();
-    let unsupported = Scenario::new(&proxy).run(Some(&host)).await;
+    let report = conformance::all(&proxy, &Fixture::default()).await.unwrap();
     use Operation as O;
     assert_eq!(
-        unsupported,
+        report.unsupported,
         [
             O::ListDiskIds,
             O::GetDiskStats,
@@ -344,4 +371,85 @@ async fn a_local_path_that_exists_is_refused_even_as_the_same_link() {
     })
     .await;
     assert_all(&outcomes, ("ok".into(), "Host(Unknown)".into()));
+}
+
+// ---- the suite itself ------------------------------------------------------
+
+/// The fake host's filesystem, except that `rmdir` always forces: the
+/// mistake a hand-written mock makes.
+struct AlwaysForces(FakeHost);
+
+#[csi_proxy_client::async_trait]
+impl FilesystemApi for AlwaysForces {
+    async fn path_exists(&self, path: &WindowsPath) -> csi_proxy_client::Result<bool> {
+        self.0.path_exists(path).await
+    }
+    async fn mkdir(&self, path: &WindowsPath) -> csi_proxy_client::Result<()> {
+        self.0.mkdir(path).await
+    }
+    async fn rmdir(&self, path: &WindowsPath, _force: bool) -> csi_proxy_client::Result<()> {
+        self.0.rmdir(path, true).await
+    }
+    async fn rmdir_contents(&self, path: &WindowsPath) -> csi_proxy_client::Result<()> {
+        self.0.rmdir_contents(path).await
+    }
+    async fn create_symlink(
+        &self,
+        target: &WindowsPath,
+        link: &WindowsPath,
+    ) -> csi_proxy_client::Result<()> {
+        self.0.create_symlink(target, link).await
+    }
+    async fn is_symlink(&self, path: &WindowsPath) -> csi_proxy_client::Result<bool> {
+        self.0.is_symlink(path).await
+    }
+}
+
+#[tokio::test]
+async fn the_suite_names_the_rule_a_mock_breaks() {
+    let fixture = Fixture::default();
+    let violation =
+        conformance::filesystem(&AlwaysForces(fixture.fake_host()), &fixture.filesystem)
+            .await
+            .unwrap_err();
+    assert_eq!(violation.operation, Operation::Rmdir);
+    assert!(
+        violation
+            .to_string()
+            .contains("unforced rmdir of a missing path"),
+        "{violation}"
+    );
+
+    // A mock that implements nothing fails at its first operation, with
+    // the trait's `NotImplemented`.
+    struct Nothing;
+    impl FilesystemApi for Nothing {}
+    let violation = conformance::filesystem(&Nothing, &fixture.filesystem)
+        .await
+        .unwrap_err();
+    assert_eq!(violation.operation, Operation::PathExists);
+    assert!(violation.detail.contains("not implemented"), "{violation}");
+}
+
+#[tokio::test]
+async fn each_group_passes_alone_on_a_fresh_fake_host() {
+    let fixture = Fixture::default();
+    let host = || fixture.fake_host();
+    let reports = [
+        conformance::disk(&host(), &fixture.disk).await,
+        conformance::filesystem(&host(), &fixture.filesystem).await,
+        conformance::smb(&host(), &fixture.smb).await,
+        conformance::volume(&host(), &fixture.volume).await,
+        conformance::iscsi(&host(), &fixture.iscsi).await,
+        conformance::system(&host(), &fixture.system).await,
+    ];
+    for (group, report) in ApiGroup::ALL.iter().zip(reports) {
+        let report = report.unwrap_or_else(|violation| panic!("{violation}"));
+        let ops: Vec<_> = Operation::of_group(*group).collect();
+        assert!(report.unsupported.is_empty(), "{group}: {report:?}");
+        for op in &report.succeeded {
+            assert_eq!(op.group(), *group, "{op} ran in the {group} suite");
+        }
+        assert_eq!(report.succeeded.len(), ops.len(), "{group}: {report:?}");
+    }
 }

@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use common::scenario::seeded_host;
 use common::TestNode;
+use csi_proxy_client::testing::conformance::Fixture;
 use csi_proxy_client::testing::{FakeHost, FakeProxy, PathEntry};
 use csi_proxy_client::{
     async_trait, ApiGroup, ApiVersion, Backends, Code, CsiProxy, DiskApi, Error, IscsiAuth, Result,
-    Secret, SmbMapping, SmbRemotePath, TargetPortal, VersionPolicy, WindowsPath,
+    Secret, SmbMapping, SmbRemotePath, VersionPolicy, WindowsPath,
 };
 use ApiVersion as V;
 
@@ -116,7 +117,8 @@ async fn the_proxy_rules_hold_directly_and_over_the_wire() {
     );
     assert!(msg.contains("access is denied"), "{msg}");
 
-    let portal = TargetPortal::new(common::scenario::PORTAL);
+    let fixture = Fixture::default();
+    let portal = fixture.iscsi.portal.clone();
     for proxy in [&direct, &wired] {
         proxy
             .iscsi()
@@ -129,7 +131,7 @@ async fn the_proxy_rules_hold_directly_and_over_the_wire() {
         username: "chap-user".into(),
         secret: Secret::new("wrong"),
     };
-    let iqn = common::scenario::ONE_WAY_IQN;
+    let iqn = fixture.iscsi.one_way.iqn.as_str();
     assert_same_rejection(
         direct
             .iscsi()
@@ -148,12 +150,12 @@ async fn the_proxy_rules_hold_directly_and_over_the_wire() {
         direct
             .volume()
             .unwrap()
-            .resize_volume(&common::ops::volume(), 0)
+            .resize_volume(&csi_proxy_client::testing::sample::volume(), 0)
             .await,
         wired
             .volume()
             .unwrap()
-            .resize_volume(&common::ops::volume(), 0)
+            .resize_volume(&csi_proxy_client::testing::sample::volume(), 0)
             .await,
     );
     assert_same_rejection(

@@ -5,8 +5,8 @@
 
 mod common;
 
-use common::ops::invoke;
 use common::{every_version, TestNode};
+use csi_proxy_client::testing::sample;
 use csi_proxy_client::{Error, Operation};
 
 /// A small deterministic generator, so a failure can be replayed.
@@ -64,7 +64,7 @@ async fn any_answer_gives_a_value_or_a_typed_error() {
             for reply in replies {
                 raw.reply_bytes(&reply);
                 tried += 1;
-                match invoke(&proxy, op).await {
+                match sample::call(&proxy, op).await {
                     Ok(()) => {}
                     Err(Error::InvalidResponse { operation, .. }) => {
                         assert_eq!(operation.group(), group);

@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::ops::volume;
 use common::scenario::seeded_host;
 use common::slow::serve_slow_volumes;
 use common::TestNode;
+use csi_proxy_client::testing::sample::volume;
 use csi_proxy_client::testing::FakeProxy;
 use csi_proxy_client::{
     ApiGroup, ApiVersion as V, CallOptions, CsiProxy, Error, GroupStatus, Operation, Result,

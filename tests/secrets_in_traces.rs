@@ -5,8 +5,8 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use common::ops::{portal, share, IQN};
 use common::TestNode;
+use csi_proxy_client::testing::sample::{portal, share, IQN};
 use csi_proxy_client::{ApiGroup, ApiVersion as V, IscsiAuth, Secret, SmbMapping};
 
 /// Collects everything tracing writes.

@@ -20,8 +20,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use calls::Call;
-use common::raw::RawServer;
 use common::slow::serve_slow_volumes;
+use csi_proxy_client::testing::ScriptedServer;
 use csi_proxy_client::testing::{FakeHost, FakeProxy};
 use csi_proxy_client::{ApiGroup, ApiVersion, Transport};
 use tokio_stream::StreamExt;
@@ -331,7 +331,9 @@ async fn an_echoed_password_shows_in_no_variant_and_in_no_quoting() {
     ];
     for answer in answers {
         let node = Node::new();
-        let server = RawServer::start(&node.transport(), ApiGroup::Smb, ApiVersion::V1).await;
+        let server = ScriptedServer::start(&node.transport(), ApiGroup::Smb, ApiVersion::V1)
+            .await
+            .unwrap();
         let script = answer.clone();
         server.script(move |_| Err(script.clone()));
         for line in node.both(&["smb-map", secret]).await {
@@ -356,7 +358,9 @@ async fn an_echoed_password_shows_in_no_variant_and_in_no_quoting() {
     ];
     for answer in answers {
         let node = Node::new();
-        let server = RawServer::start(&node.transport(), ApiGroup::Smb, ApiVersion::V1).await;
+        let server = ScriptedServer::start(&node.transport(), ApiGroup::Smb, ApiVersion::V1)
+            .await
+            .unwrap();
         let script = answer.clone();
         server.script(move |_| Err(script.clone()));
         for line in node.both(&["smb-map", secret]).await {

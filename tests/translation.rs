@@ -6,8 +6,8 @@ mod common;
 
 use std::collections::{BTreeMap, HashMap};
 
-use common::ops::{path, pod_path, portal, share, volume, IQN};
 use common::TestNode;
+use csi_proxy_client::testing::sample::{path, pod_path, portal, share, volume, IQN};
 use csi_proxy_client::{
     wire, ApiGroup, ApiVersion, Code, CsiProxy, DiskIds, DiskLocation, Error, IscsiAuth, Operation,
     Secret, ServiceStatus, SmbMapping, StartType, TargetPortal, WindowsPath,
@@ -20,7 +20,11 @@ use ApiVersion as V;
 async fn pinned(
     group: ApiGroup,
     version: ApiVersion,
-) -> (TestNode, common::raw::RawServer, CsiProxy) {
+) -> (
+    TestNode,
+    csi_proxy_client::testing::ScriptedServer,
+    CsiProxy,
+) {
     let node = TestNode::new();
     let raw = node.raw(group, version).await;
     let proxy = node.connect(group, version).await;

@@ -6,19 +6,12 @@
 
 use std::sync::OnceLock;
 
+use csi_proxy_client::testing::{sample, ScriptedServer};
 use csi_proxy_client::{ApiGroup, CsiProxy, Error, Operation};
 use libfuzzer_sys::fuzz_target;
 
-// The same helpers the integration tests use.
-#[allow(dead_code)]
-#[path = "../../tests/common/ops.rs"]
-mod ops;
-#[allow(dead_code)]
-#[path = "../../tests/common/raw.rs"]
-mod raw;
-
 struct Endpoint {
-    raw: raw::RawServer,
+    raw: ScriptedServer,
     proxy: CsiProxy,
     operations: Vec<Operation>,
 }
@@ -39,7 +32,7 @@ fn state() -> &'static State {
             let mut endpoints = Vec::new();
             for group in ApiGroup::ALL {
                 for &version in group.versions() {
-                    let raw = raw::RawServer::start(&transport, group, version).await;
+                    let raw = ScriptedServer::start(&transport, group, version).await.unwrap();
                     let proxy = CsiProxy::builder()
                         .transport(transport.clone())
                         .policy(csi_proxy_client::VersionPolicy::default().pin(group, version))
@@ -65,7 +58,7 @@ fuzz_target!(|data: &[u8]| {
     let endpoint = &state.endpoints[*which as usize % state.endpoints.len()];
     let operation = endpoint.operations[*op as usize % endpoint.operations.len()];
     endpoint.raw.reply_bytes(answer);
-    let result = state.runtime.block_on(ops::invoke(&endpoint.proxy, operation));
+    let result = state.runtime.block_on(sample::call(&endpoint.proxy, operation));
     match result {
         Ok(())
         | Err(Error::InvalidResponse { .. })

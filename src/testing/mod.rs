@@ -18,9 +18,16 @@
 //! - [`listen`] accepts connections on the endpoint of one group-version,
 //!   as a stream for tonic's server; [`RawCodec`] passes messages through
 //!   as bytes, for servers that answer anything at all.
+//! - [`conformance`]: one check per group of any implementation of its
+//!   trait against the rules the fake host follows, to hold mocks (and
+//!   every backend of the crate) to the same rules.
+//! - [`ScriptedServer`] answers any request to one group-version with
+//!   scripted bytes or a status, and records the requests; [`sample`]
+//!   calls any operation with fixed arguments, to sweep them all.
 //! - [`StubProxy`] serves any chosen set of group-versions with stub
 //!   services, for negotiation tests.
 
+pub mod conformance;
 mod endpoints;
 mod fake_host;
 mod fake_proxy;
@@ -28,6 +35,8 @@ mod listener;
 mod local;
 mod raw_codec;
 mod release;
+pub mod sample;
+mod scripted;
 mod stub;
 
 pub use fake_host::{FakeDisk, FakeHost, FakeHostBuilder, FakeVolume, PathEntry};
@@ -36,4 +45,5 @@ pub use listener::{listen, Incoming, ServerStream};
 pub use local::LocalEndpoints;
 pub use raw_codec::RawCodec;
 pub use release::ProxyRelease;
+pub use scripted::{RecordedRequest, Script, ScriptedServer};
 pub use stub::{StubProxy, STUB_MESSAGE};

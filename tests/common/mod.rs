@@ -5,14 +5,12 @@
 
 #![allow(dead_code, unused_imports)] // each test binary uses a different part
 
-pub mod ops;
-pub mod raw;
 pub mod recorder;
 pub mod scenario;
 pub mod slow;
 
-use csi_proxy_client::testing::StubProxy;
 pub use csi_proxy_client::testing::STUB_MESSAGE;
+use csi_proxy_client::testing::{ScriptedServer, StubProxy};
 use csi_proxy_client::{wire, ApiGroup, ApiVersion, CsiProxy, Transport, VersionPolicy};
 
 /// A node with a chosen set of CSI Proxy endpoints.
@@ -80,8 +78,10 @@ impl TestNode {
     }
 
     /// A scripted raw server on the endpoint of `group` `version`.
-    pub async fn raw(&self, group: ApiGroup, version: ApiVersion) -> raw::RawServer {
-        raw::RawServer::start(self.proxy.transport(), group, version).await
+    pub async fn raw(&self, group: ApiGroup, version: ApiVersion) -> ScriptedServer {
+        ScriptedServer::start(self.proxy.transport(), group, version)
+            .await
+            .expect("serve the scripted endpoint")
     }
 
     /// A client with `group` pinned to `version`.

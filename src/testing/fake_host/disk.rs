@@ -1,17 +1,13 @@
 //! The disk group of the fake host.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 
-use super::state::{FakeVolume, PARTITION_OFFSET};
 use super::{disk_ids, host_error, FakeHost};
 use crate::api::{DiskApi, DiskIds, DiskLocation};
 use crate::capability::Operation as Op;
 use crate::error::Result;
-
-/// The data partition `PartitionDisk` creates (after the GPT reserved one).
-const DATA_PARTITION: u32 = 2;
 
 #[async_trait]
 impl DiskApi for FakeHost {
@@ -26,8 +22,7 @@ impl DiskApi for FakeHost {
 
     async fn partition_disk(&self, disk: u32) -> Result<()> {
         let mut state = self.state();
-        let id = state.new_volume_id(disk);
-        let Some(found) = state.disks.get_mut(&disk) else {
+        let Some(found) = state.disks.get(&disk) else {
             return Err(host_error(
                 Op::PartitionDisk,
                 format!("disk {disk} not found"),
@@ -39,23 +34,10 @@ impl DiskApi for FakeHost {
                 format!("disk {disk} is offline"),
             ));
         }
-        if found.partitioned {
-            // Already initialised: left as it is.
-            return Ok(());
+        // Already initialised: left as it is.
+        if !found.partitioned {
+            state.add_data_partition(disk);
         }
-        found.partitioned = true;
-        let size_bytes = found.size_bytes.saturating_sub(PARTITION_OFFSET);
-        state.volumes.insert(
-            id,
-            FakeVolume {
-                disk,
-                partition: DATA_PARTITION,
-                size_bytes,
-                used_bytes: 0,
-                formatted: false,
-                mounts: BTreeSet::new(),
-            },
-        );
         Ok(())
     }
 

@@ -129,6 +129,11 @@ impl FakeHost {
         self.state().volumes.get(id).cloned()
     }
 
+    /// Every volume, by ID.
+    pub fn volumes(&self) -> std::collections::BTreeMap<VolumeId, FakeVolume> {
+        self.state().volumes.clone()
+    }
+
     /// What is at `path` (case-insensitive, as on Windows).
     pub fn entry(&self, path: &str) -> Option<PathEntry> {
         self.state().tree.get(path)
@@ -201,6 +206,17 @@ impl FakeHostBuilder {
     pub fn disk(mut self, number: u32, page83: &str, size_bytes: u64) -> Self {
         let disk = FakeDisk::new(page83, size_bytes, lun_location(number));
         self.state.add_disk(number, disk);
+        self
+    }
+
+    /// Adds an online disk `number` as [`DiskApi::partition_disk`] leaves
+    /// it: a GPT with one data partition, holding an unformatted volume.
+    ///
+    /// [`DiskApi::partition_disk`]: crate::DiskApi::partition_disk
+    pub fn partitioned_disk(mut self, number: u32, page83: &str, size_bytes: u64) -> Self {
+        let disk = FakeDisk::new(page83, size_bytes, lun_location(number));
+        self.state.add_disk(number, disk);
+        self.state.add_data_partition(number);
         self
     }
 

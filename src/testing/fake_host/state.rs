@@ -6,6 +6,8 @@ use crate::api::{DiskLocation, Secret, ServiceInfo, TargetPortal, VolumeId};
 
 /// Where a partition starts on a disk: the rest is usable.
 pub(super) const PARTITION_OFFSET: u64 = 1 << 20;
+/// The data partition `PartitionDisk` creates (after the GPT reserved one).
+const DATA_PARTITION: u32 = 2;
 /// The partition of the system disk that holds `C:` (after the EFI and
 /// reserved partitions, as Windows lays it out).
 const SYSTEM_PARTITION: u32 = 3;
@@ -162,6 +164,28 @@ impl HostState {
         );
         self.disks.insert(number, disk);
         self.system_volume = Some(id);
+    }
+
+    /// Gives raw disk `number` a GPT with one data partition holding a new,
+    /// unformatted volume, as `PartitionDisk` does.
+    pub fn add_data_partition(&mut self, number: u32) {
+        let id = self.new_volume_id(number);
+        let Some(disk) = self.disks.get_mut(&number) else {
+            return;
+        };
+        disk.partitioned = true;
+        let size_bytes = disk.size_bytes.saturating_sub(PARTITION_OFFSET);
+        self.volumes.insert(
+            id,
+            FakeVolume {
+                disk: number,
+                partition: DATA_PARTITION,
+                size_bytes,
+                used_bytes: 0,
+                formatted: false,
+                mounts: BTreeSet::new(),
+            },
+        );
     }
 
     pub fn mkdir_all(&mut self, path: &str) {

@@ -1,44 +1,71 @@
-//! Calls any operation through the stable API with sample arguments, so that
-//! one test can sweep every operation of every version.
+//! Any operation called with fixed, valid arguments, so that one loop can
+//! sweep every operation of every version: to see what goes on the wire,
+//! or what comes back from a server that answers anything (see
+//! [`ScriptedServer`](super::ScriptedServer)).
+//!
+//! ```
+//! use csi_proxy_client::testing::{sample, FakeHost};
+//! use csi_proxy_client::Operation;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let proxy = FakeHost::default().proxy();
+//! for &op in Operation::ALL {
+//!     // The fake host has none of the sample disks, shares or targets.
+//!     let _ = sample::call(&proxy, op).await;
+//! }
+//! # }
+//! ```
 
-use csi_proxy_client::{
-    CsiProxy, IscsiAuth, Operation, Result, Secret, SmbMapping, SmbRemotePath, TargetPortal,
-    VolumeId, WindowsPath,
+use crate::api::{
+    IscsiAuth, Secret, SmbMapping, SmbRemotePath, TargetPortal, VolumeId, WindowsPath,
 };
+use crate::capability::Operation;
+use crate::client::CsiProxy;
+use crate::error::Result;
 
+/// The disk the samples name.
+pub const DISK: u32 = 3;
+
+/// A plugin's staging path.
 pub fn path() -> WindowsPath {
     WindowsPath::new(r"C:\var\lib\kubelet\plugins\sample\globalmount").unwrap()
 }
 
+/// A pod's volume path.
 pub fn pod_path() -> WindowsPath {
     WindowsPath::new(r"C:\var\lib\kubelet\pods\uid\volumes\sample").unwrap()
 }
 
+/// A volume ID.
 pub fn volume() -> VolumeId {
     VolumeId::new(r"\\?\Volume{11111111-2222-3333-4444-555555555555}\").unwrap()
 }
 
+/// An SMB share path (below the share's root).
 pub fn share() -> SmbRemotePath {
     SmbRemotePath::new(r"\\files\share\dir").unwrap()
 }
 
+/// An iSCSI portal.
 pub fn portal() -> TargetPortal {
     TargetPortal::new("10.0.0.5")
 }
 
+/// An iSCSI target at [`portal`].
 pub const IQN: &str = "iqn.2026-11.example:target";
 
-/// Calls `op` on `proxy` and drops whatever it returned on success.
-pub async fn invoke(proxy: &CsiProxy, op: Operation) -> Result<()> {
+/// Calls `op` on `proxy` with the samples, and drops what it returned on
+/// success.
+pub async fn call(proxy: &CsiProxy, op: Operation) -> Result<()> {
     use Operation as O;
     match op {
         O::ListDiskLocations => proxy.disk()?.list_disk_locations().await.map(drop),
-        O::PartitionDisk => proxy.disk()?.partition_disk(3).await,
+        O::PartitionDisk => proxy.disk()?.partition_disk(DISK).await,
         O::Rescan => proxy.disk()?.rescan().await,
         O::ListDiskIds => proxy.disk()?.list_disk_ids().await.map(drop),
-        O::GetDiskStats => proxy.disk()?.get_disk_stats(3).await.map(drop),
-        O::SetDiskState => proxy.disk()?.set_disk_state(3, true).await,
-        O::GetDiskState => proxy.disk()?.get_disk_state(3).await.map(drop),
+        O::GetDiskStats => proxy.disk()?.get_disk_stats(DISK).await.map(drop),
+        O::SetDiskState => proxy.disk()?.set_disk_state(DISK, true).await,
+        O::GetDiskState => proxy.disk()?.get_disk_state(DISK).await.map(drop),
         O::GetDiskNumberByName => proxy
             .disk()?
             .get_disk_number_by_name("pd-1")
@@ -62,12 +89,12 @@ pub async fn invoke(proxy: &CsiProxy, op: Operation) -> Result<()> {
         O::RemoveSmbGlobalMapping => proxy.smb()?.remove_smb_global_mapping(&share()).await,
         O::ListVolumesOnDisk => proxy
             .volume()?
-            .list_volumes_on_disk(3, None)
+            .list_volumes_on_disk(DISK, None)
             .await
             .map(drop),
         O::ListVolumesOnPartition => proxy
             .volume()?
-            .list_volumes_on_disk(3, Some(2))
+            .list_volumes_on_disk(DISK, Some(2))
             .await
             .map(drop),
         O::MountVolume => proxy.volume()?.mount_volume(&volume(), &path()).await,
@@ -127,6 +154,5 @@ pub async fn invoke(proxy: &CsiProxy, op: Operation) -> Result<()> {
         O::StartService => proxy.system()?.start_service("csiproxy").await,
         O::StopService => proxy.system()?.stop_service("csiproxy", false).await,
         O::GetService => proxy.system()?.get_service("csiproxy").await.map(drop),
-        other => panic!("no sample call for {other:?}"),
     }
 }
