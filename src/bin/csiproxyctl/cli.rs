@@ -1,0 +1,101 @@
+//! The command line: global options and the commands, each group's
+//! subcommands being declared with the code that runs them.
+
+use clap::{Args, Parser, Subcommand};
+use csi_proxy_client::ApiGroup;
+
+/// What the exit codes mean, for scripts.
+const EXIT_CODES: &str = "Exit codes:
+  0  done (probe: every group asked for is served; with none asked, at least one)
+  1  the call failed on the host, or the connection to CSI Proxy failed
+  2  bad usage or input, or a setting that cannot work (nothing was sent)
+  3  not served: a group is missing, or the node's version lacks the call
+With --json, a failure is printed as JSON on standard output too:
+  {\"error\": {\"kind\": ..., \"message\": ..., \"exit_code\": ...}}";
+
+/// Talk to CSI Proxy on this node: what it serves, and single calls.
+#[derive(Parser)]
+#[command(name = "csiproxyctl", version, after_help = EXIT_CODES)]
+pub struct Cli {
+    /// Unix sockets in this directory instead of CSI Proxy's named pipes
+    /// (for a fake proxy, or Linux development; `fake` serves there).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub socket_dir: Option<std::path::PathBuf>,
+
+    /// Named pipes under this prefix instead of `\\.\pipe\`.
+    #[arg(
+        long,
+        global = true,
+        value_name = "PREFIX",
+        conflicts_with = "socket_dir"
+    )]
+    pub pipe_prefix: Option<String>,
+
+    /// Also negotiate preview versions (v2alpha1).
+    #[arg(long, global = true)]
+    pub preview: bool,
+
+    /// Print JSON instead of tables.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// Seconds to wait for each call. Default: the SDK's deadline of the
+    /// operation (30 s for reads, 2 min for changes, 10 min for formatting
+    /// and resizing).
+    #[arg(long, global = true, value_name = "SECONDS")]
+    pub timeout: Option<u64>,
+
+    /// Seconds to wait for CSI Proxy to serve what the command needs (a
+    /// proxy that is starting or restarting); 0 looks once.
+    #[arg(long, global = true, default_value_t = 0)]
+    pub wait: u64,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Per group: every pipe tried, which answered, the version chosen, and
+    /// the operations available at that version. Exits 3 when a group
+    /// given is not served (with none given: when nothing is).
+    Probe {
+        /// Groups that must be served: disk, filesystem, smb, volume,
+        /// iscsi, system.
+        #[arg(value_name = "GROUP")]
+        require: Vec<ApiGroup>,
+    },
+    /// The disk group.
+    #[command(subcommand)]
+    Disk(crate::disk::DiskCommand),
+    /// The volume group.
+    #[command(subcommand)]
+    Volume(crate::volume::VolumeCommand),
+    /// The filesystem group.
+    #[command(subcommand)]
+    Fs(crate::fs::FsCommand),
+    /// The SMB group.
+    #[command(subcommand)]
+    Smb(crate::smb::SmbCommand),
+    /// The system group.
+    #[command(subcommand)]
+    System(crate::system::SystemCommand),
+    /// The iSCSI group.
+    #[command(subcommand)]
+    Iscsi(crate::iscsi::IscsiCommand),
+    /// Start a fake CSI Proxy serving the chosen versions on Unix sockets
+    /// in --socket-dir (named pipes under --pipe-prefix on Windows), until
+    /// interrupted. Its host has two disks,
+    /// an iSCSI target, a service, and the SMB share `\\fileserver\data`
+    /// for user `csi` with password `fake-password`.
+    #[cfg(feature = "testing")]
+    Fake(crate::fake::FakeArgs),
+}
+
+/// Mutations change the host: say so.
+#[derive(Args)]
+pub struct Confirm {
+    /// Really change the host.
+    #[arg(long)]
+    pub yes: bool,
+}

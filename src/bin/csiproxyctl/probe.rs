@@ -1,0 +1,124 @@
+//! `csiproxyctl probe`: per group, every pipe tried, the version chosen and
+//! the operations available at it.
+
+use std::time::{Duration, Instant};
+
+use csi_proxy_client::{
+    ApiGroup, AttemptOutcome, Negotiated, Negotiator, Operation, Support, Transport, VersionPolicy,
+};
+use serde_json::json;
+
+use crate::failure::{Failure, Outcome};
+use crate::output::{emit, Records};
+use crate::transport_json;
+
+/// Probes every group, waiting up to `wait` for any to be served; fails
+/// when a group of `require` is not served (with none given: when none
+/// is).
+pub async fn run(
+    transport: Transport,
+    policy: VersionPolicy,
+    require: &[ApiGroup],
+    wait: Duration,
+    json: bool,
+) -> Outcome {
+    let negotiated = negotiate(&Negotiator::new(transport.clone()).policy(policy), wait).await?;
+    let report = negotiated.report();
+    let mut pipes = Records::many(&["group", "pipe", "result"]);
+    let mut available = Records::many(&["group", "version", "operations"]);
+    let mut groups = Vec::new();
+    for group in report.groups() {
+        let operations: Vec<(Operation, Support)> = match group.chosen {
+            Some(v) => Operation::of_group(group.group)
+                .map(|op| (op, op.support(v)))
+                .filter(|(_, s)| s.is_available())
+                .collect(),
+            None => Vec::new(),
+        };
+        for attempt in &group.attempts {
+            pipes.push(vec![
+                json!(group.group.as_str()),
+                json!(attempt.address),
+                json!(outcome(&attempt.outcome)),
+            ]);
+        }
+        let listed: Vec<String> = operations
+            .iter()
+            .map(|(op, s)| match s {
+                Support::Emulated => format!("{} (emulated)", op.name()),
+                _ => op.name().to_owned(),
+            })
+            .collect();
+        available.push(vec![
+            json!(group.group.as_str()),
+            json!(group.chosen.map_or("not served".into(), |v| v.to_string())),
+            json!(listed.join(", ")),
+        ]);
+        groups.push(json!({
+            "group": group.group.as_str(),
+            "chosen": group.chosen.map(|v| v.to_string()),
+            "attempts": group.attempts.iter().map(|a| json!({
+                "version": a.version.to_string(),
+                "address": a.address,
+                "outcome": outcome(&a.outcome),
+            })).collect::<Vec<_>>(),
+            "operations": operations.iter().map(|(op, s)| json!({
+                "name": op.name(),
+                "rpc": match s { Support::Native(rpc) => Some(*rpc), _ => None },
+                "emulated": *s == Support::Emulated,
+            })).collect::<Vec<_>>(),
+        }));
+    }
+    if json {
+        // One document: the groups with their attempts and operations.
+        emit(&json!({ "transport": transport_json(&transport), "groups": groups }).to_string());
+    } else {
+        pipes.print(false);
+        emit("");
+        available.print(false);
+    }
+    let missing: Vec<&str> = require
+        .iter()
+        .filter(|&&g| report.chosen(g).is_none())
+        .map(|g| g.as_str())
+        .collect();
+    let nothing = report.groups().iter().all(|g| g.chosen.is_none());
+    match (missing.is_empty(), require.is_empty() && nothing) {
+        (false, _) => Err(Failure::not_served(format!(
+            "not served: {}",
+            missing.join(", ")
+        ))),
+        (true, true) => Err(Failure::not_served("no group is served")),
+        (true, false) => Ok(()),
+    }
+}
+
+/// Negotiates every group, again on the SDK's look schedule while nothing
+/// is served, until `wait` has passed.
+async fn negotiate(negotiator: &Negotiator, wait: Duration) -> Outcome<Negotiated> {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(20);
+    loop {
+        let negotiated = negotiator.negotiate(&ApiGroup::ALL).await?;
+        let served = negotiated
+            .report()
+            .groups()
+            .iter()
+            .any(|g| g.chosen.is_some());
+        let left = wait.saturating_sub(started.elapsed());
+        if served || left.is_zero() {
+            return Ok(negotiated);
+        }
+        tokio::time::sleep(pause.min(left)).await;
+        pause = (pause * 2).min(Duration::from_millis(250));
+    }
+}
+
+fn outcome(outcome: &AttemptOutcome) -> String {
+    match outcome {
+        AttemptOutcome::Connected => "connected".into(),
+        AttemptOutcome::Absent => "absent".into(),
+        AttemptOutcome::Failed(why) => format!("failed: {why}"),
+        _ => "unknown".into(),
+    }
+}
