@@ -151,7 +151,7 @@ fn probe_shows_pipes_versions_and_operations() {
         "{out}"
     );
     assert!(
-        out.contains("GetDiskNumberByName*"),
+        out.contains("GetDiskNumberByName (emulated)"),
         "emulated on v1beta2: {out}"
     );
     assert!(out.contains("SetDiskState"), "{out}");

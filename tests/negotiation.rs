@@ -416,3 +416,46 @@ fn named_pipes_off_windows_fail_clearly() {
         .unwrap_err();
     assert!(matches!(err, Error::Configuration { .. }), "{err}");
 }
+
+#[tokio::test]
+async fn a_waiting_negotiation_waits_for_the_required_groups_and_no_longer() {
+    let mut node = TestNode::serving(&[(Disk, V::V1)]).await;
+    let negotiator = negotiator(&node);
+
+    // Disk is served, volume is not: nothing required waits for volume
+    // only until `wait` has passed.
+    let started = std::time::Instant::now();
+    let negotiated = negotiator
+        .negotiate_waiting(&[Disk, Volume], &[Volume], Duration::from_millis(300))
+        .await
+        .unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert!(matches!(
+        negotiated.connection(Volume),
+        Err(Error::NotServed { .. })
+    ));
+    assert!(negotiated.connection(Disk).is_ok());
+
+    // With none required, one group served ends the wait at once.
+    let started = std::time::Instant::now();
+    negotiator
+        .negotiate_waiting(&[Disk, Volume], &[], Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+
+    // A required group that appears while waiting is found.
+    let waiting = tokio::spawn({
+        let negotiator = negotiator.clone();
+        async move {
+            negotiator
+                .negotiate_waiting(&[Disk, Volume], &[Volume], Duration::from_secs(30))
+                .await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    node.serve(Volume, V::V1).await;
+    let negotiated = waiting.await.unwrap().unwrap();
+    assert_eq!(negotiated.report().chosen(Volume), Some(V::V1));
+    assert_eq!(negotiated.report().chosen(Disk), Some(V::V1));
+}

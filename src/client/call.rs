@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use backon::BackoffBuilder;
 
-use super::lookout::{is_worth_waiting_for, Lookout, Pace};
+use super::lookout::Lookout;
 use super::options::CallOptions;
 use crate::adapter::FromConnection;
 use crate::capability::Operation;
 use crate::error::{Error, Result};
 use crate::metrics::CallTimer;
+use crate::negotiate::{is_worth_waiting_for, Pace};
 
 /// What a call went through, for its answer when its deadline passes.
 #[derive(Default)]

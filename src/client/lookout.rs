@@ -19,17 +19,10 @@ use crate::adapter::FromConnection;
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
 use crate::metrics::{self, CallSeries, CallVersion, GroupGauges};
-use crate::negotiate::{Connection, Negotiator};
+use crate::negotiate::{Connection, Negotiator, Pace, MAX_LOOK_INTERVAL};
 use crate::retry::RetryPolicy;
 use crate::transport::ProxyChannel;
 use crate::version::ApiVersion;
-
-/// The first wait between two looks (or attempts) of one caller.
-const FIRST_LOOK_INTERVAL: Duration = Duration::from_millis(20);
-
-/// The longest wait between two looks for a proxy that is away, so that
-/// its return is noticed fast.
-pub(crate) const MAX_LOOK_INTERVAL: Duration = Duration::from_millis(250);
 
 /// A look that failed is shared with every caller that comes within this
 /// time, instead of each of them looking again.
@@ -53,40 +46,6 @@ const YOUNG: Duration = Duration::from_secs(1);
 /// connection's end. Past it, a group the node lacks while others are
 /// served is [`Error::NotServed`] at once.
 pub(crate) const PIPE_GRACE: Duration = Duration::from_secs(1);
-
-/// The waits of one caller (or of the background task) between its looks
-/// and attempts: none before the first, then 20 ms, doubling up to
-/// [`MAX_LOOK_INTERVAL`]. No jitter: it would come on top of the cap, and
-/// a look at a missing endpoint costs the proxy nothing.
-#[derive(Debug, Default)]
-pub(crate) struct Pace {
-    next: Option<Duration>,
-}
-
-impl Pace {
-    /// Waits before the next look or attempt.
-    pub async fn wait(&mut self) {
-        let delay = self.next_delay();
-        if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
-        }
-    }
-
-    /// The wait before the next look or attempt, counting it.
-    pub fn next_delay(&mut self) -> Duration {
-        let delay = self.next.unwrap_or(Duration::ZERO);
-        self.next = Some(match self.next {
-            None => FIRST_LOOK_INTERVAL,
-            Some(delay) => (delay * 2).min(MAX_LOOK_INTERVAL),
-        });
-        delay
-    }
-
-    /// Starts again from no wait: the last look found something lasting.
-    fn reset(&mut self) {
-        self.next = None;
-    }
-}
 
 /// How the client behaves, shared by every group.
 pub(crate) struct Behaviour {
@@ -488,14 +447,6 @@ async fn follow<A: ?Sized + FromConnection + Send + Sync + 'static>(
             recovering = false;
         }
     }
-}
-
-/// Whether a look that failed so is worth waiting for: nothing is there
-/// (yet, or any more). An endpoint that exists but fails (access denied, a
-/// handshake that times out) already had its retries under the
-/// [`RetryPolicy`] in that look; its error is every waiting caller's answer.
-pub(crate) fn is_worth_waiting_for(error: &Error) -> bool {
-    matches!(error, Error::NotServed { .. })
 }
 
 /// What the facade needs of a lookout, whatever its group's trait.

@@ -7,7 +7,7 @@ mod lookout;
 mod options;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::broadcast;
 
@@ -19,12 +19,14 @@ use crate::api::{DiskApi, FilesystemApi, IscsiApi, SmbApi, SystemApi, VolumeApi}
 use crate::capability::Operation;
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
-use crate::negotiate::{Negotiated, NegotiationReport, Negotiator, VersionPolicy};
+use crate::negotiate::{
+    is_worth_waiting_for, Negotiated, NegotiationReport, Negotiator, VersionPolicy,
+};
 use crate::retry::RetryPolicy;
 use crate::transport::Transport;
 use crate::version::ApiVersion;
 use handles::Handle;
-use lookout::{is_worth_waiting_for, AnyLookout, Behaviour, Lookout, Pace};
+use lookout::{AnyLookout, Behaviour, Lookout};
 use options::Deadlines;
 
 /// A connection to CSI Proxy: one negotiated handle per API group.
@@ -339,9 +341,6 @@ pub struct CsiProxyBuilder {
 /// told otherwise.
 const DEFAULT_WAIT_FOR_PROXY: Duration = Duration::from_secs(30);
 
-/// How often a waiting `connect` says what it still waits for.
-const WAIT_LOG_INTERVAL: Duration = Duration::from_secs(10);
-
 impl Default for CsiProxyBuilder {
     fn default() -> Self {
         Self {
@@ -476,9 +475,28 @@ impl CsiProxyBuilder {
             return Err(error);
         }
         let negotiator = self.negotiator;
-        let mut negotiated = negotiator.negotiate(&self.groups).await?;
-        let wait = self.wait_for_proxy.unwrap_or(DEFAULT_WAIT_FOR_PROXY);
-        wait_for_required(&negotiator, &mut negotiated, &self.required, wait).await?;
+        let negotiated = if self.required.is_empty() {
+            negotiator.negotiate(&self.groups).await?
+        } else {
+            let wait = self.wait_for_proxy.unwrap_or(DEFAULT_WAIT_FOR_PROXY);
+            negotiator
+                .negotiate_waiting(&self.groups, &self.required, wait)
+                .await?
+        };
+        // A required group that failed outright is the error; else the
+        // first one still missing.
+        let required: Vec<Result<_>> = self
+            .required
+            .iter()
+            .map(|&group| negotiated.connection(group))
+            .collect();
+        let failed = required.iter().filter_map(|outcome| outcome.as_ref().err());
+        if let Some(error) = failed.clone().find(|e| !is_worth_waiting_for(e)) {
+            return Err(error.clone());
+        }
+        if let Some(error) = failed.into_iter().next() {
+            return Err(error.clone());
+        }
         let behaviour = Arc::new(Behaviour::new(
             self.deadlines,
             negotiator.retry_policy(),
@@ -496,49 +514,6 @@ impl CsiProxyBuilder {
             report: Arc::new(negotiated.report().clone()),
             options: CallOptions::default(),
         })
-    }
-}
-
-/// Negotiates the `required` groups that are missing again until all are
-/// served or `wait` has passed; then the first one missing is the error.
-async fn wait_for_required(
-    negotiator: &Negotiator,
-    negotiated: &mut Negotiated,
-    required: &[ApiGroup],
-    wait: Duration,
-) -> Result<()> {
-    let started = Instant::now();
-    let mut pace = Pace::default();
-    pace.next_delay(); // the first look was the negotiation at connect
-    let mut logged: Option<Instant> = None;
-    loop {
-        let mut missing = Vec::new();
-        for &group in required {
-            match negotiated.connection(group) {
-                Ok(_) => {}
-                Err(e) if is_worth_waiting_for(&e) && started.elapsed() < wait => {
-                    missing.push((group, e))
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        if missing.is_empty() {
-            return Ok(());
-        }
-        if logged.is_none_or(|at| at.elapsed() >= WAIT_LOG_INTERVAL) {
-            let waiting_for: Vec<String> = missing.iter().map(|(_, e)| e.to_string()).collect();
-            tracing::info!(
-                waited_s = started.elapsed().as_secs(),
-                limit_s = wait.as_secs(),
-                "waiting for CSI Proxy: {}",
-                waiting_for.join("; ")
-            );
-            logged = Some(Instant::now());
-        }
-        let left = wait.saturating_sub(started.elapsed());
-        tokio::time::sleep(pace.next_delay().min(left)).await;
-        let groups: Vec<ApiGroup> = missing.iter().map(|&(g, _)| g).collect();
-        negotiated.merge(negotiator.negotiate(&groups).await?);
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod policy;
 mod report;
+mod wait;
 
 use std::time::{Duration, Instant};
 
@@ -11,6 +12,7 @@ use tracing::Instrument;
 
 pub use policy::VersionPolicy;
 pub use report::{Attempt, AttemptOutcome, GroupReport, NegotiationReport};
+pub(crate) use wait::{is_worth_waiting_for, Pace, MAX_LOOK_INTERVAL};
 
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;

@@ -1,10 +1,10 @@
 //! `csiproxyctl probe`: per group, every pipe tried, the version chosen and
 //! the operations available at it.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use csi_proxy_client::{
-    ApiGroup, AttemptOutcome, Negotiated, Negotiator, Operation, Support, Transport, VersionPolicy,
+    ApiGroup, AttemptOutcome, Negotiator, Operation, Support, Transport, VersionPolicy,
 };
 use serde_json::json;
 
@@ -12,9 +12,9 @@ use crate::failure::{Failure, Outcome};
 use crate::output::{emit, Records};
 use crate::transport_json;
 
-/// Probes every group, waiting up to `wait` for any to be served; fails
-/// when a group of `require` is not served (with none given: when none
-/// is).
+/// Probes every group, waiting up to `wait` for those of `require` to be
+/// served (with none given, for any); fails when one of them is not (with
+/// none given: when no group is).
 pub async fn run(
     transport: Transport,
     policy: VersionPolicy,
@@ -22,7 +22,11 @@ pub async fn run(
     wait: Duration,
     json: bool,
 ) -> Outcome {
-    let negotiated = negotiate(&Negotiator::new(transport.clone()).policy(policy), wait).await?;
+    // Waits for the groups given, or with none, for any group.
+    let negotiated = Negotiator::new(transport.clone())
+        .policy(policy)
+        .negotiate_waiting(&ApiGroup::ALL, require, wait)
+        .await?;
     let report = negotiated.report();
     let mut pipes = Records::many(&["group", "pipe", "result"]);
     let mut available = Records::many(&["group", "version", "operations"]);
@@ -90,27 +94,6 @@ pub async fn run(
         ))),
         (true, true) => Err(Failure::not_served("no group is served")),
         (true, false) => Ok(()),
-    }
-}
-
-/// Negotiates every group, again on the SDK's look schedule while nothing
-/// is served, until `wait` has passed.
-async fn negotiate(negotiator: &Negotiator, wait: Duration) -> Outcome<Negotiated> {
-    let started = Instant::now();
-    let mut pause = Duration::from_millis(20);
-    loop {
-        let negotiated = negotiator.negotiate(&ApiGroup::ALL).await?;
-        let served = negotiated
-            .report()
-            .groups()
-            .iter()
-            .any(|g| g.chosen.is_some());
-        let left = wait.saturating_sub(started.elapsed());
-        if served || left.is_zero() {
-            return Ok(negotiated);
-        }
-        tokio::time::sleep(pause.min(left)).await;
-        pause = (pause * 2).min(Duration::from_millis(250));
     }
 }
 
