@@ -11,8 +11,8 @@ use async_trait::async_trait;
 use super::convert::{by_disk_number, byte_count, disk_number};
 use super::WireClient;
 use crate::api::{
-    check_name, find_disk_by_page83, no_disk_with_page83, DiskApi, DiskIds, DiskLocation,
-    PROXY_NO_SUCH_PAGE83,
+    check_name, disk_by_page83, disk_group, impl_api_via_backend, no_disk_with_page83, DiskBackend,
+    DiskIds, DiskLocation, PROXY_NO_SUCH_PAGE83,
 };
 use crate::capability::Operation as Op;
 use crate::error::{Code, Error, Result};
@@ -41,7 +41,7 @@ impl StringIdDisk {
 }
 
 #[async_trait]
-impl DiskApi for StringIdDisk {
+impl DiskBackend for StringIdDisk {
     async fn list_disk_locations(&self) -> Result<BTreeMap<u32, DiskLocation>> {
         let request = string_id::ListDiskLocationsRequest {};
         let response: string_id::ListDiskLocationsResponse =
@@ -110,10 +110,10 @@ impl DiskApi for StringIdDisk {
 
     /// Native on v1alpha1; emulated through `ListDiskIDs` after.
     async fn get_disk_number_by_name(&self, page83: &str) -> Result<u32> {
-        check_name("disk name", page83)?;
         if !self.wire.is_native(Op::GetDiskNumberByName) {
-            return find_disk_by_page83(&self.list_disk_ids().await?, page83);
+            return disk_by_page83(page83, self.list_disk_ids()).await;
         }
+        check_name("disk name", page83)?;
         let request = alpha::GetDiskNumberByNameRequest {
             disk_name: page83.to_owned(),
         };
@@ -134,6 +134,8 @@ impl DiskApi for StringIdDisk {
     }
 }
 
+disk_group!(impl_api_via_backend(StringIdDisk));
+
 /// Whether `text` contains `part`, ASCII case ignored.
 fn contains_ignoring_case(text: &str, part: &str) -> bool {
     text.to_ascii_lowercase()
@@ -151,7 +153,7 @@ impl NumberedDisk {
 }
 
 #[async_trait]
-impl DiskApi for NumberedDisk {
+impl DiskBackend for NumberedDisk {
     async fn list_disk_locations(&self) -> Result<BTreeMap<u32, DiskLocation>> {
         let request = numbered::ListDiskLocationsRequest {};
         let response: numbered::ListDiskLocationsResponse =
@@ -216,4 +218,11 @@ impl DiskApi for NumberedDisk {
             self.wire.call(Op::GetDiskState, request).await?;
         Ok(response.is_online)
     }
+
+    /// No such RPC: emulated as the proxy does.
+    async fn get_disk_number_by_name(&self, page83: &str) -> Result<u32> {
+        disk_by_page83(page83, self.list_disk_ids()).await
+    }
 }
+
+disk_group!(impl_api_via_backend(NumberedDisk));

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 
 use super::convert::legacy_error;
 use super::WireClient;
-use crate::api::{FilesystemApi, WindowsPath};
+use crate::api::{filesystem_group, impl_api_via_backend, FilesystemBackend, WindowsPath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 use crate::wire::filesystem::{v1beta1 as context, v2alpha1 as plain};
@@ -34,7 +34,7 @@ fn path_context(path: &WindowsPath) -> i32 {
 }
 
 #[async_trait]
-impl FilesystemApi for ContextFilesystem {
+impl FilesystemBackend for ContextFilesystem {
     async fn path_exists(&self, path: &WindowsPath) -> Result<bool> {
         let request = context::PathExistsRequest {
             path: path.to_string(),
@@ -89,6 +89,8 @@ impl FilesystemApi for ContextFilesystem {
     }
 }
 
+filesystem_group!(impl_api_via_backend(ContextFilesystem));
+
 pub(super) struct PlainFilesystem {
     wire: WireClient,
 }
@@ -100,7 +102,7 @@ impl PlainFilesystem {
 }
 
 #[async_trait]
-impl FilesystemApi for PlainFilesystem {
+impl FilesystemBackend for PlainFilesystem {
     async fn path_exists(&self, path: &WindowsPath) -> Result<bool> {
         let request = plain::PathExistsRequest {
             path: path.to_string(),
@@ -151,3 +153,5 @@ impl FilesystemApi for PlainFilesystem {
         Ok(response.is_symlink)
     }
 }
+
+filesystem_group!(impl_api_via_backend(PlainFilesystem));

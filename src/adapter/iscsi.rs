@@ -8,7 +8,9 @@ use async_trait::async_trait;
 use super::convert::disk_number;
 use super::redact::redact;
 use super::WireClient;
-use crate::api::{check_name, IscsiApi, IscsiAuth, Secret, TargetPortal};
+use crate::api::{
+    check_name, impl_api_via_backend, iscsi_group, IscsiAuth, IscsiBackend, Secret, TargetPortal,
+};
 use crate::capability::Operation as Op;
 use crate::error::{Error, Result};
 use crate::wire::iscsi::v1alpha2 as wire;
@@ -32,7 +34,7 @@ impl Iscsi {
 }
 
 #[async_trait]
-impl IscsiApi for Iscsi {
+impl IscsiBackend for Iscsi {
     async fn add_target_portal(&self, target: &TargetPortal) -> Result<()> {
         let request = wire::AddTargetPortalRequest {
             target_portal: portal(target)?,
@@ -153,3 +155,5 @@ impl IscsiApi for Iscsi {
         sent.map(drop).map_err(|e| redact(e, secret))
     }
 }
+
+iscsi_group!(impl_api_via_backend(Iscsi));

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use super::convert::legacy_error;
 use super::redact::redact;
 use super::WireClient;
-use crate::api::{SmbApi, SmbMapping, SmbRemotePath};
+use crate::api::{impl_api_via_backend, smb_group, SmbBackend, SmbMapping, SmbRemotePath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 use crate::wire::smb::{v1 as plain, v1beta1 as error_field};
@@ -42,7 +42,7 @@ impl ErrorFieldSmb {
 }
 
 #[async_trait]
-impl SmbApi for ErrorFieldSmb {
+impl SmbBackend for ErrorFieldSmb {
     async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
         mapping.validate()?;
         let request = new_mapping_request!(error_field, mapping);
@@ -63,6 +63,8 @@ impl SmbApi for ErrorFieldSmb {
     }
 }
 
+smb_group!(impl_api_via_backend(ErrorFieldSmb));
+
 pub(super) struct PlainSmb {
     wire: WireClient,
 }
@@ -74,7 +76,7 @@ impl PlainSmb {
 }
 
 #[async_trait]
-impl SmbApi for PlainSmb {
+impl SmbBackend for PlainSmb {
     async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
         mapping.validate()?;
         let request = new_mapping_request!(plain, mapping);
@@ -92,3 +94,5 @@ impl SmbApi for PlainSmb {
         Ok(())
     }
 }
+
+smb_group!(impl_api_via_backend(PlainSmb));

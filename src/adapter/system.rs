@@ -3,7 +3,10 @@
 use async_trait::async_trait;
 
 use super::WireClient;
-use crate::api::{check_name, ServiceInfo, ServiceStatus, StartType, SystemApi};
+use crate::api::{
+    check_name, impl_api_via_backend, system_group, ServiceInfo, ServiceStatus, StartType,
+    SystemBackend,
+};
 use crate::capability::Operation as Op;
 use crate::error::{Error, Result};
 use crate::wire::system::v1alpha1 as wire;
@@ -66,7 +69,7 @@ enum_table!(
 );
 
 #[async_trait]
-impl SystemApi for System {
+impl SystemBackend for System {
     async fn get_bios_serial_number(&self) -> Result<String> {
         let response: wire::GetBiosSerialNumberResponse = self
             .wire
@@ -117,3 +120,5 @@ impl SystemApi for System {
         })
     }
 }
+
+system_group!(impl_api_via_backend(System));

@@ -10,7 +10,9 @@ use async_trait::async_trait;
 
 use super::convert::{byte_count, disk_number_from_i64, volume_id, wire_bytes};
 use super::WireClient;
-use crate::api::{VolumeApi, VolumeId, VolumeStats, WindowsPath};
+use crate::api::{
+    impl_api_via_backend, volume_group, VolumeBackend, VolumeId, VolumeStats, WindowsPath,
+};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 use crate::wire::volume::{v1beta2 as string_id, v2alpha1 as numbered};
@@ -48,7 +50,7 @@ impl StringIdVolume {
 }
 
 #[async_trait]
-impl VolumeApi for StringIdVolume {
+impl VolumeBackend for StringIdVolume {
     async fn list_volumes_on_disk(
         &self,
         disk: u32,
@@ -148,6 +150,8 @@ impl VolumeApi for StringIdVolume {
     }
 }
 
+volume_group!(impl_api_via_backend(StringIdVolume));
+
 pub(super) struct NumberedVolume {
     wire: WireClient,
 }
@@ -159,7 +163,7 @@ impl NumberedVolume {
 }
 
 #[async_trait]
-impl VolumeApi for NumberedVolume {
+impl VolumeBackend for NumberedVolume {
     async fn list_volumes_on_disk(
         &self,
         disk: u32,
@@ -263,3 +267,5 @@ impl VolumeApi for NumberedVolume {
         volume_id(Op::GetClosestVolumeIdFromTargetPath, response.volume_id)
     }
 }
+
+volume_group!(impl_api_via_backend(NumberedVolume));

@@ -1,6 +1,6 @@
 //! The iscsi group.
 
-use async_trait::async_trait;
+use super::declare::define_group_traits;
 
 use super::types::{check_name, Secret};
 use crate::error::{Error, Result};
@@ -84,79 +84,80 @@ impl IscsiAuth {
     }
 }
 
-/// The iSCSI group: the host initiator's portals and target sessions.
-///
-/// ```
-/// use std::sync::Arc;
-/// use csi_proxy_client::{async_trait, IscsiApi, Result, TargetPortal};
-///
-/// /// Every portal offers one target.
-/// struct OneTarget;
-///
-/// #[async_trait]
-/// impl IscsiApi for OneTarget {
-///     async fn discover_target_portal(&self, _portal: &TargetPortal) -> Result<Vec<String>> {
-///         Ok(vec!["iqn.2026-01.example:disk1".into()])
-///     }
-/// }
-///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<()> {
-/// let iscsi: Arc<dyn IscsiApi> = Arc::new(OneTarget);
-/// let iqns = iscsi.discover_target_portal(&TargetPortal::new("10.0.0.5")).await?;
-/// assert_eq!(iqns.len(), 1);
-/// # Ok(()) }
-/// ```
-#[async_trait]
-pub trait IscsiApi: Send + Sync {
-    /// Registers `portal` with the initiator.
-    async fn add_target_portal(&self, portal: &TargetPortal) -> Result<()> {
-        let _ = portal;
-        unsupported!(AddTargetPortal)
-    }
+/// The iscsi group's one declaration (see `api::declare`).
+macro_rules! iscsi_group {
+    ($then:ident $(($($extra:tt)*))?) => { $then! { ($($($extra)*)?)
+        /// The iSCSI group: the host initiator's portals and target sessions.
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// use csi_proxy_client::{async_trait, IscsiApi, Result, TargetPortal};
+        ///
+        /// /// Every portal offers one target.
+        /// struct OneTarget;
+        ///
+        /// #[async_trait]
+        /// impl IscsiApi for OneTarget {
+        ///     async fn discover_target_portal(&self, _portal: &TargetPortal) -> Result<Vec<String>> {
+        ///         Ok(vec!["iqn.2026-01.example:disk1".into()])
+        ///     }
+        /// }
+        ///
+        /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<()> {
+        /// let iscsi: Arc<dyn IscsiApi> = Arc::new(OneTarget);
+        /// let iqns = iscsi.discover_target_portal(&TargetPortal::new("10.0.0.5")).await?;
+        /// assert_eq!(iqns.len(), 1);
+        /// # Ok(()) }
+        /// ```
+        pub trait IscsiApi, backend IscsiBackend {
+            /// Registers `portal` with the initiator.
+            fn add_target_portal(&self, portal: &crate::api::TargetPortal) -> () = AddTargetPortal;
 
-    /// The IQNs of the targets `portal` offers.
-    async fn discover_target_portal(&self, portal: &TargetPortal) -> Result<Vec<String>> {
-        let _ = portal;
-        unsupported!(DiscoverTargetPortal)
-    }
+            /// The IQNs of the targets `portal` offers.
+            fn discover_target_portal(
+                &self,
+                portal: &crate::api::TargetPortal,
+            ) -> Vec<String> = DiscoverTargetPortal;
 
-    /// Unregisters `portal`.
-    async fn remove_target_portal(&self, portal: &TargetPortal) -> Result<()> {
-        let _ = portal;
-        unsupported!(RemoveTargetPortal)
-    }
+            /// Unregisters `portal`.
+            fn remove_target_portal(
+                &self,
+                portal: &crate::api::TargetPortal,
+            ) -> () = RemoveTargetPortal;
 
-    /// The registered portals.
-    async fn list_target_portals(&self) -> Result<Vec<TargetPortal>> {
-        unsupported!(ListTargetPortals)
-    }
+            /// The registered portals.
+            fn list_target_portals(&self) -> Vec<crate::api::TargetPortal> = ListTargetPortals;
 
-    /// Logs in to target `iqn` at `portal`.
-    async fn connect_target(
-        &self,
-        portal: &TargetPortal,
-        iqn: &str,
-        auth: &IscsiAuth,
-    ) -> Result<()> {
-        let _ = (portal, iqn, auth);
-        unsupported!(ConnectTarget)
-    }
+            /// Logs in to target `iqn` at `portal`.
+            fn connect_target(
+                &self,
+                portal: &crate::api::TargetPortal,
+                iqn: &str,
+                auth: &crate::api::IscsiAuth,
+            ) -> () = ConnectTarget;
 
-    /// Logs out of target `iqn` at `portal`.
-    async fn disconnect_target(&self, portal: &TargetPortal, iqn: &str) -> Result<()> {
-        let _ = (portal, iqn);
-        unsupported!(DisconnectTarget)
-    }
+            /// Logs out of target `iqn` at `portal`.
+            fn disconnect_target(
+                &self,
+                portal: &crate::api::TargetPortal,
+                iqn: &str,
+            ) -> () = DisconnectTarget;
 
-    /// The numbers of the disks behind target `iqn` at `portal`.
-    async fn get_target_disks(&self, portal: &TargetPortal, iqn: &str) -> Result<Vec<u32>> {
-        let _ = (portal, iqn);
-        unsupported!(GetTargetDisks)
-    }
+            /// The numbers of the disks behind target `iqn` at `portal`.
+            fn get_target_disks(
+                &self,
+                portal: &crate::api::TargetPortal,
+                iqn: &str,
+            ) -> Vec<u32> = GetTargetDisks;
 
-    /// Sets the initiator's secret for mutual CHAP. Needs v1alpha2.
-    async fn set_mutual_chap_secret(&self, secret: &Secret) -> Result<()> {
-        let _ = secret;
-        unsupported!(SetMutualChapSecret)
-    }
+            /// Sets the initiator's secret for mutual CHAP. Needs v1alpha2.
+            fn set_mutual_chap_secret(
+                &self,
+                secret: &crate::api::Secret,
+            ) -> () = SetMutualChapSecret;
+        }
+    } };
 }
+pub(crate) use iscsi_group;
+
+iscsi_group!(define_group_traits);

@@ -6,15 +6,7 @@
 //! implements what a test needs. The traits are object safe: the SDK hands
 //! out `Arc<dyn ...Api>`, and its futures are `Send`.
 
-/// The default body of a trait method a backend does not implement.
-macro_rules! unsupported {
-    ($op:ident) => {
-        Err(crate::error::Error::NotImplemented {
-            operation: crate::capability::Operation::$op,
-        })
-    };
-}
-
+mod declare;
 mod disk;
 mod filesystem;
 mod iscsi;
@@ -24,13 +16,21 @@ mod system;
 mod types;
 mod volume;
 
-pub(crate) use disk::{find_disk_by_page83, no_disk_with_page83, PROXY_NO_SUCH_PAGE83};
+pub(crate) use declare::impl_api_via_backend;
+pub(crate) use disk::{
+    disk_by_page83, disk_group, no_disk_with_page83, DiskBackend, PROXY_NO_SUCH_PAGE83,
+};
 pub use disk::{DiskApi, DiskIds, DiskLocation};
 pub use filesystem::FilesystemApi;
+pub(crate) use filesystem::{filesystem_group, FilesystemBackend};
+pub(crate) use iscsi::{iscsi_group, IscsiBackend};
 pub use iscsi::{IscsiApi, IscsiAuth, TargetPortal, DEFAULT_ISCSI_PORT};
 pub use path::{WindowsPath, MAX_PATH};
+pub(crate) use smb::{smb_group, SmbBackend};
 pub use smb::{SmbApi, SmbMapping, SmbRemotePath};
+pub(crate) use system::{system_group, SystemBackend};
 pub use system::{ServiceInfo, ServiceStatus, StartType, SystemApi};
 pub(crate) use types::check_name;
 pub use types::{Secret, VolumeId};
+pub(crate) use volume::{volume_group, VolumeBackend};
 pub use volume::{VolumeApi, VolumeStats};

@@ -5,12 +5,14 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 
 use super::{disk_ids, host_error, FakeHost};
-use crate::api::{DiskApi, DiskIds, DiskLocation};
+use crate::api::{
+    disk_by_page83, disk_group, impl_api_via_backend, DiskBackend, DiskIds, DiskLocation,
+};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 
 #[async_trait]
-impl DiskApi for FakeHost {
+impl DiskBackend for FakeHost {
     async fn list_disk_locations(&self) -> Result<BTreeMap<u32, DiskLocation>> {
         Ok(self
             .state()
@@ -83,4 +85,11 @@ impl DiskApi for FakeHost {
             .map(|d| d.online)
             .ok_or_else(|| host_error(Op::GetDiskState, format!("disk {disk} not found")))
     }
+
+    /// As the proxy does from v1beta1 on.
+    async fn get_disk_number_by_name(&self, page83: &str) -> Result<u32> {
+        disk_by_page83(page83, self.list_disk_ids()).await
+    }
 }
+
+disk_group!(impl_api_via_backend(FakeHost));

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use super::state::{key, parent, HostState, PathEntry};
 use super::{host_error, FakeHost};
-use crate::api::{FilesystemApi, WindowsPath};
+use crate::api::{filesystem_group, impl_api_via_backend, FilesystemBackend, WindowsPath};
 use crate::capability::Operation;
 use crate::error::Result;
 
@@ -58,7 +58,7 @@ impl HostState {
 }
 
 #[async_trait]
-impl FilesystemApi for FakeHost {
+impl FilesystemBackend for FakeHost {
     async fn path_exists(&self, path: &WindowsPath) -> Result<bool> {
         let state = self.state();
         state.check_working_dir(Operation::PathExists, path)?;
@@ -150,3 +150,5 @@ impl FilesystemApi for FakeHost {
         }
     }
 }
+
+filesystem_group!(impl_api_via_backend(FakeHost));

@@ -4,7 +4,9 @@ use async_trait::async_trait;
 
 use super::state::{FakeDisk, HostState};
 use super::{host_error, FakeHost};
-use crate::api::{DiskLocation, IscsiApi, IscsiAuth, Secret, TargetPortal};
+use crate::api::{
+    impl_api_via_backend, iscsi_group, DiskLocation, IscsiAuth, IscsiBackend, Secret, TargetPortal,
+};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 
@@ -25,7 +27,7 @@ impl HostState {
 }
 
 #[async_trait]
-impl IscsiApi for FakeHost {
+impl IscsiBackend for FakeHost {
     async fn add_target_portal(&self, portal: &TargetPortal) -> Result<()> {
         let mut state = self.state();
         if !state.portals.contains_key(portal) {
@@ -141,3 +143,5 @@ impl IscsiApi for FakeHost {
         Ok(())
     }
 }
+
+iscsi_group!(impl_api_via_backend(FakeHost));

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use super::state::{HostState, PathEntry, SmbMappingState};
 use super::{host_error, FakeHost};
-use crate::api::{SmbApi, SmbMapping, SmbRemotePath};
+use crate::api::{impl_api_via_backend, smb_group, SmbBackend, SmbMapping, SmbRemotePath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 
@@ -19,7 +19,7 @@ impl HostState {
 }
 
 #[async_trait]
-impl SmbApi for FakeHost {
+impl SmbBackend for FakeHost {
     async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
         let op = Op::NewSmbGlobalMapping;
         let mut state = self.state();
@@ -75,3 +75,5 @@ impl SmbApi for FakeHost {
         }
     }
 }
+
+smb_group!(impl_api_via_backend(FakeHost));

@@ -3,7 +3,9 @@
 use async_trait::async_trait;
 
 use super::{host_error, FakeHost};
-use crate::api::{ServiceInfo, ServiceStatus, StartType, SystemApi};
+use crate::api::{
+    impl_api_via_backend, system_group, ServiceInfo, ServiceStatus, StartType, SystemBackend,
+};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 
@@ -24,7 +26,7 @@ impl FakeHost {
 }
 
 #[async_trait]
-impl SystemApi for FakeHost {
+impl SystemBackend for FakeHost {
     async fn get_bios_serial_number(&self) -> Result<String> {
         Ok(self.state().bios_serial.clone())
     }
@@ -53,3 +55,5 @@ impl SystemApi for FakeHost {
         self.with_service(Op::GetService, name, |service| Ok(service.clone()))
     }
 }
+
+system_group!(impl_api_via_backend(FakeHost));

@@ -6,7 +6,9 @@ use super::state::{
     key, parent, HostState, PathEntry, NTFS_OVERHEAD, PARTITION_OFFSET, SYSTEM_DRIVE,
 };
 use super::{host_error, FakeHost};
-use crate::api::{VolumeApi, VolumeId, VolumeStats, WindowsPath};
+use crate::api::{
+    impl_api_via_backend, volume_group, VolumeBackend, VolumeId, VolumeStats, WindowsPath,
+};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 
@@ -33,7 +35,7 @@ impl HostState {
 }
 
 #[async_trait]
-impl VolumeApi for FakeHost {
+impl VolumeBackend for FakeHost {
     async fn list_volumes_on_disk(
         &self,
         disk: u32,
@@ -198,3 +200,5 @@ impl VolumeApi for FakeHost {
         }
     }
 }
+
+volume_group!(impl_api_via_backend(FakeHost));
