@@ -5,7 +5,8 @@
 # Installs what it needs (the mingw-w64 linker, Wine, the Rust target),
 # builds a small bcryptprimitives.dll that Wine 8 lacks (see
 # scripts/wine/processprng.c), and runs `cargo test` for
-# x86_64-pc-windows-gnu with Wine as the runner. Extra arguments go to
+# x86_64-pc-windows-gnu with Wine as the runner, with the host backend
+# (feature host-process), whose tests need a Windows host. Extra arguments go to
 # cargo test, e.g. `scripts/test-windows.sh --test negotiation`.
 set -euo pipefail
 
@@ -47,4 +48,4 @@ export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine
 # exiting ("wine client error: recvmsg: Connection reset by peer").
 wineserver -p
 trap 'wineserver -k >/dev/null 2>&1 || true' EXIT
-cargo test --target "$target" --features testing "$@"
+cargo test --target "$target" --features testing,host-process "$@"

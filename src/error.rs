@@ -72,6 +72,12 @@ pub enum Error {
         code: Code,
         /// The proxy's message.
         message: String,
+        /// The Windows error behind it, when the SDK did the work itself
+        /// (the `host-process` backend): a Win32 error code (`ERROR_*`,
+        /// positive) or a COM/WMI `HRESULT` (negative, such as
+        /// `0x80041002u32 as i32`, `WBEM_E_NOT_FOUND`). `None` for the
+        /// proxy's answers, which carry only text.
+        os_code: Option<i32>,
     },
 
     /// The answer could not be understood: a message that does not decode

@@ -78,12 +78,15 @@ mod client;
 mod csi_status;
 mod error;
 mod group;
+#[cfg(all(windows, feature = "host-process"))]
+mod host;
 pub mod metrics;
 mod negotiate;
 mod registry;
 mod retry;
 mod transport;
 mod version;
+mod working_dirs;
 
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
@@ -98,8 +101,8 @@ pub use api::{
 pub use async_trait::async_trait;
 pub use capability::{Operation, Support};
 pub use client::{
-    Backends, CallOptions, CsiProxy, CsiProxyBuilder, GroupHealth, GroupStatus, Health,
-    VersionChange,
+    Backend, Backends, CallOptions, CsiProxy, CsiProxyBuilder, GroupHealth, GroupStatus, Health,
+    ServedBy, VersionChange,
 };
 pub use error::{BoxedSource, Code, Error, Result};
 pub use group::ApiGroup;

@@ -52,11 +52,13 @@ fn assert_same_rejection<T: std::fmt::Debug>(direct: Result<T>, wired: Result<T>
                 operation: a,
                 code: Code::Unknown,
                 message: m1,
+                ..
             },
             Error::Host {
                 operation: b,
                 code: Code::Unknown,
                 message: m2,
+                ..
             },
         ) => {
             assert_eq!((a, m1), (b, m2));

@@ -370,7 +370,8 @@ async fn no_label_ever_carries_a_path_a_secret_or_a_message() {
         .collect();
     let words = [
         "none",
-        "direct",
+        "given",
+        "host",
         "ok",
         "host_error",
         "timeout",
@@ -411,7 +412,7 @@ async fn mocks_given_directly_are_labelled_direct_and_show_no_proxy_gauges() {
     let proxy = CsiProxy::from_backends(host.backends());
     proxy.disk().unwrap().list_disk_ids().await.unwrap();
 
-    let direct = call_series("disk", "direct", "ListDiskIDs", "ok");
+    let direct = call_series("disk", "given", "ListDiskIDs", "ok");
     assert_eq!(calls(&recorder, &direct), 1);
     assert_eq!(recorder.gauge(GROUP_SERVED, &[]), None);
     assert_eq!(recorder.count(NEGOTIATIONS_TOTAL, &[]), 0);

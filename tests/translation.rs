@@ -735,10 +735,11 @@ async fn status_codes_map_to_error_kinds() {
             operation,
             code,
             message,
+            os_code,
         }) => {
             assert_eq!(
-                (operation, code, message.as_str()),
-                (Operation::Rescan, Code::Unknown, "Get-Disk failed")
+                (operation, code, message.as_str(), os_code),
+                (Operation::Rescan, Code::Unknown, "Get-Disk failed", None)
             );
         }
         other => panic!("{other:?}"),

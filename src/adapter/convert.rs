@@ -71,6 +71,7 @@ pub(super) fn legacy_error(operation: Operation, error: String) -> Result<()> {
             operation,
             code: Code::Unknown,
             message: error,
+            os_code: None,
         })
     }
 }

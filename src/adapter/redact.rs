@@ -28,10 +28,12 @@ pub(crate) fn redact(error: Error, secret: &Secret) -> Error {
             operation,
             code,
             message,
+            os_code,
         } => Error::Host {
             operation,
             code,
             message: clean(message),
+            os_code,
         },
         Error::InvalidResponse { operation, reason } => Error::InvalidResponse {
             operation,
@@ -284,6 +286,7 @@ mod tests {
                 operation: OP,
                 code: Code::Unknown,
                 message: format!("bad password \"{}\"", go_quoted(SECRET)),
+                os_code: None,
             },
             Error::InvalidResponse {
                 operation: OP,
@@ -320,6 +323,7 @@ mod tests {
             operation: OP,
             code: Code::Unknown,
             message,
+            os_code: None,
         };
         assert!(!leaks(&redact(error, &Secret::new(SECRET))));
     }

@@ -138,6 +138,7 @@ impl WireClient {
                 operation,
                 code,
                 message: status.message().to_owned(),
+                os_code: None,
             },
         }
     }

@@ -20,8 +20,42 @@ pub struct Health {
 pub struct GroupHealth {
     /// The group.
     pub group: ApiGroup,
+    /// What serves it, or looks for what will.
+    pub served_by: ServedBy,
     /// Served or not.
     pub status: GroupStatus,
+}
+
+/// What serves a group's calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ServedBy {
+    /// CSI Proxy, at the negotiated version.
+    CsiProxy,
+    /// The host itself, in-process (feature `host-process`; see
+    /// [`Backend::Host`](crate::Backend::Host)).
+    Host,
+    /// A backend given to [`CsiProxy::from_backends`](crate::CsiProxy::from_backends)
+    /// (a mock).
+    Given,
+}
+
+impl ServedBy {
+    /// `csi-proxy`, `host` or `given`: the word in logs, spans and metric
+    /// labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServedBy::CsiProxy => "csi-proxy",
+            ServedBy::Host => "host",
+            ServedBy::Given => "given",
+        }
+    }
+}
+
+impl fmt::Display for ServedBy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
 }
 
 /// Whether a group is served now.
@@ -30,7 +64,7 @@ pub struct GroupHealth {
 pub enum GroupStatus {
     /// Calls go to this version now.
     Served {
-        /// The wire version (`None` for a backend given directly, a mock).
+        /// The wire version (`None` when not served by CSI Proxy).
         version: Option<ApiVersion>,
         /// Since when this version is served (to this client).
         since: SystemTime,
@@ -88,7 +122,8 @@ impl fmt::Display for Health {
             write!(f, "{:<10} ", g.group.to_string())?;
             match &g.status {
                 GroupStatus::Served { version, since } => {
-                    let version = version.map_or("(backend)".to_owned(), |v| v.to_string());
+                    let version =
+                        version.map_or_else(|| g.served_by.to_string(), |v| v.to_string());
                     writeln!(f, "served {version} for {} s", ago(since))?;
                 }
                 GroupStatus::NotServed { since, last_error } => {

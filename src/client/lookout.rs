@@ -14,6 +14,7 @@ use std::time::{Duration, Instant, SystemTime};
 use arc_swap::ArcSwap;
 use tokio::sync::{broadcast, watch, Mutex};
 
+use super::health::ServedBy;
 use super::options::{Deadlines, VersionChange};
 use crate::adapter::FromConnection;
 use crate::error::{Error, Result};
@@ -184,8 +185,10 @@ impl<A: ?Sized> SlotState<A> {
 pub(crate) struct Lookout<A: ?Sized> {
     group: ApiGroup,
     state: ArcSwap<SlotState<A>>,
-    /// `None` for backends given directly (mocks): nothing to look for.
+    /// `None` for backends given directly (mocks, the host): nothing to
+    /// look for.
     negotiator: Option<Negotiator>,
+    served_by: ServedBy,
     /// One look at a time; the others share its result.
     looking: Mutex<()>,
     /// Changes of the state are made one at a time, each from the one
@@ -199,14 +202,21 @@ pub(crate) struct Lookout<A: ?Sized> {
 }
 
 impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
-    /// A lookout for a backend given directly (a mock): always served.
-    pub fn direct(group: ApiGroup, api: Arc<A>, behaviour: Arc<Behaviour>) -> Arc<Self> {
+    /// A lookout for a backend given directly (a mock, or the host):
+    /// always served.
+    pub fn direct(
+        group: ApiGroup,
+        api: Arc<A>,
+        served_by: ServedBy,
+        behaviour: Arc<Behaviour>,
+    ) -> Arc<Self> {
         let served = Served {
             api,
             version: None,
             channel: None,
         };
-        Arc::new(Self::new(group, Presence::Served(served), None, behaviour))
+        let presence = Presence::Served(served);
+        Arc::new(Self::new(group, presence, None, served_by, behaviour))
     }
 
     /// A lookout for a negotiated group, from what negotiation found. It
@@ -219,7 +229,13 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
     ) -> Arc<Self> {
         let quiet = negotiator.for_background(BACKGROUND_CONNECT_TIMEOUT);
         let presence = presence_of(outcome);
-        let lookout = Arc::new(Self::new(group, presence, Some(negotiator), behaviour));
+        let lookout = Arc::new(Self::new(
+            group,
+            presence,
+            Some(negotiator),
+            ServedBy::CsiProxy,
+            behaviour,
+        ));
         let state = lookout.state();
         lookout.show(&state);
         let changes = lookout.changes.subscribe();
@@ -231,6 +247,7 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
         group: ApiGroup,
         presence: Presence<A>,
         negotiator: Option<Negotiator>,
+        served_by: ServedBy,
         behaviour: Arc<Behaviour>,
     ) -> Self {
         let state = SlotState {
@@ -243,6 +260,7 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
             group,
             state: ArcSwap::from_pointee(state),
             negotiator,
+            served_by,
             looking: Mutex::new(()),
             adopting: SyncMutex::new(()),
             changes: watch::Sender::new(0),
@@ -355,9 +373,11 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
     /// The version calls go to now (its connection may just have ended),
     /// for the metrics.
     pub(super) fn call_version(&self) -> CallVersion {
-        match &self.negotiator {
-            Some(_) => CallVersion::Negotiated(self.state.load().served().and_then(|s| s.version)),
-            None => CallVersion::Direct,
+        match self.served_by {
+            ServedBy::CsiProxy => {
+                CallVersion::Negotiated(self.state.load().served().and_then(|s| s.version))
+            }
+            other => CallVersion::Direct(other),
         }
     }
 }
@@ -492,6 +512,7 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> AnyLookout for Lookout<
         };
         GroupHealth {
             group: self.group,
+            served_by: self.served_by,
             status,
         }
     }

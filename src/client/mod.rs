@@ -1,5 +1,6 @@
 //! The facade: connect once, get a handle per group.
 
+mod backend;
 mod call;
 mod handles;
 mod health;
@@ -11,11 +12,12 @@ use std::time::Duration;
 
 use tokio::sync::broadcast;
 
-pub use health::{GroupHealth, GroupStatus, Health};
+pub use backend::Backend;
+pub use health::{GroupHealth, GroupStatus, Health, ServedBy};
 pub use options::{CallOptions, VersionChange};
 
 use crate::adapter::FromConnection;
-use crate::api::{DiskApi, FilesystemApi, IscsiApi, SmbApi, SystemApi, VolumeApi};
+use crate::api::{DiskApi, FilesystemApi, IscsiApi, SmbApi, SystemApi, VolumeApi, WindowsPath};
 use crate::capability::Operation;
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
@@ -25,6 +27,8 @@ use crate::negotiate::{
 use crate::retry::RetryPolicy;
 use crate::transport::Transport;
 use crate::version::ApiVersion;
+use crate::working_dirs::KUBELET_DIR;
+use backend::{host_backends, this_process_has_host_access};
 use handles::Handle;
 use lookout::{AnyLookout, Behaviour, Lookout};
 use options::Deadlines;
@@ -134,7 +138,8 @@ impl CsiProxy {
             RetryPolicy::default(),
             16,
         ));
-        let groups = Groups::new(&Direct(&behaviour), backends, behaviour.clone());
+        let direct = Direct(&behaviour, ServedBy::Given);
+        let groups = Groups::new(&direct, backends, behaviour.clone());
         Self {
             groups: Arc::new(groups),
             report: Arc::default(),
@@ -279,6 +284,22 @@ macro_rules! groups {
                 pub $field: Option<Arc<dyn $trait>>,
             )+
         }
+
+        impl Backends {
+            /// Whether `group` has a backend.
+            fn has(&self, group: ApiGroup) -> bool {
+                match group {
+                    $(ApiGroup::$group => self.$field.is_some(),)+
+                }
+            }
+
+            /// Only the backends of the groups `wanted` keeps.
+            fn keep(self, wanted: impl Fn(ApiGroup) -> bool) -> Self {
+                Self {
+                    $($field: self.$field.filter(|_| wanted(ApiGroup::$group)),)+
+                }
+            }
+        }
     };
 }
 
@@ -310,8 +331,9 @@ trait MakeLookout {
     ) -> Option<Arc<Lookout<A>>>;
 }
 
-/// Lookouts of the backends given directly (mocks): always served.
-struct Direct<'a>(&'a Arc<Behaviour>);
+/// Lookouts of the backends given directly (mocks, or the host): always
+/// served.
+struct Direct<'a>(&'a Arc<Behaviour>, ServedBy);
 
 impl MakeLookout for Direct<'_> {
     fn lookout<A: ?Sized + FromConnection + Send + Sync + 'static>(
@@ -319,7 +341,7 @@ impl MakeLookout for Direct<'_> {
         group: ApiGroup,
         backend: Option<Arc<A>>,
     ) -> Option<Arc<Lookout<A>>> {
-        backend.map(|api| Lookout::direct(group, api, self.0.clone()))
+        backend.map(|api| Lookout::direct(group, api, self.1, self.0.clone()))
     }
 }
 
@@ -335,6 +357,8 @@ pub struct CsiProxyBuilder {
     groups: Vec<ApiGroup>,
     required: Vec<ApiGroup>,
     wait_for_proxy: Option<Duration>,
+    backend: Backend,
+    working_dirs: Vec<String>,
 }
 
 /// How long [`CsiProxyBuilder::connect`] waits for required groups unless
@@ -350,6 +374,8 @@ impl Default for CsiProxyBuilder {
             groups: ApiGroup::ALL.to_vec(),
             required: Vec::new(),
             wait_for_proxy: None,
+            backend: Backend::default(),
+            working_dirs: vec![KUBELET_DIR.to_owned()],
         }
     }
 }
@@ -458,6 +484,20 @@ impl CsiProxyBuilder {
         self
     }
 
+    /// What serves the groups (default: [`Backend::CsiProxy`]).
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.backend = backend;
+        self
+    }
+
+    /// Where the host backend lets the filesystem group work, as CSI
+    /// Proxy's `--working-dir` flags do (default: `C:\var\lib\kubelet`).
+    /// Ignored by CSI Proxy, which has its own.
+    pub fn working_dirs(mut self, dirs: impl IntoIterator<Item = WindowsPath>) -> Self {
+        self.working_dirs = dirs.into_iter().map(|d| d.as_str().to_owned()).collect();
+        self
+    }
+
     /// Negotiates every group concurrently, waits for the required ones
     /// (see [`wait_for_proxy`](Self::wait_for_proxy)) and builds the
     /// handles.
@@ -474,19 +514,31 @@ impl CsiProxyBuilder {
         if let Some(error) = self.bad_transport {
             return Err(error);
         }
+        let host = match self.backend {
+            Backend::CsiProxy => None,
+            Backend::Host => return self.connect_to_host(),
+            Backend::Automatic => {
+                host_backends(&self.working_dirs).filter(|_| this_process_has_host_access())
+            }
+        };
+        let host = host.unwrap_or_default();
         let negotiator = self.negotiator;
-        let negotiated = if self.required.is_empty() {
+        // Required groups the host serves are not waited for.
+        let wait_for: Vec<ApiGroup> = (self.required.iter())
+            .filter(|&&g| !host.has(g))
+            .copied()
+            .collect();
+        let mut negotiated = if wait_for.is_empty() {
             negotiator.negotiate(&self.groups).await?
         } else {
             let wait = self.wait_for_proxy.unwrap_or(DEFAULT_WAIT_FOR_PROXY);
             negotiator
-                .negotiate_waiting(&self.groups, &self.required, wait)
+                .negotiate_waiting(&self.groups, &wait_for, wait)
                 .await?
         };
         // A required group that failed outright is the error; else the
         // first one still missing.
-        let required: Vec<Result<_>> = self
-            .required
+        let required: Vec<Result<_>> = wait_for
             .iter()
             .map(|&group| negotiated.connection(group))
             .collect();
@@ -496,6 +548,16 @@ impl CsiProxyBuilder {
         }
         if let Some(error) = failed.into_iter().next() {
             return Err(error.clone());
+        }
+        // The host takes the groups the proxy does not serve.
+        let host = host.keep(|group| {
+            self.groups.contains(&group)
+                && matches!(negotiated.connection(group), Err(e) if is_worth_waiting_for(&e))
+        });
+        for group in ApiGroup::ALL {
+            if host.has(group) {
+                negotiated.report_mut().served_by_host(group);
+            }
         }
         let behaviour = Arc::new(Behaviour::new(
             self.deadlines,
@@ -508,10 +570,44 @@ impl CsiProxyBuilder {
             negotiator: &negotiator,
             behaviour: &behaviour,
         };
-        let groups = Groups::new(&from_negotiation, Backends::default(), behaviour.clone());
+        let groups = Groups::new(&from_negotiation, host, behaviour.clone());
         Ok(CsiProxy {
             groups: Arc::new(groups),
             report: Arc::new(negotiated.report().clone()),
+            options: CallOptions::default(),
+        })
+    }
+
+    /// [`Backend::Host`]: the configured groups the host serves, and no
+    /// proxy; a required group it does not serve is [`Error::NotServed`].
+    fn connect_to_host(self) -> Result<CsiProxy> {
+        let host = host_backends(&self.working_dirs).ok_or_else(|| Error::Configuration {
+            setting: "backend".to_owned(),
+            reason: "Backend::Host needs the crate feature host-process, on Windows".to_owned(),
+        })?;
+        let host = host.keep(|group| self.groups.contains(&group));
+        if let Some(&group) = self.required.iter().find(|&&g| !host.has(g)) {
+            return Err(Error::NotServed {
+                group,
+                tried: Vec::new(),
+            });
+        }
+        let mut report = NegotiationReport::default();
+        for group in ApiGroup::ALL {
+            if host.has(group) {
+                report.served_by_host(group);
+            }
+        }
+        let behaviour = Arc::new(Behaviour::new(
+            self.deadlines,
+            self.negotiator.retry_policy(),
+            64,
+        ));
+        let direct = Direct(&behaviour, ServedBy::Host);
+        let groups = Groups::new(&direct, host, behaviour.clone());
+        Ok(CsiProxy {
+            groups: Arc::new(groups),
+            report: Arc::new(report),
             options: CallOptions::default(),
         })
     }
@@ -529,8 +625,12 @@ impl MakeLookout for FromNegotiation<'_> {
     fn lookout<A: ?Sized + FromConnection + Send + Sync + 'static>(
         &self,
         group: ApiGroup,
-        _: Option<Arc<A>>,
+        host: Option<Arc<A>>,
     ) -> Option<Arc<Lookout<A>>> {
+        if let Some(api) = host {
+            let behaviour = self.behaviour.clone();
+            return Some(Lookout::direct(group, api, ServedBy::Host, behaviour));
+        }
         self.groups.contains(&group).then(|| {
             Lookout::negotiated(
                 group,

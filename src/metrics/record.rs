@@ -176,15 +176,15 @@ impl CallSeries {
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum CallVersion {
     Negotiated(Option<ApiVersion>),
-    /// A backend given directly (a mock).
-    Direct,
+    /// A backend given directly (a mock, or the host).
+    Direct(crate::ServedBy),
 }
 
 impl CallVersion {
     fn label(self) -> SharedString {
         match self {
             CallVersion::Negotiated(version) => version_label(version),
-            CallVersion::Direct => SharedString::const_str("direct"),
+            CallVersion::Direct(by) => SharedString::const_str(by.as_str()),
         }
     }
 }

@@ -219,6 +219,11 @@ pub struct Negotiated {
 }
 
 impl Negotiated {
+    /// The report, to record which groups the host took.
+    pub(crate) fn report_mut(&mut self) -> &mut NegotiationReport {
+        &mut self.report
+    }
+
     /// What was tried and chosen, per group.
     pub fn report(&self) -> &NegotiationReport {
         &self.report
@@ -300,6 +305,7 @@ async fn negotiate_group(
     let report = GroupReport {
         group,
         chosen: outcome.as_ref().ok().map(Connection::version),
+        served_by: outcome.is_ok().then_some(crate::ServedBy::CsiProxy),
         attempts,
         elapsed: started.elapsed(),
     };

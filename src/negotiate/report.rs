@@ -47,6 +47,11 @@ pub struct GroupReport {
     pub group: ApiGroup,
     /// The version chosen, if any.
     pub chosen: Option<ApiVersion>,
+    /// What serves the group: CSI Proxy when a version was chosen, the host
+    /// when it took a group the proxy does not serve
+    /// ([`Backend::Automatic`](crate::Backend::Automatic)) or every group
+    /// ([`Backend::Host`](crate::Backend::Host)); `None` when nothing does.
+    pub served_by: Option<crate::ServedBy>,
     /// Every endpoint tried, in order.
     pub attempts: Vec<Attempt>,
     /// How long negotiating this group took.
@@ -75,15 +80,32 @@ impl NegotiationReport {
     pub fn chosen(&self, group: ApiGroup) -> Option<ApiVersion> {
         self.group(group).and_then(|r| r.chosen)
     }
+
+    /// Records that the host serves `group`, in [`ApiGroup::ALL`] order.
+    pub(crate) fn served_by_host(&mut self, group: ApiGroup) {
+        match self.groups.iter_mut().find(|r| r.group == group) {
+            Some(report) => report.served_by = Some(crate::ServedBy::Host),
+            None => self.groups.push(GroupReport {
+                group,
+                chosen: None,
+                served_by: Some(crate::ServedBy::Host),
+                attempts: Vec::new(),
+                elapsed: Duration::ZERO,
+            }),
+        }
+        self.groups.sort_by_key(|r| r.group);
+    }
 }
 
 impl fmt::Display for NegotiationReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{:<11} {:<9} TRIED", "GROUP", "VERSION")?;
         for report in &self.groups {
-            let chosen = report
-                .chosen
-                .map_or_else(|| "-".to_owned(), |v| v.to_string());
+            let chosen = match (report.chosen, report.served_by) {
+                (Some(version), _) => version.to_string(),
+                (None, Some(by)) => by.to_string(),
+                (None, None) => "-".to_owned(),
+            };
             let tried: Vec<String> = report
                 .attempts
                 .iter()

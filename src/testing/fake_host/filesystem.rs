@@ -38,37 +38,20 @@ impl HostState {
         }
         false
     }
-
-    /// The proxy's check of filesystem paths: shape (already guaranteed by
-    /// [`WindowsPath`]) and a working directory.
-    pub(super) fn check_working_dir(&self, operation: Operation, path: &WindowsPath) -> Result<()> {
-        if self.in_working_dirs(path.as_str()) {
-            Ok(())
-        } else {
-            Err(host_error(
-                operation,
-                format!(
-                    "path {:?} is not within the working directories {:?}",
-                    path.as_str(),
-                    self.working_dirs
-                ),
-            ))
-        }
-    }
 }
 
 #[async_trait]
 impl FilesystemBackend for FakeHost {
     async fn path_exists(&self, path: &WindowsPath) -> Result<bool> {
         let state = self.state();
-        state.check_working_dir(Operation::PathExists, path)?;
+        crate::working_dirs::check(&state.working_dirs, Operation::PathExists, path)?;
         // Like the proxy's `os.Lstat`: a symlink exists, wherever it leads.
         Ok(state.tree.exists(path.as_str()))
     }
 
     async fn mkdir(&self, path: &WindowsPath) -> Result<()> {
         let mut state = self.state();
-        state.check_working_dir(Operation::Mkdir, path)?;
+        crate::working_dirs::check(&state.working_dirs, Operation::Mkdir, path)?;
         state.mkdir_all(path.as_str());
         Ok(())
     }
@@ -76,7 +59,7 @@ impl FilesystemBackend for FakeHost {
     async fn rmdir(&self, path: &WindowsPath, force: bool) -> Result<()> {
         let op = Operation::Rmdir;
         let mut state = self.state();
-        state.check_working_dir(op, path)?;
+        crate::working_dirs::check(&state.working_dirs, op, path)?;
         // Forced, the proxy runs Go's `os.RemoveAll`, which is content
         // with a path that is not there.
         if force && !state.tree.exists(path.as_str()) {
@@ -105,7 +88,7 @@ impl FilesystemBackend for FakeHost {
     async fn rmdir_contents(&self, path: &WindowsPath) -> Result<()> {
         let op = Operation::RmdirContents;
         let mut state = self.state();
-        state.check_working_dir(op, path)?;
+        crate::working_dirs::check(&state.working_dirs, op, path)?;
         state.check_exists(op, path)?;
         for child in state.tree.descendants(path.as_str()) {
             state.tree.remove(&child);
@@ -116,8 +99,8 @@ impl FilesystemBackend for FakeHost {
     async fn create_symlink(&self, target: &WindowsPath, link: &WindowsPath) -> Result<()> {
         let op = Operation::CreateSymlink;
         let mut state = self.state();
-        state.check_working_dir(op, target)?;
-        state.check_working_dir(op, link)?;
+        crate::working_dirs::check(&state.working_dirs, op, target)?;
+        crate::working_dirs::check(&state.working_dirs, op, link)?;
         if state.tree.exists(link.as_str()) {
             return Err(host_error(
                 op,

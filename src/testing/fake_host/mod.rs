@@ -330,6 +330,7 @@ pub(crate) fn host_error(operation: Operation, message: impl Into<String>) -> Er
         operation,
         code: Code::Unknown,
         message: message.into(),
+        os_code: None,
     }
 }
 

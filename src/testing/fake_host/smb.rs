@@ -47,7 +47,7 @@ impl SmbBackend for FakeHost {
         // As the proxy does: the local path is checked only now, so a
         // mapping made above stays when it is refused.
         if let Some(local) = &mapping.local_path {
-            state.check_working_dir(op, local)?;
+            crate::working_dirs::check(&state.working_dirs, op, local)?;
             if state.tree.exists(local.as_str()) {
                 return Err(host_error(
                     op,

@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::api::{DiskLocation, Secret, ServiceInfo, TargetPortal, VolumeId};
+use crate::working_dirs::KUBELET_DIR;
 
 /// Where a partition starts on a disk: the rest is usable.
 pub(super) const PARTITION_OFFSET: u64 = 1 << 20;
@@ -136,8 +137,8 @@ impl HostState {
             rescans: 0,
             system_volume: None,
         };
-        state.working_dirs.push(r"C:\var\lib\kubelet".to_owned());
-        state.mkdir_all(r"C:\var\lib\kubelet");
+        state.working_dirs.push(KUBELET_DIR.to_owned());
+        state.mkdir_all(KUBELET_DIR);
         state
     }
 
@@ -190,15 +191,6 @@ impl HostState {
 
     pub fn mkdir_all(&mut self, path: &str) {
         self.tree.mkdir_all(path);
-    }
-
-    /// The proxy's working-directory check: a case-insensitive string
-    /// prefix, as naive as the proxy's own.
-    pub fn in_working_dirs(&self, path: &str) -> bool {
-        let path = path.to_lowercase();
-        self.working_dirs
-            .iter()
-            .any(|dir| path.starts_with(&dir.to_lowercase()))
     }
 
     /// A new volume ID, `\\?\Volume{GUID}\`.

@@ -1,0 +1,81 @@
+//! Which backend serves the groups: CSI Proxy, the host in-process, or for
+//! each group whichever is there.
+
+use super::Backends;
+
+/// What serves the groups of a [`CsiProxy`](crate::CsiProxy); see
+/// [`CsiProxyBuilder::backend`](crate::CsiProxyBuilder::backend). A driver
+/// written against the group traits runs unchanged on each.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Backend {
+    /// CSI Proxy, over its named pipes: the negotiated version of each
+    /// group (the default).
+    #[default]
+    CsiProxy,
+    /// The host itself, in-process, for a driver that runs as a HostProcess
+    /// container with no proxy: needs the feature `host-process`, on
+    /// Windows (elsewhere `connect` fails with
+    /// [`Error::Configuration`](crate::Error::Configuration)). The host
+    /// backend serves the filesystem and system groups; the other groups
+    /// are [`Error::NotServed`](crate::Error::NotServed). See
+    /// `docs/host-process.md`.
+    Host,
+    /// CSI Proxy for every group it serves at `connect`; the host for a
+    /// group it does not serve, when the process has host access: it runs
+    /// in a HostProcess container (Kubernetes sets
+    /// `CONTAINER_SANDBOX_MOUNT_POINT` in each) with an elevated token (an
+    /// administrator, or `NT AUTHORITY\SYSTEM`). Without the feature
+    /// `host-process`, or off Windows, it is [`Backend::CsiProxy`].
+    Automatic,
+}
+
+/// The environment variable Kubernetes sets in every HostProcess container.
+pub(crate) const HOST_PROCESS_MARKER: &str = "CONTAINER_SANDBOX_MOUNT_POINT";
+
+/// Whether a process may do the host's storage work itself: in a
+/// HostProcess container (`in_host_process`) and elevated. A process in an
+/// ordinary Windows container may be elevated too, but only inside it.
+pub(crate) fn has_host_access(in_host_process: bool, elevated: impl FnOnce() -> bool) -> bool {
+    in_host_process && elevated()
+}
+
+/// The host backend's groups, in a build that has it; filesystem paths
+/// must lie under `working_dirs`.
+#[cfg(all(windows, feature = "host-process"))]
+pub(super) fn host_backends(working_dirs: &[String]) -> Option<Backends> {
+    let host = crate::host::HostGroups::new(working_dirs.to_vec());
+    Some(Backends {
+        filesystem: Some(host.filesystem),
+        system: Some(host.system),
+        ..Backends::default()
+    })
+}
+
+/// The host backend's groups: none in this build.
+#[cfg(not(all(windows, feature = "host-process")))]
+pub(super) fn host_backends(_working_dirs: &[String]) -> Option<Backends> {
+    None
+}
+
+/// Whether this process has host access (see [`Backend::Automatic`]).
+pub(super) fn this_process_has_host_access() -> bool {
+    let in_host_process = std::env::var_os(HOST_PROCESS_MARKER).is_some();
+    #[cfg(all(windows, feature = "host-process"))]
+    let elevated = crate::host::process_is_elevated;
+    #[cfg(not(all(windows, feature = "host-process")))]
+    let elevated = || false;
+    has_host_access(in_host_process, elevated)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_elevated_process_in_a_host_process_container_has_host_access() {
+        assert!(has_host_access(true, || true));
+        assert!(!has_host_access(true, || false));
+        assert!(!has_host_access(false, || panic!("not asked outside")));
+    }
+}

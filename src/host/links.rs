@@ -1,0 +1,70 @@
+//! The seam between the filesystem group and the host's symbolic links.
+//!
+//! Links go through [`Links`] so that they can be tested where the host
+//! cannot make them: Wine's `CreateSymbolicLinkW` reports success and
+//! creates nothing. The real implementation, [`OsLinks`], checks that a
+//! link it made is there, so such a host gets an error, never a false
+//! success.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// What is at a path, without following a link at its end (`Lstat`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Entry {
+    /// Nothing.
+    Missing,
+    /// A directory.
+    Directory,
+    /// Anything else that is not a link: a file.
+    File,
+    /// A symbolic link (or another name-surrogate reparse point, such as a
+    /// volume mount point), and where it leads.
+    Link(PathBuf),
+}
+
+/// How the filesystem group sees and makes links.
+pub(crate) trait Links: Send + Sync + 'static {
+    /// What is at `path`.
+    fn entry(&self, path: &Path) -> io::Result<Entry>;
+
+    /// Creates a directory link at `link` to `target`.
+    fn create_dir_link(&self, target: &Path, link: &Path) -> io::Result<()>;
+
+    /// Removes the link at `path`, not what it leads to.
+    fn remove_link(&self, path: &Path) -> io::Result<()>;
+}
+
+/// The host's own links, through the Win32 file APIs.
+pub(crate) struct OsLinks;
+
+impl Links for OsLinks {
+    fn entry(&self, path: &Path) -> io::Result<Entry> {
+        match fs::symlink_metadata(path) {
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(Entry::Missing),
+            Err(error) => Err(error),
+            Ok(meta) if meta.file_type().is_symlink() => Ok(Entry::Link(fs::read_link(path)?)),
+            Ok(meta) if meta.is_dir() => Ok(Entry::Directory),
+            Ok(_) => Ok(Entry::File),
+        }
+    }
+
+    fn create_dir_link(&self, target: &Path, link: &Path) -> io::Result<()> {
+        // CreateSymbolicLinkW with the directory flag, and unprivileged
+        // creation allowed where the host permits it.
+        std::os::windows::fs::symlink_dir(target, link)?;
+        match self.entry(link)? {
+            Entry::Link(_) => Ok(()),
+            found => Err(io::Error::other(format!(
+                "the host reported the link made, but found {found:?} there"
+            ))),
+        }
+    }
+
+    fn remove_link(&self, path: &Path) -> io::Result<()> {
+        // A directory link is removed as a directory (RemoveDirectoryW),
+        // which leaves its target alone.
+        fs::remove_dir(path)
+    }
+}

@@ -1,0 +1,72 @@
+//! The host backend: the groups served in-process, through the Windows
+//! APIs CSI Proxy's own host layer uses, for drivers that run as
+//! HostProcess containers with no proxy (feature `host-process`, Windows
+//! only). See `docs/host-process.md` for what each operation does and
+//! where it was verified.
+//!
+//! Every call runs on a blocking thread (`on_host`), so a deadline stops
+//! the caller's wait while the host work may go on, as it does behind a
+//! proxy. With no proxy behind it, this backend is the last check: paths
+//! are held to the working directories as the proxy's server layer holds
+//! them, and input is validated as on the proxy path.
+
+mod filesystem;
+mod links;
+mod on_host;
+mod system;
+
+use std::sync::Arc;
+
+use crate::api::{FilesystemApi, SystemApi};
+
+use links::OsLinks;
+
+/// The groups the host backend serves, over the real host.
+pub(crate) struct HostGroups {
+    pub filesystem: Arc<dyn FilesystemApi>,
+    pub system: Arc<dyn SystemApi>,
+}
+
+impl HostGroups {
+    /// The host's groups; filesystem paths must lie under `working_dirs`.
+    pub fn new(working_dirs: Vec<String>) -> Self {
+        Self {
+            filesystem: Arc::new(filesystem::HostFilesystem::new(working_dirs, OsLinks)),
+            system: Arc::new(system::HostSystem),
+        }
+    }
+}
+
+/// Whether this process's token is elevated (an administrator, or
+/// `NT AUTHORITY\SYSTEM`): what storage work on the host needs.
+pub(crate) fn process_is_elevated() -> bool {
+    use windows::Win32::Foundation::{CloseHandle, HANDLE};
+    use windows::Win32::Security::{
+        GetTokenInformation, TokenElevation, TOKEN_ELEVATION, TOKEN_QUERY,
+    };
+    use windows::Win32::System::Threading::{GetCurrentProcess, OpenProcessToken};
+
+    let mut token = HANDLE::default();
+    // SAFETY: the pseudo-handle of this process, and a handle to fill.
+    if unsafe { OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &mut token) }.is_err() {
+        return false;
+    }
+    let mut elevation = TOKEN_ELEVATION::default();
+    let mut size = 0u32;
+    // SAFETY: an open token, and a buffer of the structure's size.
+    let queried = unsafe {
+        GetTokenInformation(
+            token,
+            TokenElevation,
+            Some((&mut elevation as *mut TOKEN_ELEVATION).cast()),
+            std::mem::size_of::<TOKEN_ELEVATION>() as u32,
+            &mut size,
+        )
+    };
+    // SAFETY: the token was opened above and is closed once.
+    let _ = unsafe { CloseHandle(token) };
+    queried.is_ok() && elevation.TokenIsElevated != 0
+}
+
+#[cfg(all(test, feature = "testing"))]
+mod tests;

@@ -1,0 +1,320 @@
+//! The system group on the host: the BIOS serial number from WMI's
+//! `Win32_BIOS`, and services through the service control manager.
+
+use std::collections::HashMap;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use windows::core::{HSTRING, PCWSTR, PWSTR};
+use windows::Win32::System::Services::{
+    CloseServiceHandle, ControlService, EnumDependentServicesW, OpenSCManagerW, OpenServiceW,
+    QueryServiceConfigW, QueryServiceStatus, StartServiceW, ENUM_SERVICE_STATUSW,
+    QUERY_SERVICE_CONFIGW, SC_HANDLE, SC_MANAGER_CONNECT, SERVICE_ACTIVE, SERVICE_CONTROL_STOP,
+    SERVICE_ENUMERATE_DEPENDENTS, SERVICE_QUERY_CONFIG, SERVICE_QUERY_STATUS, SERVICE_RUNNING,
+    SERVICE_START, SERVICE_STATUS, SERVICE_STATUS_CURRENT_STATE, SERVICE_STOP, SERVICE_STOPPED,
+};
+
+use super::on_host::{host_error, on_host, windows_error};
+use crate::api::{
+    check_name, impl_api_via_backend, system_group, ServiceInfo, ServiceStatus, StartType,
+    SystemBackend,
+};
+use crate::capability::Operation as Op;
+use crate::error::Result;
+
+/// How long a start or stop waits for the service, as the proxy does.
+const SERVICE_WAIT: Duration = Duration::from_secs(30);
+/// How often a start or stop looks at the service while it waits.
+const SERVICE_POLL: Duration = Duration::from_millis(100);
+/// `ERROR_SERVICE_ALREADY_RUNNING`: a start of a running service.
+const ERROR_SERVICE_ALREADY_RUNNING: i32 = 1056;
+/// `ERROR_SERVICE_NOT_ACTIVE`: a stop of a stopped service.
+const ERROR_SERVICE_NOT_ACTIVE: i32 = 1062;
+
+/// The system group, served by the host.
+pub(crate) struct HostSystem;
+
+#[async_trait]
+impl SystemBackend for HostSystem {
+    async fn get_bios_serial_number(&self) -> Result<String> {
+        let op = Op::GetBiosSerialNumber;
+        on_host(op, move || {
+            let wmi = wmi::WMIConnection::new().map_err(|e| wmi_error(op, e))?;
+            let rows: Vec<HashMap<String, wmi::Variant>> = wmi
+                .raw_query("SELECT SerialNumber FROM Win32_BIOS")
+                .map_err(|e| wmi_error(op, e))?;
+            serial_number(rows)
+        })
+        .await
+    }
+
+    /// Waits until it runs; a running service is left as it is.
+    async fn start_service(&self, name: &str) -> Result<()> {
+        let op = Op::StartService;
+        check_name("service name", name)?;
+        let name = name.to_owned();
+        on_host(op, move || {
+            let service = Service::open(op, &name, SERVICE_START | SERVICE_QUERY_STATUS)?;
+            // SAFETY: a handle open for SERVICE_START, no arguments.
+            match unsafe { StartServiceW(service.handle, None) } {
+                Err(e) if win32_code(&e) == Some(ERROR_SERVICE_ALREADY_RUNNING) => {}
+                other => other.map_err(|e| windows_error(op, &name, e))?,
+            }
+            service.wait_for(op, SERVICE_RUNNING)
+        })
+        .await
+    }
+
+    /// Waits until it has stopped; with `force`, the running services that
+    /// depend on it are stopped first. A stopped service is left as it is.
+    async fn stop_service(&self, name: &str, force: bool) -> Result<()> {
+        let op = Op::StopService;
+        check_name("service name", name)?;
+        let name = name.to_owned();
+        on_host(op, move || {
+            let access = SERVICE_STOP | SERVICE_QUERY_STATUS | SERVICE_ENUMERATE_DEPENDENTS;
+            let service = Service::open(op, &name, access)?;
+            if force {
+                for dependent in service.running_dependents(op)? {
+                    Service::open(op, &dependent, SERVICE_STOP | SERVICE_QUERY_STATUS)?.stop(op)?;
+                }
+            }
+            service.stop(op)
+        })
+        .await
+    }
+
+    async fn get_service(&self, name: &str) -> Result<ServiceInfo> {
+        let op = Op::GetService;
+        check_name("service name", name)?;
+        let name = name.to_owned();
+        on_host(op, move || {
+            let service = Service::open(op, &name, SERVICE_QUERY_CONFIG | SERVICE_QUERY_STATUS)?;
+            let (display_name, start_type) = service.config(op)?;
+            Ok(ServiceInfo {
+                display_name,
+                start_type,
+                status: status_of(service.status(op)?),
+            })
+        })
+        .await
+    }
+}
+
+system_group!(impl_api_via_backend(HostSystem));
+
+/// The serial number of the first `Win32_BIOS` row.
+fn serial_number(rows: Vec<HashMap<String, wmi::Variant>>) -> Result<String> {
+    let op = Op::GetBiosSerialNumber;
+    let row = rows.into_iter().next();
+    match row.as_ref().and_then(|r| r.get("SerialNumber")) {
+        Some(wmi::Variant::String(serial)) => Ok(serial.clone()),
+        // The class documents a null serial number as possible.
+        Some(wmi::Variant::Null | wmi::Variant::Empty) => Ok(String::new()),
+        Some(other) => Err(host_error(
+            op,
+            format!("Win32_BIOS.SerialNumber is not a string: {other:?}"),
+            None,
+        )),
+        None => Err(host_error(op, "WMI has no Win32_BIOS instance", None)),
+    }
+}
+
+fn wmi_error(operation: Op, error: wmi::WMIError) -> crate::Error {
+    let code = match &error {
+        wmi::WMIError::HResultError { hres } => Some(*hres),
+        _ => None,
+    };
+    host_error(operation, format!("WMI: {error}"), code)
+}
+
+/// The Win32 error behind `error`, if it is one.
+fn win32_code(error: &windows::core::Error) -> Option<i32> {
+    let hresult = error.code().0 as u32;
+    (hresult & 0xFFFF_0000 == 0x8007_0000).then_some((hresult & 0xFFFF) as i32)
+}
+
+/// The service's status as the API names it.
+fn status_of(state: SERVICE_STATUS_CURRENT_STATE) -> ServiceStatus {
+    match state.0 {
+        1 => ServiceStatus::Stopped,
+        2 => ServiceStatus::StartPending,
+        3 => ServiceStatus::StopPending,
+        4 => ServiceStatus::Running,
+        5 => ServiceStatus::ContinuePending,
+        6 => ServiceStatus::PausePending,
+        7 => ServiceStatus::Paused,
+        _ => ServiceStatus::Unknown,
+    }
+}
+
+/// A service control manager handle, closed when dropped.
+struct Handle(SC_HANDLE);
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        // SAFETY: the handle was opened by this process and is closed once.
+        let _ = unsafe { CloseServiceHandle(self.0) };
+    }
+}
+
+/// One open service, and the manager it was opened through.
+struct Service {
+    name: String,
+    handle: SC_HANDLE,
+    _service: Handle,
+    _manager: Handle,
+}
+
+impl Service {
+    fn open(op: Op, name: &str, access: u32) -> Result<Self> {
+        let fail = |e| windows_error(op, name, e);
+        // SAFETY: null machine and database name: the local manager.
+        let manager = unsafe { OpenSCManagerW(PCWSTR::null(), PCWSTR::null(), SC_MANAGER_CONNECT) };
+        let manager = Handle(manager.map_err(fail)?);
+        // SAFETY: an open manager handle and a NUL-terminated name.
+        let service = unsafe { OpenServiceW(manager.0, &HSTRING::from(name), access) };
+        let service = Handle(service.map_err(fail)?);
+        Ok(Self {
+            name: name.to_owned(),
+            handle: service.0,
+            _service: service,
+            _manager: manager,
+        })
+    }
+
+    fn status(&self, op: Op) -> Result<SERVICE_STATUS_CURRENT_STATE> {
+        let mut status = SERVICE_STATUS::default();
+        // SAFETY: a handle open for SERVICE_QUERY_STATUS and a status to fill.
+        unsafe { QueryServiceStatus(self.handle, &mut status) }
+            .map_err(|e| windows_error(op, &self.name, e))?;
+        Ok(status.dwCurrentState)
+    }
+
+    /// Asks the service to stop and waits until it has.
+    fn stop(&self, op: Op) -> Result<()> {
+        let mut status = SERVICE_STATUS::default();
+        // SAFETY: a handle open for SERVICE_STOP and a status to fill.
+        match unsafe { ControlService(self.handle, SERVICE_CONTROL_STOP, &mut status) } {
+            Err(e) if win32_code(&e) == Some(ERROR_SERVICE_NOT_ACTIVE) => {}
+            other => other.map_err(|e| windows_error(op, &self.name, e))?,
+        }
+        self.wait_for(op, SERVICE_STOPPED)
+    }
+
+    /// Waits up to [`SERVICE_WAIT`] for the service to reach `wanted`.
+    fn wait_for(&self, op: Op, wanted: SERVICE_STATUS_CURRENT_STATE) -> Result<()> {
+        let started = Instant::now();
+        loop {
+            let state = self.status(op)?;
+            if state == wanted {
+                return Ok(());
+            }
+            if started.elapsed() >= SERVICE_WAIT {
+                return Err(host_error(
+                    op,
+                    format!(
+                        "{}: still {:?} after {SERVICE_WAIT:?}, waiting for {:?}",
+                        self.name,
+                        status_of(state),
+                        status_of(wanted)
+                    ),
+                    None,
+                ));
+            }
+            thread::sleep(SERVICE_POLL);
+        }
+    }
+
+    /// The display name and start type.
+    fn config(&self, op: Op) -> Result<(String, StartType)> {
+        let fail = |e| windows_error(op, &self.name, e);
+        let buffer = fill(|buffer, size, needed| {
+            // SAFETY: a handle open for SERVICE_QUERY_CONFIG and a buffer of
+            // `size` bytes, aligned for the structure.
+            unsafe { QueryServiceConfigW(self.handle, buffer.map(|b| b.cast()), size, needed) }
+        })
+        .map_err(fail)?;
+        if buffer.len() * 8 < std::mem::size_of::<QUERY_SERVICE_CONFIGW>() {
+            return Err(host_error(
+                op,
+                format!("{}: no configuration", self.name),
+                None,
+            ));
+        }
+        // SAFETY: the call filled the buffer with one structure, whose
+        // strings are null or point into the same buffer.
+        let config = unsafe { &*buffer.as_ptr().cast::<QUERY_SERVICE_CONFIGW>() };
+        let display_name = wide_string(config.lpDisplayName);
+        let start_type = match config.dwStartType.0 {
+            0 => StartType::Boot,
+            1 => StartType::System,
+            2 => StartType::Automatic,
+            4 => StartType::Disabled,
+            _ => StartType::Manual,
+        };
+        Ok((display_name, start_type))
+    }
+
+    /// The names of the running services that depend on this one.
+    fn running_dependents(&self, op: Op) -> Result<Vec<String>> {
+        let mut count = 0u32;
+        let buffer = fill(|buffer, size, needed| {
+            // SAFETY: a handle open for SERVICE_ENUMERATE_DEPENDENTS and a
+            // buffer of `size` bytes, aligned for the structures.
+            unsafe {
+                EnumDependentServicesW(
+                    self.handle,
+                    SERVICE_ACTIVE,
+                    buffer.map(|b| b.cast()),
+                    size,
+                    needed,
+                    &mut count,
+                )
+            }
+        })
+        .map_err(|e| windows_error(op, &self.name, e))?;
+        // SAFETY: the call wrote `count` structures at the buffer's start,
+        // whose strings point into the same buffer.
+        let services = unsafe {
+            std::slice::from_raw_parts(
+                buffer.as_ptr().cast::<ENUM_SERVICE_STATUSW>(),
+                count as usize,
+            )
+        };
+        Ok(services
+            .iter()
+            .map(|s| wide_string(s.lpServiceName))
+            .collect())
+    }
+}
+
+/// A string an API returned, empty for a null pointer.
+fn wide_string(text: PWSTR) -> String {
+    if text.is_null() {
+        return String::new();
+    }
+    // SAFETY: a non-null, NUL-terminated string the API wrote.
+    unsafe { text.to_string() }.unwrap_or_default()
+}
+
+/// Calls an API that fills a buffer of variable size: first to learn the
+/// size, then with a buffer that large (8-byte aligned, for the pointers in
+/// the structures it holds).
+fn fill(
+    mut call: impl FnMut(Option<*mut u64>, u32, *mut u32) -> windows::core::Result<()>,
+) -> windows::core::Result<Vec<u64>> {
+    /// `ERROR_INSUFFICIENT_BUFFER` and `ERROR_MORE_DATA`.
+    const SIZE_ERRORS: [i32; 2] = [122, 234];
+    let mut needed = 0u32;
+    match call(None, 0, &mut needed) {
+        Ok(()) => return Ok(Vec::new()),
+        Err(e) if win32_code(&e).is_some_and(|c| SIZE_ERRORS.contains(&c)) => {}
+        Err(e) => return Err(e),
+    }
+    let mut buffer = vec![0u64; (needed as usize).div_ceil(8)];
+    let size = (buffer.len() * 8) as u32;
+    call(Some(buffer.as_mut_ptr()), size, &mut needed)?;
+    Ok(buffer)
+}

@@ -1,0 +1,183 @@
+//! The host backend on a Windows host (Wine, in CI): the conformance
+//! suite for the filesystem and system groups, with links through a seam
+//! where the host cannot make them, and the working-directory guard.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use super::filesystem::HostFilesystem;
+use super::links::{Entry, Links, OsLinks};
+use super::system::HostSystem;
+use crate::api::{FilesystemApi, SystemApi, WindowsPath};
+use crate::capability::Operation;
+use crate::testing::conformance::{self, FilesystemFixture, ServiceFixture, SystemFixture};
+use crate::working_dirs::KUBELET_DIR;
+use crate::Error;
+
+/// Links kept in memory over the host's real files and directories: what
+/// the suite's link steps run on where the host makes no links (Wine).
+/// Everything else goes to the host.
+#[derive(Default)]
+struct LinksInMemory {
+    links: Mutex<BTreeMap<String, PathBuf>>,
+}
+
+fn key(path: &Path) -> String {
+    path.to_string_lossy().to_lowercase()
+}
+
+impl Links for LinksInMemory {
+    fn entry(&self, path: &Path) -> io::Result<Entry> {
+        match self.links.lock().unwrap().get(&key(path)) {
+            Some(target) => Ok(Entry::Link(target.clone())),
+            None => OsLinks.entry(path),
+        }
+    }
+
+    fn create_dir_link(&self, target: &Path, link: &Path) -> io::Result<()> {
+        if self.entry(link)? != Entry::Missing {
+            return Err(io::ErrorKind::AlreadyExists.into());
+        }
+        self.links
+            .lock()
+            .unwrap()
+            .insert(key(link), target.to_owned());
+        Ok(())
+    }
+
+    fn remove_link(&self, path: &Path) -> io::Result<()> {
+        match self.links.lock().unwrap().remove(&key(path)) {
+            Some(_) => Ok(()),
+            None => Err(io::ErrorKind::NotFound.into()),
+        }
+    }
+}
+
+/// A fresh, empty directory under the kubelet directory.
+fn fresh_root(name: &str) -> WindowsPath {
+    let root = format!(r"{KUBELET_DIR}\host-{name}-{}", std::process::id());
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    WindowsPath::new(root).unwrap()
+}
+
+fn filesystem(links: impl Links) -> HostFilesystem {
+    HostFilesystem::new(vec![KUBELET_DIR.to_owned()], links)
+}
+
+#[tokio::test]
+async fn the_filesystem_group_passes_the_conformance_suite() {
+    let root = fresh_root("conformance");
+    let fs = filesystem(LinksInMemory::default());
+    let fixture = FilesystemFixture { root: root.clone() };
+    let report = conformance::filesystem(&fs, &fixture).await.unwrap();
+    assert!(report.unsupported.is_empty(), "{report:?}");
+    assert_eq!(report.succeeded.len(), 6, "{report:?}");
+    // The suite leaves the root empty, on the host's own disk.
+    assert_eq!(std::fs::read_dir(root.as_str()).unwrap().count(), 0);
+    std::fs::remove_dir(root.as_str()).unwrap();
+}
+
+#[tokio::test]
+async fn a_link_the_host_did_not_make_is_never_reported_made() {
+    let root = fresh_root("links");
+    let target = WindowsPath::new(format!(r"{root}\target")).unwrap();
+    let link = WindowsPath::new(format!(r"{root}\link")).unwrap();
+    let fs = filesystem(OsLinks);
+    fs.mkdir(&target).await.unwrap();
+    // Wine reports success and creates nothing; Windows makes the link.
+    // Either way the answer must be true.
+    match fs.create_symlink(&target, &link).await {
+        Ok(()) => assert!(fs.is_symlink(&link).await.unwrap()),
+        Err(Error::Host { operation, .. }) => {
+            assert_eq!(operation, Operation::CreateSymlink);
+            assert!(!fs.path_exists(&link).await.unwrap());
+        }
+        Err(other) => panic!("{other:?}"),
+    }
+    std::fs::remove_dir_all(root.as_str()).unwrap();
+}
+
+#[tokio::test]
+async fn a_path_outside_the_working_directories_is_refused_and_left_alone() {
+    let outside = WindowsPath::new(format!(r"C:\csi-host-outside-{}", std::process::id())).unwrap();
+    let fs = filesystem(OsLinks);
+    for result in [
+        fs.mkdir(&outside).await,
+        fs.rmdir(&outside, true).await,
+        fs.rmdir_contents(&outside).await,
+    ] {
+        match result {
+            Err(Error::Host { message, .. }) => {
+                assert!(message.contains("working directories"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(!Path::new(outside.as_str()).exists());
+}
+
+#[tokio::test]
+async fn a_host_failure_carries_the_windows_error_code() {
+    let root = fresh_root("codes");
+    let missing = WindowsPath::new(format!(r"{root}\missing")).unwrap();
+    let fs = filesystem(OsLinks);
+    match fs.rmdir(&missing, false).await {
+        // ERROR_FILE_NOT_FOUND or ERROR_PATH_NOT_FOUND.
+        Err(Error::Host { os_code, .. }) => assert!(matches!(os_code, Some(2 | 3)), "{os_code:?}"),
+        other => panic!("{other:?}"),
+    }
+    match HostSystem.get_service("csi-host-no-such-service").await {
+        // ERROR_SERVICE_DOES_NOT_EXIST.
+        Err(Error::Host { os_code, .. }) => assert_eq!(os_code, Some(1060)),
+        other => panic!("{other:?}"),
+    }
+    std::fs::remove_dir_all(root.as_str()).unwrap();
+}
+
+#[tokio::test]
+async fn an_invalid_service_name_is_refused_before_the_host_is_asked() {
+    match HostSystem.start_service("").await {
+        Err(Error::InvalidArgument { what, .. }) => assert_eq!(what, "service name"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The BIOS serial number as Windows' own `wmic` reports it.
+fn wmic_bios_serial_number() -> String {
+    let out = std::process::Command::new("wmic")
+        .args(["bios", "get", "serialnumber"])
+        .output()
+        .expect("wmic runs");
+    // wmic writes UTF-16.
+    let wide: Vec<u16> = out
+        .stdout
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    let text = String::from_utf16_lossy(&wide);
+    let mut lines = text
+        .lines()
+        .map(|l| l.trim_matches(['\u{feff}', ' ', '\r']));
+    assert_eq!(lines.next(), Some("SerialNumber"), "{text:?}");
+    lines.next().unwrap_or_default().to_owned()
+}
+
+#[tokio::test]
+async fn the_system_group_passes_the_conformance_suite() {
+    // The print spooler: a service every Windows host (and Wine) has,
+    // which stops and starts on request.
+    HostSystem.start_service("Spooler").await.unwrap();
+    let fixture = SystemFixture {
+        bios_serial_number: wmic_bios_serial_number(),
+        service: ServiceFixture {
+            name: "Spooler".into(),
+            display_name: "Print Spooler".into(),
+        },
+    };
+    let report = conformance::system(&HostSystem, &fixture).await.unwrap();
+    assert!(report.unsupported.is_empty(), "{report:?}");
+    assert_eq!(report.succeeded.len(), 4, "{report:?}");
+}
