@@ -7,7 +7,9 @@
 # scripts/wine/processprng.c), and runs `cargo test` for
 # x86_64-pc-windows-gnu with Wine as the runner, with the host backend
 # (feature host-process), whose tests need a Windows host. Extra arguments go to
-# cargo test, e.g. `scripts/test-windows.sh --test negotiation`.
+# cargo test, e.g. `scripts/test-windows.sh --test negotiation`; with `run`
+# first, to cargo run instead, e.g. `scripts/test-windows.sh run --example
+# host_process -- --host`.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -48,4 +50,9 @@ export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine
 # exiting ("wine client error: recvmsg: Connection reset by peer").
 wineserver -p
 trap 'wineserver -k >/dev/null 2>&1 || true' EXIT
-cargo test --target "$target" --features testing,host-process "$@"
+if [ "${1:-}" = run ]; then
+    shift
+    cargo run --target "$target" --features testing,host-process "$@"
+else
+    cargo test --target "$target" --features testing,host-process "$@"
+fi

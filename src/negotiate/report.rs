@@ -115,7 +115,8 @@ impl fmt::Display for NegotiationReport {
                     AttemptOutcome::Failed(why) => format!("{} (failed: {why})", a.version),
                 })
                 .collect();
-            writeln!(f, "{:<11} {:<9} {}", report.group, chosen, tried.join(", "))?;
+            let line = format!("{:<11} {:<9} {}", report.group, chosen, tried.join(", "));
+            writeln!(f, "{}", line.trim_end())?;
         }
         Ok(())
     }
