@@ -11,8 +11,8 @@ use async_trait::async_trait;
 use super::convert::{by_disk_number, byte_count, disk_number};
 use super::WireClient;
 use crate::api::{
-    check_name, disk_by_page83, disk_group, impl_api_via_backend, no_disk_with_page83, DiskBackend,
-    DiskIds, DiskLocation, PROXY_NO_SUCH_PAGE83,
+    check_name, disk_by_page83, disk_group, impl_group_api, no_disk_with_page83, to_backend,
+    DiskBackend, DiskIds, DiskLocation, PROXY_NO_SUCH_PAGE83,
 };
 use crate::capability::Operation as Op;
 use crate::error::{Code, Error, Result};
@@ -134,7 +134,7 @@ impl DiskBackend for StringIdDisk {
     }
 }
 
-disk_group!(impl_api_via_backend(StringIdDisk));
+disk_group!(impl_group_api(StringIdDisk, to_backend));
 
 /// Whether `text` contains `part`, ASCII case ignored.
 fn contains_ignoring_case(text: &str, part: &str) -> bool {
@@ -225,4 +225,4 @@ impl DiskBackend for NumberedDisk {
     }
 }
 
-disk_group!(impl_api_via_backend(NumberedDisk));
+disk_group!(impl_group_api(NumberedDisk, to_backend));

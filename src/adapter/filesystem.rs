@@ -9,7 +9,7 @@ use async_trait::async_trait;
 
 use super::convert::legacy_error;
 use super::WireClient;
-use crate::api::{filesystem_group, impl_api_via_backend, FilesystemBackend, WindowsPath};
+use crate::api::{filesystem_group, impl_group_api, to_backend, FilesystemBackend, WindowsPath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 use crate::wire::filesystem::{v1beta1 as context, v2alpha1 as plain};
@@ -89,7 +89,7 @@ impl FilesystemBackend for ContextFilesystem {
     }
 }
 
-filesystem_group!(impl_api_via_backend(ContextFilesystem));
+filesystem_group!(impl_group_api(ContextFilesystem, to_backend));
 
 pub(super) struct PlainFilesystem {
     wire: WireClient,
@@ -154,4 +154,4 @@ impl FilesystemBackend for PlainFilesystem {
     }
 }
 
-filesystem_group!(impl_api_via_backend(PlainFilesystem));
+filesystem_group!(impl_group_api(PlainFilesystem, to_backend));

@@ -9,7 +9,8 @@ use super::convert::disk_number;
 use super::redact::redact;
 use super::WireClient;
 use crate::api::{
-    check_name, impl_api_via_backend, iscsi_group, IscsiAuth, IscsiBackend, Secret, TargetPortal,
+    check_name, impl_group_api, iscsi_group, to_backend, IscsiAuth, IscsiBackend, Secret,
+    TargetPortal,
 };
 use crate::capability::Operation as Op;
 use crate::error::{Error, Result};
@@ -156,4 +157,4 @@ impl IscsiBackend for Iscsi {
     }
 }
 
-iscsi_group!(impl_api_via_backend(Iscsi));
+iscsi_group!(impl_group_api(Iscsi, to_backend));

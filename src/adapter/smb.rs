@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use super::convert::legacy_error;
 use super::redact::redact;
 use super::WireClient;
-use crate::api::{impl_api_via_backend, smb_group, SmbBackend, SmbMapping, SmbRemotePath};
+use crate::api::{impl_group_api, smb_group, to_backend, SmbBackend, SmbMapping, SmbRemotePath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 use crate::wire::smb::{v1 as plain, v1beta1 as error_field};
@@ -63,7 +63,7 @@ impl SmbBackend for ErrorFieldSmb {
     }
 }
 
-smb_group!(impl_api_via_backend(ErrorFieldSmb));
+smb_group!(impl_group_api(ErrorFieldSmb, to_backend));
 
 pub(super) struct PlainSmb {
     wire: WireClient,
@@ -95,4 +95,4 @@ impl SmbBackend for PlainSmb {
     }
 }
 
-smb_group!(impl_api_via_backend(PlainSmb));
+smb_group!(impl_group_api(PlainSmb, to_backend));

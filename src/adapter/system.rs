@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use super::WireClient;
 use crate::api::{
-    check_name, impl_api_via_backend, system_group, ServiceInfo, ServiceStatus, StartType,
+    check_name, impl_group_api, system_group, to_backend, ServiceInfo, ServiceStatus, StartType,
     SystemBackend,
 };
 use crate::capability::Operation as Op;
@@ -121,4 +121,4 @@ impl SystemBackend for System {
     }
 }
 
-system_group!(impl_api_via_backend(System));
+system_group!(impl_group_api(System, to_backend));

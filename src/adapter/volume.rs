@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use super::convert::{byte_count, disk_number_from_i64, volume_id, wire_bytes};
 use super::WireClient;
 use crate::api::{
-    impl_api_via_backend, volume_group, VolumeBackend, VolumeId, VolumeStats, WindowsPath,
+    impl_group_api, to_backend, volume_group, VolumeBackend, VolumeId, VolumeStats, WindowsPath,
 };
 use crate::capability::Operation as Op;
 use crate::error::Result;
@@ -150,7 +150,7 @@ impl VolumeBackend for StringIdVolume {
     }
 }
 
-volume_group!(impl_api_via_backend(StringIdVolume));
+volume_group!(impl_group_api(StringIdVolume, to_backend));
 
 pub(super) struct NumberedVolume {
     wire: WireClient,
@@ -268,4 +268,4 @@ impl VolumeBackend for NumberedVolume {
     }
 }
 
-volume_group!(impl_api_via_backend(NumberedVolume));
+volume_group!(impl_group_api(NumberedVolume, to_backend));

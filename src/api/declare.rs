@@ -26,10 +26,10 @@
 //!   `Error::NotImplemented`, so mocks stay
 //!   short, and the crate's own backend trait, with no defaults, which every
 //!   backend the crate ships implements: a missing method does not compile;
-//! - `impl_api_via_backend!`: the public trait for a type, by forwarding
-//!   every method to its backend trait;
-//! - `handle_impl!` (in `client::handles`): the handles `CsiProxy` gives
-//!   out.
+//! - `impl_group_api!`: the public trait for a type, each method's body
+//!   made by a macro given with the type: `to_backend!` forwards to the
+//!   type's backend trait; `through_lookout!` (in `client::handles`) runs
+//!   the handles `CsiProxy` gives out.
 
 /// Defines a group's public trait and its backend trait.
 macro_rules! define_group_traits {
@@ -77,10 +77,12 @@ macro_rules! define_group_traits {
     (@default $fallback:block) => { $fallback };
 }
 
-/// Implements a group's public trait for `$type` by forwarding every method
-/// to the type's implementation of the group's backend trait.
-macro_rules! impl_api_via_backend {
-    (($type:ty)
+/// Implements a group's public trait for `$type`, each method's body made
+/// by the macro `$body` from the receiver, the backend trait, the method,
+/// the declared operation and the arguments: `to_backend!` for the
+/// crate's backends, `through_lookout!` for the handles.
+macro_rules! impl_group_api {
+    (($type:ty, $body:ident)
         $(#[$trait_meta:meta])*
         pub trait $api:ident, backend $backend:ident {
             $(
@@ -94,11 +96,19 @@ macro_rules! impl_api_via_backend {
         impl crate::api::$api for $type {
             $(
                 async fn $method(&$self $(, $arg: $ty)*) -> crate::error::Result<$ret> {
-                    <Self as crate::api::$backend>::$method($self $(, $arg)*).await
+                    $body!($self, $backend, $method, $op, ($($arg),*))
                 }
             )+
         }
     };
 }
 
-pub(crate) use {define_group_traits, impl_api_via_backend};
+/// A method body for `impl_group_api!`: the same method of the type's
+/// backend trait.
+macro_rules! to_backend {
+    ($self:ident, $backend:ident, $method:ident, $op:expr, ($($arg:ident),*)) => {
+        <Self as crate::api::$backend>::$method($self $(, $arg)*).await
+    };
+}
+
+pub(crate) use {define_group_traits, impl_group_api, to_backend};

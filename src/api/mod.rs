@@ -16,7 +16,7 @@ mod system;
 mod types;
 mod volume;
 
-pub(crate) use declare::impl_api_via_backend;
+pub(crate) use declare::{impl_group_api, to_backend};
 pub(crate) use disk::{
     disk_by_page83, disk_group, no_disk_with_page83, DiskBackend, PROXY_NO_SUCH_PAGE83,
 };

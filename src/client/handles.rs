@@ -5,16 +5,13 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-
 use super::lookout::Lookout;
 use super::options::CallOptions;
 use crate::api::{
-    disk_group, filesystem_group, iscsi_group, smb_group, system_group, volume_group, DiskApi,
-    FilesystemApi, IscsiApi, SmbApi, SystemApi, VolumeApi,
+    disk_group, filesystem_group, impl_group_api, iscsi_group, smb_group, system_group,
+    volume_group, DiskApi, FilesystemApi, IscsiApi, SmbApi, SystemApi, VolumeApi,
 };
 use crate::capability::Operation as Op;
-use crate::error::Result;
 
 /// A group's lookout with the options of the calls made through it.
 pub(crate) struct Handle<A: ?Sized> {
@@ -22,39 +19,23 @@ pub(crate) struct Handle<A: ?Sized> {
     pub options: CallOptions,
 }
 
-/// Implements a group's public trait on [`Handle`], from the group's
-/// declaration (see `api::declare`): every method runs the same method of
-/// the current adapter through the lookout, as the declared operation, whose
-/// deadline and retry rules apply.
-macro_rules! handle_impl {
-    (()
-        $(#[$trait_meta:meta])*
-        pub trait $api:ident, backend $backend:ident {
-            $(
-                $(#[$meta:meta])*
-                fn $method:ident(&$self:ident $(, $arg:ident: $ty:ty)* $(,)?) -> $ret:ty = $op:expr
-                    $(=> $default:block)?;
-            )+
-        }
-    ) => {
-        #[async_trait]
-        impl $api for Handle<dyn $api> {
-            $(
-                async fn $method(&$self $(, $arg: $ty)*) -> Result<$ret> {
-                    #[allow(unused_imports)]
-                    use Op::*;
-                    $self.lookout
-                        .run($op, $self.options, |api| async move { api.$method($($arg),*).await })
-                        .await
-                }
-            )+
-        }
-    };
+/// A method body for `impl_group_api!` on [`Handle`]: the same method of
+/// the current adapter, run through the lookout as the declared operation,
+/// whose deadline and retry rules apply.
+macro_rules! through_lookout {
+    ($self:ident, $backend:ident, $method:ident, $op:expr, ($($arg:ident),*)) => {{
+        #[allow(unused_imports)]
+        use Op::*;
+        $self
+            .lookout
+            .run($op, $self.options, |api| async move { api.$method($($arg),*).await })
+            .await
+    }};
 }
 
-disk_group!(handle_impl);
-volume_group!(handle_impl);
-filesystem_group!(handle_impl);
-smb_group!(handle_impl);
-iscsi_group!(handle_impl);
-system_group!(handle_impl);
+disk_group!(impl_group_api(Handle<dyn DiskApi>, through_lookout));
+volume_group!(impl_group_api(Handle<dyn VolumeApi>, through_lookout));
+filesystem_group!(impl_group_api(Handle<dyn FilesystemApi>, through_lookout));
+smb_group!(impl_group_api(Handle<dyn SmbApi>, through_lookout));
+iscsi_group!(impl_group_api(Handle<dyn IscsiApi>, through_lookout));
+system_group!(impl_group_api(Handle<dyn SystemApi>, through_lookout));

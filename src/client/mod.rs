@@ -293,6 +293,11 @@ macro_rules! groups {
                 }
             }
 
+            /// The groups that have a backend, in [`ApiGroup::ALL`] order.
+            fn groups(&self) -> Vec<ApiGroup> {
+                ApiGroup::ALL.into_iter().filter(|&g| self.has(g)).collect()
+            }
+
             /// Only the backends of the groups `wanted` keeps.
             fn keep(self, wanted: impl Fn(ApiGroup) -> bool) -> Self {
                 Self {
@@ -522,6 +527,7 @@ impl CsiProxyBuilder {
             }
         };
         let host = host.unwrap_or_default();
+        let behaviour = self.behaviour();
         let negotiator = self.negotiator;
         // Required groups the host serves are not waited for.
         let wait_for: Vec<ApiGroup> = (self.required.iter())
@@ -554,16 +560,7 @@ impl CsiProxyBuilder {
             self.groups.contains(&group)
                 && matches!(negotiated.connection(group), Err(e) if is_worth_waiting_for(&e))
         });
-        for group in ApiGroup::ALL {
-            if host.has(group) {
-                negotiated.report_mut().served_by_host(group);
-            }
-        }
-        let behaviour = Arc::new(Behaviour::new(
-            self.deadlines,
-            negotiator.retry_policy(),
-            64,
-        ));
+        negotiated.report_mut().served_by_host(&host.groups());
         let from_negotiation = FromNegotiation {
             groups: &self.groups,
             negotiated: &negotiated,
@@ -576,6 +573,13 @@ impl CsiProxyBuilder {
             report: Arc::new(negotiated.report().clone()),
             options: CallOptions::default(),
         })
+    }
+
+    /// What the client's groups share: deadlines, the retry policy, and
+    /// room for 64 version changes not yet received.
+    fn behaviour(&self) -> Arc<Behaviour> {
+        let retry = self.negotiator.retry_policy();
+        Arc::new(Behaviour::new(self.deadlines.clone(), retry, 64))
     }
 
     /// [`Backend::Host`]: the configured groups the host serves, and no
@@ -593,16 +597,8 @@ impl CsiProxyBuilder {
             });
         }
         let mut report = NegotiationReport::default();
-        for group in ApiGroup::ALL {
-            if host.has(group) {
-                report.served_by_host(group);
-            }
-        }
-        let behaviour = Arc::new(Behaviour::new(
-            self.deadlines,
-            self.negotiator.retry_policy(),
-            64,
-        ));
+        report.served_by_host(&host.groups());
+        let behaviour = self.behaviour();
         let direct = Direct(&behaviour, ServedBy::Host);
         let groups = Groups::new(&direct, host, behaviour.clone());
         Ok(CsiProxy {

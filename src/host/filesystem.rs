@@ -11,7 +11,7 @@ use async_trait::async_trait;
 
 use super::links::{Entry, Links};
 use super::on_host::{io_error, on_host};
-use crate::api::{filesystem_group, impl_api_via_backend, FilesystemBackend, WindowsPath};
+use crate::api::{filesystem_group, impl_group_api, to_backend, FilesystemBackend, WindowsPath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 use crate::working_dirs;
@@ -61,6 +61,21 @@ pub(crate) struct Files {
 }
 
 impl Files {
+    /// Removes what is at `at`. Forced, as `os.RemoveAll`: everything below
+    /// too, and a missing path is fine. Otherwise as `os.Remove`: an empty
+    /// directory, a file or a link. A link is removed, never what it leads
+    /// to.
+    fn remove(&self, at: &Path, force: bool) -> io::Result<()> {
+        match self.links.entry(at)? {
+            Entry::Missing if force => Ok(()),
+            Entry::Link(_) => self.links.remove_link(at),
+            Entry::Directory if force => fs::remove_dir_all(at),
+            Entry::File => fs::remove_file(at),
+            // Missing, or not empty: the host's own error says which.
+            Entry::Missing | Entry::Directory => fs::remove_dir(at),
+        }
+    }
+
     fn entry(&self, operation: Op, path: &WindowsPath) -> Result<Entry> {
         self.links
             .entry(Path::new(path.as_str()))
@@ -89,22 +104,11 @@ impl FilesystemBackend for HostFilesystem {
         .await
     }
 
-    /// Forced, as `os.RemoveAll`: everything below too, and a missing path
-    /// is fine. Otherwise as `os.Remove`: an empty directory, a file or a
-    /// link (never what it leads to).
+    /// See [`Files::remove`].
     async fn rmdir(&self, path: &WindowsPath, force: bool) -> Result<()> {
         let op = Op::Rmdir;
         self.run(op, [path], move |files, [path]| {
-            let at = Path::new(path.as_str());
-            let removed = match files.entry(op, &path)? {
-                Entry::Missing if force => Ok(()),
-                Entry::Link(_) => files.links.remove_link(at),
-                Entry::Directory if force => fs::remove_dir_all(at),
-                Entry::File => fs::remove_file(at),
-                // Missing, or not empty: the host's own error says which.
-                Entry::Missing | Entry::Directory => fs::remove_dir(at),
-            };
-            removed.map_err(|e| io_error(op, &path, e))
+            (files.remove(Path::new(path.as_str()), force)).map_err(|e| io_error(op, &path, e))
         })
         .await
     }
@@ -117,13 +121,7 @@ impl FilesystemBackend for HostFilesystem {
             let failed = |e: io::Error| io_error(op, &path, e);
             for child in fs::read_dir(path.as_str()).map_err(failed)? {
                 let child = child.map_err(failed)?.path();
-                let removed = match files.links.entry(&child).map_err(failed)? {
-                    Entry::Missing => Ok(()),
-                    Entry::Link(_) => files.links.remove_link(&child),
-                    Entry::Directory => fs::remove_dir_all(&child),
-                    Entry::File => fs::remove_file(&child),
-                };
-                removed.map_err(|e| io_error(op, child.display(), e))?;
+                (files.remove(&child, true)).map_err(|e| io_error(op, child.display(), e))?;
             }
             Ok(())
         })
@@ -174,4 +172,4 @@ impl FilesystemBackend for HostFilesystem {
     }
 }
 
-filesystem_group!(impl_api_via_backend(HostFilesystem));
+filesystem_group!(impl_group_api(HostFilesystem, to_backend));

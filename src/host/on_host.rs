@@ -69,17 +69,17 @@ pub(super) fn windows_error(
     subject: impl Display,
     error: windows::core::Error,
 ) -> Error {
-    let hresult = error.code();
-    // A Win32 error wrapped as an HRESULT (0x8007xxxx) is reported as the
-    // Win32 code it came from.
-    let code = if (hresult.0 as u32) & 0xFFFF_0000 == 0x8007_0000 {
-        hresult.0 & 0xFFFF
-    } else {
-        hresult.0
-    };
+    let code = win32_code(&error).unwrap_or(error.code().0);
     host_error(
         operation,
         format!("{subject}: {}", error.message()),
         Some(code),
     )
+}
+
+/// The Win32 error behind `error`, if it is one wrapped as an `HRESULT`
+/// (`0x8007xxxx`).
+pub(super) fn win32_code(error: &windows::core::Error) -> Option<i32> {
+    let hresult = error.code().0 as u32;
+    (hresult & 0xFFFF_0000 == 0x8007_0000).then_some((hresult & 0xFFFF) as i32)
 }

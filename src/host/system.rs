@@ -15,9 +15,9 @@ use windows::Win32::System::Services::{
     SERVICE_START, SERVICE_STATUS, SERVICE_STATUS_CURRENT_STATE, SERVICE_STOP, SERVICE_STOPPED,
 };
 
-use super::on_host::{host_error, on_host, windows_error};
+use super::on_host::{host_error, on_host, win32_code, windows_error};
 use crate::api::{
-    check_name, impl_api_via_backend, system_group, ServiceInfo, ServiceStatus, StartType,
+    check_name, impl_group_api, system_group, to_backend, ServiceInfo, ServiceStatus, StartType,
     SystemBackend,
 };
 use crate::capability::Operation as Op;
@@ -102,7 +102,7 @@ impl SystemBackend for HostSystem {
     }
 }
 
-system_group!(impl_api_via_backend(HostSystem));
+system_group!(impl_group_api(HostSystem, to_backend));
 
 /// The serial number of the first `Win32_BIOS` row.
 fn serial_number(rows: Vec<HashMap<String, wmi::Variant>>) -> Result<String> {
@@ -127,12 +127,6 @@ fn wmi_error(operation: Op, error: wmi::WMIError) -> crate::Error {
         _ => None,
     };
     host_error(operation, format!("WMI: {error}"), code)
-}
-
-/// The Win32 error behind `error`, if it is one.
-fn win32_code(error: &windows::core::Error) -> Option<i32> {
-    let hresult = error.code().0 as u32;
-    (hresult & 0xFFFF_0000 == 0x8007_0000).then_some((hresult & 0xFFFF) as i32)
 }
 
 /// The service's status as the API names it.

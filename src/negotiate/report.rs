@@ -81,18 +81,21 @@ impl NegotiationReport {
         self.group(group).and_then(|r| r.chosen)
     }
 
-    /// Records that the host serves `group`, in [`ApiGroup::ALL`] order.
-    pub(crate) fn served_by_host(&mut self, group: ApiGroup) {
-        match self.groups.iter_mut().find(|r| r.group == group) {
-            Some(report) => report.served_by = Some(crate::ServedBy::Host),
-            None => self.groups.push(GroupReport {
-                group,
-                chosen: None,
-                served_by: Some(crate::ServedBy::Host),
-                attempts: Vec::new(),
-                elapsed: Duration::ZERO,
-            }),
+    /// Records that the host serves `groups`.
+    pub(crate) fn served_by_host(&mut self, groups: &[ApiGroup]) {
+        for &group in groups {
+            match self.groups.iter_mut().find(|r| r.group == group) {
+                Some(report) => report.served_by = Some(crate::ServedBy::Host),
+                None => self.groups.push(GroupReport {
+                    group,
+                    chosen: None,
+                    served_by: Some(crate::ServedBy::Host),
+                    attempts: Vec::new(),
+                    elapsed: Duration::ZERO,
+                }),
+            }
         }
+        // Kept in `ApiGroup::ALL` order.
         self.groups.sort_by_key(|r| r.group);
     }
 }

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 
 use super::{disk_ids, host_error, FakeHost};
 use crate::api::{
-    disk_by_page83, disk_group, impl_api_via_backend, DiskBackend, DiskIds, DiskLocation,
+    disk_by_page83, disk_group, impl_group_api, to_backend, DiskBackend, DiskIds, DiskLocation,
 };
 use crate::capability::Operation as Op;
 use crate::error::Result;
@@ -92,4 +92,4 @@ impl DiskBackend for FakeHost {
     }
 }
 
-disk_group!(impl_api_via_backend(FakeHost));
+disk_group!(impl_group_api(FakeHost, to_backend));

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use super::state::{key, parent, HostState, PathEntry};
 use super::{host_error, FakeHost};
-use crate::api::{filesystem_group, impl_api_via_backend, FilesystemBackend, WindowsPath};
+use crate::api::{filesystem_group, impl_group_api, to_backend, FilesystemBackend, WindowsPath};
 use crate::capability::Operation;
 use crate::error::Result;
 
@@ -134,4 +134,4 @@ impl FilesystemBackend for FakeHost {
     }
 }
 
-filesystem_group!(impl_api_via_backend(FakeHost));
+filesystem_group!(impl_group_api(FakeHost, to_backend));

@@ -5,7 +5,8 @@ use async_trait::async_trait;
 use super::state::{FakeDisk, HostState};
 use super::{host_error, FakeHost};
 use crate::api::{
-    impl_api_via_backend, iscsi_group, DiskLocation, IscsiAuth, IscsiBackend, Secret, TargetPortal,
+    impl_group_api, iscsi_group, to_backend, DiskLocation, IscsiAuth, IscsiBackend, Secret,
+    TargetPortal,
 };
 use crate::capability::Operation as Op;
 use crate::error::Result;
@@ -144,4 +145,4 @@ impl IscsiBackend for FakeHost {
     }
 }
 
-iscsi_group!(impl_api_via_backend(FakeHost));
+iscsi_group!(impl_group_api(FakeHost, to_backend));

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use super::state::{HostState, PathEntry, SmbMappingState};
 use super::{host_error, FakeHost};
-use crate::api::{impl_api_via_backend, smb_group, SmbBackend, SmbMapping, SmbRemotePath};
+use crate::api::{impl_group_api, smb_group, to_backend, SmbBackend, SmbMapping, SmbRemotePath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 
@@ -76,4 +76,4 @@ impl SmbBackend for FakeHost {
     }
 }
 
-smb_group!(impl_api_via_backend(FakeHost));
+smb_group!(impl_group_api(FakeHost, to_backend));

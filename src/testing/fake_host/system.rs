@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use super::{host_error, FakeHost};
 use crate::api::{
-    impl_api_via_backend, system_group, ServiceInfo, ServiceStatus, StartType, SystemBackend,
+    impl_group_api, system_group, to_backend, ServiceInfo, ServiceStatus, StartType, SystemBackend,
 };
 use crate::capability::Operation as Op;
 use crate::error::Result;
@@ -56,4 +56,4 @@ impl SystemBackend for FakeHost {
     }
 }
 
-system_group!(impl_api_via_backend(FakeHost));
+system_group!(impl_group_api(FakeHost, to_backend));

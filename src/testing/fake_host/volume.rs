@@ -7,7 +7,7 @@ use super::state::{
 };
 use super::{host_error, FakeHost};
 use crate::api::{
-    impl_api_via_backend, volume_group, VolumeBackend, VolumeId, VolumeStats, WindowsPath,
+    impl_group_api, to_backend, volume_group, VolumeBackend, VolumeId, VolumeStats, WindowsPath,
 };
 use crate::capability::Operation as Op;
 use crate::error::Result;
@@ -201,4 +201,4 @@ impl VolumeBackend for FakeHost {
     }
 }
 
-volume_group!(impl_api_via_backend(FakeHost));
+volume_group!(impl_group_api(FakeHost, to_backend));
