@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use backon::BackoffBuilder;
 
-use super::lookout::Lookout;
+use super::lookout::{Lookout, Patience};
 use super::options::CallOptions;
 use crate::adapter::FromConnection;
 use crate::capability::Operation;
 use crate::error::{Error, Result};
 use crate::metrics::CallTimer;
-use crate::negotiate::{is_worth_waiting_for, Pace};
+use crate::negotiate::{Pace, WaitLimit};
 
 /// What a call went through, for its answer when its deadline passes.
 #[derive(Default)]
@@ -50,7 +50,8 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
     /// unprocessed goes once more; one that may have been sent is repeated
     /// only if the operation only reads (or the caller opted in), under
     /// the [`RetryPolicy`](crate::RetryPolicy). Every look and attempt
-    /// after the first waits on the [`Pace`].
+    /// after the first waits on the [`Pace`], the one every wait for the
+    /// proxy follows.
     pub async fn run<T, F, Fut>(
         &self,
         operation: Operation,
@@ -131,28 +132,9 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
                 }
                 progress.last_failure = Some(error);
             }
-            pace.wait().await;
-            let state = self.state();
-            let api = match state.usable() {
-                Some(api) => api.clone(),
-                None => {
-                    // Callers waiting for a proxy that is away share a
-                    // failed look for a moment; one that would be told
-                    // "not served" is told what a look of its own found.
-                    let cool_down = self.behaviour.proxy.worth_waiting();
-                    match self.look(state.generation, cool_down).await {
-                        Ok(()) => {}
-                        Err(error) if self.worth_waiting_for(&error) => continue,
-                        Err(error) => return Err(error),
-                    }
-                    // What the look found, even if it ended already: the
-                    // attempt then fails at once, unsent, with the reason.
-                    match self.state().api() {
-                        Some(api) => api.clone(),
-                        None => continue,
-                    }
-                }
-            };
+            let api = self
+                .wait_until_served(&mut pace, WaitLimit::QUIET, Patience::WhileProxyAway)
+                .await?;
             progress.in_flight = true;
             let result = call(api).await;
             progress.in_flight = false;
@@ -161,13 +143,6 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
                 other => return other,
             }
         }
-    }
-
-    /// Whether a look that failed so is worth waiting for: nothing is
-    /// there, and the proxy as a whole is away (or only just appeared). A
-    /// group missing from a proxy that serves others is answered at once.
-    fn worth_waiting_for(&self, error: &Error) -> bool {
-        is_worth_waiting_for(error) && self.behaviour.proxy.worth_waiting()
     }
 }
 

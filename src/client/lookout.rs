@@ -2,10 +2,14 @@
 //! there is none), the one look for its endpoints in flight, adopting what
 //! a look found (and telling of the change), and following the connection
 //! in use: when it ends, the group is not served until a look finds it
-//! again, which one task per group does in the background.
+//! again, which one task per group does in the background; and waiting
+//! until the group is served ([`Lookout::wait_until_served`]), for
+//! `connect` and for calls.
 //!
-//! Every look, whoever makes it, is paced by [`Pace`]: nothing here looks
-//! or sends twice without waiting, whatever an endpoint does.
+//! Every wait, whoever waits, is the one loop of
+//! [`until_served`](crate::negotiate::until_served), paced by [`Pace`]:
+//! nothing here looks or sends twice without waiting, whatever an endpoint
+//! does.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex as SyncMutex, PoisonError, Weak};
@@ -20,7 +24,10 @@ use crate::adapter::FromConnection;
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
 use crate::metrics::{self, CallSeries, CallVersion, GroupGauges};
-use crate::negotiate::{Connection, Negotiator, Pace, MAX_LOOK_INTERVAL};
+use crate::negotiate::{
+    is_worth_waiting_for, until_served, Connection, Found, GroupReport, Negotiated, Negotiator,
+    Pace, WaitLimit, MAX_LOOK_INTERVAL,
+};
 use crate::retry::RetryPolicy;
 use crate::transport::ProxyChannel;
 use crate::version::ApiVersion;
@@ -47,6 +54,18 @@ const YOUNG: Duration = Duration::from_secs(1);
 /// connection's end. Past it, a group the node lacks while others are
 /// served is [`Error::NotServed`] at once.
 pub(crate) const PIPE_GRACE: Duration = Duration::from_secs(1);
+
+/// How long a wait for a group that is not there goes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Patience {
+    /// A call's: while the proxy as a whole is away (or changed within
+    /// [`PIPE_GRACE`]); a group missing from a proxy that serves others is
+    /// answered at once.
+    WhileProxyAway,
+    /// `connect`'s, for a required group: until its deadline, whatever the
+    /// other groups do.
+    ForRequired,
+}
 
 /// How the client behaves, shared by every group.
 pub(crate) struct Behaviour {
@@ -191,6 +210,8 @@ pub(crate) struct Lookout<A: ?Sized> {
     served_by: ServedBy,
     /// One look at a time; the others share its result.
     looking: Mutex<()>,
+    /// What the last look (or `connect`'s negotiation) tried and found.
+    report: SyncMutex<Option<GroupReport>>,
     /// Changes of the state are made one at a time, each from the one
     /// before, so that generations and events follow each other.
     adopting: SyncMutex<()>,
@@ -223,12 +244,12 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
     /// follows the connection in a task of its own, which stops with it.
     pub fn negotiated(
         group: ApiGroup,
-        outcome: Result<Connection>,
+        negotiated: &Negotiated,
         negotiator: Negotiator,
         behaviour: Arc<Behaviour>,
     ) -> Arc<Self> {
         let quiet = negotiator.for_background(BACKGROUND_CONNECT_TIMEOUT);
-        let presence = presence_of(outcome);
+        let presence = presence_of(negotiated.connection(group));
         let lookout = Arc::new(Self::new(
             group,
             presence,
@@ -236,6 +257,7 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
             ServedBy::CsiProxy,
             behaviour,
         ));
+        lookout.keep_report(negotiated);
         let state = lookout.state();
         lookout.show(&state);
         let changes = lookout.changes.subscribe();
@@ -262,6 +284,7 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
             negotiator,
             served_by,
             looking: Mutex::new(()),
+            report: SyncMutex::new(None),
             adopting: SyncMutex::new(()),
             changes: watch::Sender::new(0),
             behaviour,
@@ -293,13 +316,65 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
         if looked_since || cooling {
             return before.outcome(self.group);
         }
-        let outcome = negotiator
-            .negotiate(&[self.group])
-            .await?
-            .connection(self.group);
+        let negotiated = negotiator.negotiate(&[self.group]).await?;
+        self.keep_report(&negotiated);
+        let outcome = negotiated.connection(self.group);
         let found = outcome.as_ref().map(drop).map_err(Clone::clone);
         self.adopt(presence_of(outcome), |_| true);
         found
+    }
+
+    /// Waits until calls can go to the group, looking for it again (each
+    /// look shared with concurrent waiters) on `pace`, within `limit`, for
+    /// as long as `patience` says. Returns the adapter a look found, even
+    /// if its connection ended since: an attempt on it then fails at once,
+    /// unsent, with the reason.
+    pub async fn wait_until_served(
+        &self,
+        pace: &mut Pace,
+        limit: WaitLimit,
+        patience: Patience,
+    ) -> Result<Arc<A>> {
+        until_served(pace, limit, || async {
+            let state = self.state();
+            if let Some(api) = state.usable() {
+                return Found::Served(api.clone());
+            }
+            // Callers waiting for a proxy that is away share a failed look
+            // for a moment; one that would be told "not served" is told
+            // what a look of its own found.
+            let cool_down =
+                patience == Patience::WhileProxyAway && self.behaviour.proxy.worth_waiting();
+            let error = match self.look(state.generation, cool_down).await {
+                Ok(()) => match self.state().api() {
+                    Some(api) => return Found::Served(api.clone()),
+                    None => Error::NotServed {
+                        group: self.group,
+                        tried: Vec::new(),
+                    },
+                },
+                Err(error) => error,
+            };
+            // Asked after the look, which may have just found the group
+            // gone (a proxy that stops): that starts the grace.
+            let patient = patience == Patience::ForRequired || self.behaviour.proxy.worth_waiting();
+            if is_worth_waiting_for(&error) && patient {
+                Found::Absent {
+                    error,
+                    waiting_for: vec![self.group],
+                }
+            } else {
+                Found::Over(error)
+            }
+        })
+        .await
+    }
+
+    /// Keeps what `negotiated` tried for this group, for the report.
+    fn keep_report(&self, negotiated: &Negotiated) {
+        if let Some(report) = negotiated.report().group(self.group) {
+            *self.report.lock().unwrap_or_else(PoisonError::into_inner) = Some(report.clone());
+        }
     }
 
     /// One look with the `quiet` negotiator: only a group found changes
@@ -456,16 +531,29 @@ async fn follow<A: ?Sized + FromConnection + Send + Sync + 'static>(
             }
             continue;
         }
-        pace.wait().await;
-        let Some(lookout) = lookout.upgrade() else {
+        // Quiet looks until the group is served again (a connection found
+        // here or by a caller, which the top of the loop then follows), or
+        // the client is gone.
+        let found = until_served(&mut pace, WaitLimit::QUIET, || async {
+            let Some(lookout) = lookout.upgrade() else {
+                return Found::Over(());
+            };
+            if lookout.state().served().is_none() {
+                lookout.look_in_background(&quiet).await;
+            }
+            match lookout.state().served() {
+                Some(_) => Found::Served(()),
+                None => Found::Absent {
+                    error: (),
+                    waiting_for: vec![lookout.group],
+                },
+            }
+        })
+        .await;
+        if found.is_err() {
             return;
-        };
-        if lookout.state().usable().is_none() {
-            lookout.look_in_background(&quiet).await;
         }
-        if lookout.state().usable().is_some() {
-            recovering = false;
-        }
+        recovering = false;
     }
 }
 
@@ -480,6 +568,12 @@ pub(crate) trait AnyLookout: Send + Sync {
     fn health(&self) -> super::health::GroupHealth;
     /// Looks for the group's endpoints again now.
     async fn look_again(&self) -> Result<()>;
+    /// `connect`'s wait for a required group: until it is served, or its
+    /// endpoint fails, or `limit` passes.
+    async fn wait_for_required(&self, limit: WaitLimit) -> Result<()>;
+    /// What the last look tried and found; `None` for a backend given
+    /// directly.
+    fn report(&self) -> Option<GroupReport>;
 }
 
 #[async_trait::async_trait]
@@ -523,6 +617,20 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> AnyLookout for Lookout<
             return Ok(());
         }
         self.look(state.generation, false).await
+    }
+
+    async fn wait_for_required(&self, limit: WaitLimit) -> Result<()> {
+        let mut pace = Pace::default();
+        self.wait_until_served(&mut pace, limit, Patience::ForRequired)
+            .await
+            .map(drop)
+    }
+
+    fn report(&self) -> Option<GroupReport> {
+        self.report
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }
 

@@ -7,7 +7,10 @@ mod health;
 mod lookout;
 mod options;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use tokio::sync::broadcast;
@@ -22,7 +25,7 @@ use crate::capability::Operation;
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
 use crate::negotiate::{
-    is_worth_waiting_for, Negotiated, NegotiationReport, Negotiator, VersionPolicy,
+    is_worth_waiting_for, Negotiated, NegotiationReport, Negotiator, VersionPolicy, WaitLimit,
 };
 use crate::retry::RetryPolicy;
 use crate::transport::Transport;
@@ -534,33 +537,22 @@ impl CsiProxyBuilder {
             .filter(|&&g| !host.has(g))
             .copied()
             .collect();
-        let mut negotiated = if wait_for.is_empty() {
-            negotiator.negotiate(&self.groups).await?
-        } else {
-            let wait = self.wait_for_proxy.unwrap_or(DEFAULT_WAIT_FOR_PROXY);
-            negotiator
-                .negotiate_waiting(&self.groups, &wait_for, wait)
-                .await?
-        };
-        // A required group that failed outright is the error; else the
-        // first one still missing.
-        let required: Vec<Result<_>> = wait_for
-            .iter()
-            .map(|&group| negotiated.connection(group))
-            .collect();
-        let failed = required.iter().filter_map(|outcome| outcome.as_ref().err());
-        if let Some(error) = failed.clone().find(|e| !is_worth_waiting_for(e)) {
-            return Err(error.clone());
-        }
-        if let Some(error) = failed.into_iter().next() {
-            return Err(error.clone());
+        let negotiated = negotiator.negotiate(&self.groups).await?;
+        // A required group whose endpoint exists but failed is the answer
+        // at once.
+        let outcomes = wait_for.iter().map(|&g| negotiated.connection(g));
+        if let Some(error) = outcomes
+            .filter_map(Result::err)
+            .find(|e| !is_worth_waiting_for(e))
+        {
+            return Err(error);
         }
         // The host takes the groups the proxy does not serve.
         let host = host.keep(|group| {
             self.groups.contains(&group)
                 && matches!(negotiated.connection(group), Err(e) if is_worth_waiting_for(&e))
         });
-        negotiated.report_mut().served_by_host(&host.groups());
+        let host_groups = host.groups();
         let from_negotiation = FromNegotiation {
             groups: &self.groups,
             negotiated: &negotiated,
@@ -568,9 +560,19 @@ impl CsiProxyBuilder {
             behaviour: &behaviour,
         };
         let groups = Groups::new(&from_negotiation, host, behaviour.clone());
+        // The required groups' lookouts wait for them, together; dropped
+        // on failure, the client's background tasks end with them.
+        let limit = WaitLimit::announced(self.wait_for_proxy.unwrap_or(DEFAULT_WAIT_FOR_PROXY));
+        let waits = wait_for.iter().filter_map(|&g| groups.any(g));
+        all_ok(waits.map(|lookout| lookout.wait_for_required(limit))).await?;
+        let mut report = negotiated.report().clone();
+        // What the waits' looks found, in place of the first look's.
+        let waited = wait_for.iter().filter_map(|&g| groups.any(g)?.report());
+        waited.for_each(|group| report.put(group));
+        report.served_by_host(&host_groups);
         Ok(CsiProxy {
             groups: Arc::new(groups),
-            report: Arc::new(negotiated.report().clone()),
+            report: Arc::new(report),
             options: CallOptions::default(),
         })
     }
@@ -609,6 +611,32 @@ impl CsiProxyBuilder {
     }
 }
 
+/// Runs `waits` together until all are done; the first failure is the
+/// answer, at once (the others are dropped).
+async fn all_ok<F>(waits: impl IntoIterator<Item = F>) -> Result<()>
+where
+    F: Future<Output = Result<()>> + Unpin,
+{
+    let mut waits: Vec<Option<F>> = waits.into_iter().map(Some).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for slot in &mut waits {
+            let Some(wait) = slot else { continue };
+            match Pin::new(wait).poll(cx) {
+                Poll::Ready(Ok(())) => *slot = None,
+                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+                Poll::Pending => pending = true,
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(Ok(()))
+        }
+    })
+    .await
+}
+
 /// Lookouts of the configured groups, from what `connect` negotiated.
 struct FromNegotiation<'a> {
     groups: &'a [ApiGroup],
@@ -630,7 +658,7 @@ impl MakeLookout for FromNegotiation<'_> {
         self.groups.contains(&group).then(|| {
             Lookout::negotiated(
                 group,
-                self.negotiated.connection(group),
+                self.negotiated,
                 self.negotiator.clone(),
                 self.behaviour.clone(),
             )

@@ -12,7 +12,9 @@ use tracing::Instrument;
 
 pub use policy::VersionPolicy;
 pub use report::{Attempt, AttemptOutcome, GroupReport, NegotiationReport};
-pub(crate) use wait::{is_worth_waiting_for, Pace, MAX_LOOK_INTERVAL};
+pub(crate) use wait::{
+    is_worth_waiting_for, until_served, Found, Pace, WaitLimit, MAX_LOOK_INTERVAL,
+};
 
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
@@ -219,11 +221,6 @@ pub struct Negotiated {
 }
 
 impl Negotiated {
-    /// The report, to record which groups the host took.
-    pub(crate) fn report_mut(&mut self) -> &mut NegotiationReport {
-        &mut self.report
-    }
-
     /// What was tried and chosen, per group.
     pub fn report(&self) -> &NegotiationReport {
         &self.report
@@ -252,10 +249,8 @@ impl Negotiated {
             }
         }
         for report in later.report.groups {
-            self.report.groups.retain(|r| r.group != report.group);
-            self.report.groups.push(report);
+            self.report.put(report);
         }
-        self.report.groups.sort_by_key(|r| r.group);
     }
 }
 

@@ -81,6 +81,14 @@ impl NegotiationReport {
         self.group(group).and_then(|r| r.chosen)
     }
 
+    /// Takes `report` in place of what this report says of its group.
+    pub(crate) fn put(&mut self, report: GroupReport) {
+        self.groups.retain(|r| r.group != report.group);
+        self.groups.push(report);
+        // Kept in `ApiGroup::ALL` order.
+        self.groups.sort_by_key(|r| r.group);
+    }
+
     /// Records that the host serves `groups`.
     pub(crate) fn served_by_host(&mut self, groups: &[ApiGroup]) {
         for &group in groups {

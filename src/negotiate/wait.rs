@@ -1,7 +1,10 @@
-//! Waiting for the proxy: the one schedule every look for it follows (the
-//! client's callers, its background task per group, `connect` and
-//! csiproxyctl), and negotiation that waits for groups to be served.
+//! Waiting for the proxy: the one loop every wait for it runs
+//! ([`until_served`]: a call's, `connect`'s, the background task's per
+//! group, and csiproxyctl's through [`Negotiator::negotiate_waiting`]), and
+//! the one schedule its looks follow ([`Pace`]).
 
+use std::future::Future;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::{Negotiated, Negotiator};
@@ -28,14 +31,6 @@ pub(crate) struct Pace {
 }
 
 impl Pace {
-    /// Waits before the next look or attempt.
-    pub async fn wait(&mut self) {
-        let delay = self.next_delay();
-        if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
-        }
-    }
-
     /// The wait before the next look or attempt, counting it.
     pub fn next_delay(&mut self) -> Duration {
         let delay = self.next.unwrap_or(Duration::ZERO);
@@ -61,6 +56,95 @@ pub(crate) fn is_worth_waiting_for(error: &Error) -> bool {
     matches!(error, Error::NotServed { .. })
 }
 
+/// What one look found, for [`until_served`].
+pub(crate) enum Found<T, E = Error> {
+    /// Served: the wait is over.
+    Served(T),
+    /// Not there (yet): worth another look. `error` is the answer if the
+    /// wait ends first; `waiting_for` names the groups, for the log.
+    Absent {
+        error: E,
+        waiting_for: Vec<ApiGroup>,
+    },
+    /// The wait is over, unserved: `Err` is the answer.
+    Over(E),
+}
+
+/// How long [`until_served`] waits, and whether it says so.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WaitLimit {
+    /// `None`: until served (the caller bounds it, or it runs in the
+    /// background).
+    pub deadline: Option<Instant>,
+    /// Logs at info level, at the start and then every 10 s, what it
+    /// waits for: `connect` and csiproxyctl do; a call does not.
+    pub announce: bool,
+}
+
+impl WaitLimit {
+    /// Up to `wait` from now, saying what it waits for.
+    pub fn announced(wait: Duration) -> Self {
+        Self {
+            deadline: Instant::now().checked_add(wait),
+            announce: true,
+        }
+    }
+
+    /// Without a deadline of its own, and quietly.
+    pub const QUIET: Self = Self {
+        deadline: None,
+        announce: false,
+    };
+}
+
+/// Waits until served: the one loop every wait for the proxy runs (a
+/// call's, `connect`'s, csiproxyctl's and the background task's). Before
+/// each `look` it waits on `pace` (nothing before the first look of a
+/// fresh pace), so nobody looks twice without waiting; it stops at the
+/// first [`Found::Served`] or [`Found::Over`], or at the deadline with the
+/// last [`Found::Absent`]'s error.
+pub(crate) async fn until_served<T, E, F, Fut>(
+    pace: &mut Pace,
+    limit: WaitLimit,
+    mut look: F,
+) -> std::result::Result<T, E>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Found<T, E>>,
+{
+    let started = Instant::now();
+    let mut logged: Option<Instant> = None;
+    loop {
+        let delay = pace.next_delay();
+        match limit.deadline {
+            Some(deadline) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                tokio::time::sleep(delay.min(left)).await
+            }
+            None if !delay.is_zero() => tokio::time::sleep(delay).await,
+            None => {}
+        }
+        let (error, waiting_for) = match look().await {
+            Found::Served(found) => return Ok(found),
+            Found::Over(error) => return Err(error),
+            Found::Absent { error, waiting_for } => (error, waiting_for),
+        };
+        if limit.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(error);
+        }
+        if limit.announce && logged.is_none_or(|at| at.elapsed() >= WAIT_LOG_INTERVAL) {
+            let names: Vec<&str> = waiting_for.iter().map(|g| g.as_str()).collect();
+            tracing::info!(
+                waited_s = started.elapsed().as_secs(),
+                limit_s = limit.deadline.map(|d| (d - started).as_secs()),
+                "waiting for CSI Proxy to serve {}",
+                names.join(", ")
+            );
+            logged = Some(Instant::now());
+        }
+    }
+}
+
 impl Negotiator {
     /// Negotiates `groups`, then waits for the proxy: while a group of
     /// `required` is not served (with `required` empty, while none of
@@ -78,31 +162,43 @@ impl Negotiator {
         required: &[ApiGroup],
         wait: Duration,
     ) -> Result<Negotiated> {
-        let started = Instant::now();
-        let mut negotiated = self.negotiate(groups).await?;
-        let mut pace = Pace::default();
-        pace.next_delay(); // the first look was the one above
-        let mut logged: Option<Instant> = None;
-        loop {
-            let missing = still_missing(&negotiated, groups, required);
-            let left = wait.saturating_sub(started.elapsed());
-            if missing.is_empty() || left.is_zero() {
-                return Ok(negotiated);
+        // What the looks found so far, and the groups still missing.
+        let so_far = Mutex::new((Negotiated::default(), groups.to_vec()));
+        let waited = until_served(&mut Pace::default(), WaitLimit::announced(wait), || async {
+            let missing = lock(&so_far).1.clone();
+            let found = match self.negotiate(&missing).await {
+                Ok(found) => found,
+                Err(error) => return Found::Over(error),
+            };
+            let (negotiated, missing) = &mut *lock(&so_far);
+            negotiated.merge(found);
+            *missing = still_missing(negotiated, groups, required);
+            match missing.first() {
+                None => Found::Served(()),
+                // At the deadline the caller reads each group's outcome
+                // from what was found, not this error.
+                Some(&group) => Found::Absent {
+                    error: Error::NotServed {
+                        group,
+                        tried: Vec::new(),
+                    },
+                    waiting_for: missing.clone(),
+                },
             }
-            if logged.is_none_or(|at| at.elapsed() >= WAIT_LOG_INTERVAL) {
-                let waiting_for: Vec<&str> = missing.iter().map(|g| g.as_str()).collect();
-                tracing::info!(
-                    waited_s = started.elapsed().as_secs(),
-                    limit_s = wait.as_secs(),
-                    "waiting for CSI Proxy to serve {}",
-                    waiting_for.join(", ")
-                );
-                logged = Some(Instant::now());
-            }
-            tokio::time::sleep(pace.next_delay().min(left)).await;
-            negotiated.merge(self.negotiate(&missing).await?);
+        })
+        .await;
+        match waited {
+            Err(error) if !is_worth_waiting_for(&error) => Err(error),
+            _ => Ok(so_far
+                .into_inner()
+                .unwrap_or_else(PoisonError::into_inner)
+                .0),
         }
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The groups to look for again: those of `required` that are absent
