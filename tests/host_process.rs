@@ -55,6 +55,8 @@ async fn automatic_is_csi_proxy_alone_where_the_build_lacks_the_host() {
 mod on_windows {
     use std::time::Duration;
 
+    use csi_proxy_client::{Operation, SmbRemotePath};
+
     use super::*;
     use csi_proxy_client::WindowsPath;
 
@@ -66,13 +68,13 @@ mod on_windows {
     }
 
     #[tokio::test]
-    async fn the_host_serves_filesystem_and_system_through_the_same_handles() {
+    async fn the_host_serves_filesystem_smb_and_system_through_the_same_handles() {
         let proxy = CsiProxy::builder()
             .backend(Backend::Host)
             .connect()
             .await
             .unwrap();
-        for group in [ApiGroup::Filesystem, ApiGroup::System] {
+        for group in [ApiGroup::Filesystem, ApiGroup::Smb, ApiGroup::System] {
             let report = proxy.report().group(group).unwrap();
             assert_eq!(report.served_by, Some(ServedBy::Host));
             let health = proxy.health();
@@ -101,6 +103,17 @@ mod on_windows {
             .await
             .unwrap();
         assert_eq!(spooler.display_name, "Print Spooler");
+
+        // SMB goes to the host's WMI for real: Wine has no SMB provider, and
+        // a Windows host without this mapping has nothing to remove. Either
+        // way, a host error of that operation, never a panic or a success.
+        let share = SmbRemotePath::new(r"\\csi-host-test\share").unwrap();
+        match proxy.smb().unwrap().remove_smb_global_mapping(&share).await {
+            Err(Error::Host { operation, .. }) => {
+                assert_eq!(operation, Operation::RemoveSmbGlobalMapping)
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[tokio::test]
@@ -135,6 +148,7 @@ mod on_windows {
         let by = |g| proxy.report().group(g).unwrap().served_by;
         assert_eq!(by(ApiGroup::Disk), Some(ServedBy::CsiProxy));
         assert_eq!(by(ApiGroup::Filesystem), Some(ServedBy::Host));
+        assert_eq!(by(ApiGroup::Smb), Some(ServedBy::Host));
         assert_eq!(by(ApiGroup::System), Some(ServedBy::Host));
         assert_eq!(by(ApiGroup::Volume), None);
         assert_eq!(proxy.version(ApiGroup::Disk), Some(V::V1));

@@ -26,6 +26,8 @@ pub(crate) use filesystem::{filesystem_group, FilesystemBackend};
 pub(crate) use iscsi::{iscsi_group, IscsiBackend};
 pub use iscsi::{IscsiApi, IscsiAuth, TargetPortal, DEFAULT_ISCSI_PORT};
 pub use path::{WindowsPath, MAX_PATH};
+#[cfg(any(feature = "testing", all(windows, feature = "host-process")))]
+pub(crate) use smb::share_root;
 pub(crate) use smb::{smb_group, SmbBackend};
 pub use smb::{SmbApi, SmbMapping, SmbRemotePath};
 pub(crate) use system::{system_group, SystemBackend};

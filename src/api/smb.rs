@@ -45,6 +45,17 @@ impl SmbRemotePath {
     }
 }
 
+/// The share's root, `\\server\share`, lower-cased, of a remote path
+/// that starts so: what CSI Proxy maps (and looks up, and removes),
+/// whatever folder below it the path names.
+#[cfg(any(feature = "testing", all(windows, feature = "host-process")))]
+pub(crate) fn share_root(remote: &str) -> Option<String> {
+    let rest = remote.strip_prefix("\\\\")?;
+    let mut parts = rest.split('\\');
+    let (server, share) = (parts.next()?, parts.next()?);
+    Some(format!("\\\\{server}\\{share}").to_lowercase())
+}
+
 impl fmt::Debug for SmbRemotePath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&self.0, f)

@@ -13,26 +13,40 @@
 mod filesystem;
 mod links;
 mod on_host;
+mod smb;
 mod system;
+mod wmi;
 
 use std::sync::Arc;
 
-use crate::api::{FilesystemApi, SystemApi};
+use crate::api::{FilesystemApi, SmbApi, SystemApi};
 
 use links::OsLinks;
 
 /// The groups the host backend serves, over the real host.
 pub(crate) struct HostGroups {
     pub filesystem: Arc<dyn FilesystemApi>,
+    pub smb: Arc<dyn SmbApi>,
     pub system: Arc<dyn SystemApi>,
 }
 
 impl HostGroups {
-    /// The host's groups; filesystem paths must lie under `working_dirs`.
+    /// The host's groups; local paths must lie under `working_dirs`.
     pub fn new(working_dirs: Vec<String>) -> Self {
+        let wmi = Arc::new(wmi::OsWmi);
+        let reachable = Arc::new(smb::share_answers);
         Self {
-            filesystem: Arc::new(filesystem::HostFilesystem::new(working_dirs, OsLinks)),
-            system: Arc::new(system::HostSystem),
+            filesystem: Arc::new(filesystem::HostFilesystem::new(
+                working_dirs.clone(),
+                OsLinks,
+            )),
+            smb: Arc::new(smb::HostSmb::new(
+                wmi.clone(),
+                Arc::new(OsLinks),
+                working_dirs,
+                reachable,
+            )),
+            system: Arc::new(system::HostSystem::new(wmi)),
         }
     }
 }

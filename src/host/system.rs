@@ -1,7 +1,7 @@
 //! The system group on the host: the BIOS serial number from WMI's
 //! `Win32_BIOS`, and services through the service control manager.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -16,6 +16,7 @@ use windows::Win32::System::Services::{
 };
 
 use super::on_host::{host_error, on_host, win32_code, windows_error};
+use super::wmi::{wmi_error, Wmi, WmiObject, WmiValue};
 use crate::api::{
     check_name, impl_group_api, system_group, to_backend, ServiceInfo, ServiceStatus, StartType,
     SystemBackend,
@@ -33,16 +34,25 @@ const ERROR_SERVICE_ALREADY_RUNNING: i32 = 1056;
 const ERROR_SERVICE_NOT_ACTIVE: i32 = 1062;
 
 /// The system group, served by the host.
-pub(crate) struct HostSystem;
+pub(crate) struct HostSystem {
+    wmi: Arc<dyn Wmi>,
+}
+
+impl HostSystem {
+    /// The group, with the BIOS read through `wmi`.
+    pub fn new(wmi: Arc<dyn Wmi>) -> Self {
+        Self { wmi }
+    }
+}
 
 #[async_trait]
 impl SystemBackend for HostSystem {
     async fn get_bios_serial_number(&self) -> Result<String> {
         let op = Op::GetBiosSerialNumber;
+        let wmi = self.wmi.clone();
         on_host(op, move || {
-            let wmi = wmi::WMIConnection::new().map_err(|e| wmi_error(op, e))?;
-            let rows: Vec<HashMap<String, wmi::Variant>> = wmi
-                .raw_query("SELECT SerialNumber FROM Win32_BIOS")
+            let rows = wmi
+                .query(r"ROOT\CIMV2", "SELECT SerialNumber FROM Win32_BIOS")
                 .map_err(|e| wmi_error(op, e))?;
             serial_number(rows)
         })
@@ -105,13 +115,13 @@ impl SystemBackend for HostSystem {
 system_group!(impl_group_api(HostSystem, to_backend));
 
 /// The serial number of the first `Win32_BIOS` row.
-fn serial_number(rows: Vec<HashMap<String, wmi::Variant>>) -> Result<String> {
+fn serial_number(rows: Vec<WmiObject>) -> Result<String> {
     let op = Op::GetBiosSerialNumber;
     let row = rows.into_iter().next();
     match row.as_ref().and_then(|r| r.get("SerialNumber")) {
-        Some(wmi::Variant::String(serial)) => Ok(serial.clone()),
+        Some(WmiValue::String(serial)) => Ok(serial.clone()),
         // The class documents a null serial number as possible.
-        Some(wmi::Variant::Null | wmi::Variant::Empty) => Ok(String::new()),
+        Some(WmiValue::Null) => Ok(String::new()),
         Some(other) => Err(host_error(
             op,
             format!("Win32_BIOS.SerialNumber is not a string: {other:?}"),
@@ -119,14 +129,6 @@ fn serial_number(rows: Vec<HashMap<String, wmi::Variant>>) -> Result<String> {
         )),
         None => Err(host_error(op, "WMI has no Win32_BIOS instance", None)),
     }
-}
-
-fn wmi_error(operation: Op, error: wmi::WMIError) -> crate::Error {
-    let code = match &error {
-        wmi::WMIError::HResultError { hres } => Some(*hres),
-        _ => None,
-    };
-    host_error(operation, format!("WMI: {error}"), code)
 }
 
 /// The service's status as the API names it.

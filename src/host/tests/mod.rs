@@ -1,15 +1,20 @@
 //! The host backend on a Windows host (Wine, in CI): the conformance
 //! suite for the filesystem and system groups, with links through a seam
-//! where the host cannot make them, and the working-directory guard.
+//! where the host cannot make them, and the working-directory guard; the
+//! groups served through WMI against recorded objects (`recorded`, `smb`).
+
+mod recorded;
+mod smb;
 
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::filesystem::HostFilesystem;
 use super::links::{Entry, Links, OsLinks};
 use super::system::HostSystem;
+use super::wmi::OsWmi;
 use crate::api::{FilesystemApi, SystemApi, WindowsPath};
 use crate::capability::Operation;
 use crate::testing::conformance::{self, FilesystemFixture, ServiceFixture, SystemFixture};
@@ -20,7 +25,7 @@ use crate::Error;
 /// the suite's link steps run on where the host makes no links (Wine).
 /// Everything else goes to the host.
 #[derive(Default)]
-struct LinksInMemory {
+pub(super) struct LinksInMemory {
     links: Mutex<BTreeMap<String, PathBuf>>,
 }
 
@@ -55,8 +60,13 @@ impl Links for LinksInMemory {
     }
 }
 
+/// The system group over the host's own WMI.
+fn system() -> HostSystem {
+    HostSystem::new(Arc::new(OsWmi))
+}
+
 /// A fresh, empty directory under the kubelet directory.
-fn fresh_root(name: &str) -> WindowsPath {
+pub(super) fn fresh_root(name: &str) -> WindowsPath {
     let root = format!(r"{KUBELET_DIR}\host-{name}-{}", std::process::id());
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).unwrap();
@@ -129,7 +139,7 @@ async fn a_host_failure_carries_the_windows_error_code() {
         Err(Error::Host { os_code, .. }) => assert!(matches!(os_code, Some(2 | 3)), "{os_code:?}"),
         other => panic!("{other:?}"),
     }
-    match HostSystem.get_service("csi-host-no-such-service").await {
+    match system().get_service("csi-host-no-such-service").await {
         // ERROR_SERVICE_DOES_NOT_EXIST.
         Err(Error::Host { os_code, .. }) => assert_eq!(os_code, Some(1060)),
         other => panic!("{other:?}"),
@@ -139,7 +149,7 @@ async fn a_host_failure_carries_the_windows_error_code() {
 
 #[tokio::test]
 async fn an_invalid_service_name_is_refused_before_the_host_is_asked() {
-    match HostSystem.start_service("").await {
+    match system().start_service("").await {
         Err(Error::InvalidArgument { what, .. }) => assert_eq!(what, "service name"),
         other => panic!("{other:?}"),
     }
@@ -169,7 +179,7 @@ fn wmic_bios_serial_number() -> String {
 async fn the_system_group_passes_the_conformance_suite() {
     // The print spooler: a service every Windows host (and Wine) has,
     // which stops and starts on request.
-    HostSystem.start_service("Spooler").await.unwrap();
+    system().start_service("Spooler").await.unwrap();
     let fixture = SystemFixture {
         bios_serial_number: wmic_bios_serial_number(),
         service: ServiceFixture {
@@ -177,7 +187,7 @@ async fn the_system_group_passes_the_conformance_suite() {
             display_name: "Print Spooler".into(),
         },
     };
-    let report = conformance::system(&HostSystem, &fixture).await.unwrap();
+    let report = conformance::system(&system(), &fixture).await.unwrap();
     assert!(report.unsupported.is_empty(), "{report:?}");
     assert_eq!(report.succeeded.len(), 4, "{report:?}");
 }

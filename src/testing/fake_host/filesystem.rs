@@ -26,8 +26,7 @@ impl HostState {
         let mut current = path.to_owned();
         for _ in 0..32 {
             if current.starts_with("\\\\") {
-                return self
-                    .smb_root(&current)
+                return crate::api::share_root(&current)
                     .is_some_and(|root| self.smb_mappings.get(&root).is_some_and(|m| m.valid));
             }
             match self.tree.get(&current) {

@@ -2,21 +2,13 @@
 
 use async_trait::async_trait;
 
-use super::state::{HostState, PathEntry, SmbMappingState};
+use super::state::{PathEntry, SmbMappingState};
 use super::{host_error, FakeHost};
-use crate::api::{impl_group_api, smb_group, to_backend, SmbBackend, SmbMapping, SmbRemotePath};
+use crate::api::{
+    impl_group_api, share_root, smb_group, to_backend, SmbBackend, SmbMapping, SmbRemotePath,
+};
 use crate::capability::Operation as Op;
 use crate::error::Result;
-
-impl HostState {
-    /// `\\server\share`, lower-cased, of a remote path.
-    pub(super) fn smb_root(&self, remote: &str) -> Option<String> {
-        let rest = remote.strip_prefix("\\\\")?;
-        let mut parts = rest.split('\\');
-        let (server, share) = (parts.next()?, parts.next()?);
-        Some(format!("\\\\{server}\\{share}").to_lowercase())
-    }
-}
 
 #[async_trait]
 impl SmbBackend for FakeHost {
@@ -24,8 +16,7 @@ impl SmbBackend for FakeHost {
         let op = Op::NewSmbGlobalMapping;
         let mut state = self.state();
         let remote = mapping.remote_path.as_str();
-        let root = state
-            .smb_root(remote)
+        let root = share_root(remote)
             .ok_or_else(|| host_error(op, format!("{remote} is not a share path")))?;
         // A usable mapping is kept as it is, credentials unchecked; one that
         // went bad is removed and made again.
@@ -66,8 +57,7 @@ impl SmbBackend for FakeHost {
     async fn remove_smb_global_mapping(&self, remote_path: &SmbRemotePath) -> Result<()> {
         let op = Op::RemoveSmbGlobalMapping;
         let mut state = self.state();
-        let root = state
-            .smb_root(remote_path.as_str())
+        let root = share_root(remote_path.as_str())
             .ok_or_else(|| host_error(op, format!("{remote_path} is not a share path")))?;
         match state.smb_mappings.remove(&root) {
             Some(_) => Ok(()),

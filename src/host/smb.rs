@@ -1,0 +1,219 @@
+//! The SMB group on the host: global mappings through WMI's
+//! `MSFT_SmbGlobalMapping` (namespace `Root\Microsoft\Windows\SMB`), as
+//! CSI Proxy's host layer makes them since it left PowerShell, and the
+//! local path as a directory symbolic link to the remote path.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::links::{Entry, Links};
+use super::on_host::{host_error, io_error, on_host};
+use super::wmi::{
+    check_return, string, unsigned, wmi_error, wql_string, Wmi, WmiObject, WmiValue, PATH,
+};
+use crate::api::{
+    impl_group_api, share_root, smb_group, to_backend, SmbBackend, SmbMapping, SmbRemotePath,
+};
+use crate::capability::Operation as Op;
+use crate::error::Result;
+
+const NAMESPACE: &str = r"Root\Microsoft\Windows\SMB";
+const CLASS: &str = "MSFT_SmbGlobalMapping";
+
+/// The `Status` of a mapping that works ("OK"). The others, 1 to 6, are
+/// paused, disconnected, network error, connecting, reconnecting and
+/// unavailable.
+const STATUS_OK: u64 = 0;
+
+/// Whether the share's root answers: a mapping whose status is OK may
+/// still hold credentials that no longer work (a rotated password).
+pub(crate) type Reachable = dyn Fn(&Path) -> bool + Send + Sync;
+
+/// The SMB group, served by the host.
+pub(crate) struct HostSmb {
+    wmi: Arc<dyn Wmi>,
+    links: Arc<dyn Links>,
+    working_dirs: Arc<[String]>,
+    reachable: Arc<Reachable>,
+}
+
+impl HostSmb {
+    /// The group over `wmi` and `links`; local paths must lie under
+    /// `working_dirs`.
+    pub fn new(
+        wmi: Arc<dyn Wmi>,
+        links: Arc<dyn Links>,
+        working_dirs: Vec<String>,
+        reachable: Arc<Reachable>,
+    ) -> Self {
+        Self {
+            wmi,
+            links,
+            working_dirs: working_dirs.into(),
+            reachable,
+        }
+    }
+}
+
+/// Whether `root` answers on this host, as the proxy decides it: the path
+/// is there (`GetFileAttributesW` through `std`). A failure other than
+/// "not found" is logged, and counts as not answering.
+pub(crate) fn share_answers(root: &Path) -> bool {
+    match std::fs::metadata(root) {
+        Ok(_) => true,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => false,
+        Err(error) => {
+            tracing::warn!(share = %root.display(), %error, "the SMB share does not answer");
+            false
+        }
+    }
+}
+
+/// The share's root of `remote`.
+fn root_of(op: Op, remote: &SmbRemotePath) -> Result<String> {
+    share_root(remote.as_str())
+        .ok_or_else(|| host_error(op, format!("{remote} is not a share path"), None))
+}
+
+/// The global mapping of `root`, if there is one.
+fn find_mapping(wmi: &dyn Wmi, op: Op, root: &str) -> Result<Option<WmiObject>> {
+    let query = format!(
+        "SELECT * FROM {CLASS} WHERE RemotePath = {}",
+        wql_string(root)
+    );
+    let found = wmi.query(NAMESPACE, &query).map_err(|e| wmi_error(op, e))?;
+    Ok(found.into_iter().next())
+}
+
+/// Whether `mapping` can be used as it is: its status is OK and its share
+/// answers.
+fn is_usable(mapping: &WmiObject, root: &str, reachable: &Reachable) -> bool {
+    let status = mapping.get("Status").and_then(unsigned);
+    status == Some(STATUS_OK) && reachable(Path::new(root))
+}
+
+/// Removes `mapping`, even while files on it are open (`Force`).
+fn remove(wmi: &dyn Wmi, op: Op, mapping: &WmiObject) -> Result<()> {
+    let path = string(mapping, PATH)
+        .ok_or_else(|| host_error(op, format!("WMI gave a {CLASS} without a path"), None))?;
+    let params = vec![("Force", WmiValue::Bool(true))];
+    let output =
+        (wmi.call(NAMESPACE, CLASS, path, "Remove", params)).map_err(|e| wmi_error(op, e))?;
+    check_return(op, &format!("{CLASS}.Remove"), &output)
+}
+
+/// Creates the global mapping of `root` with the caller's credentials,
+/// requiring encryption (as CSI Proxy does by default).
+fn create(wmi: &dyn Wmi, op: Op, root: &str, mapping: &SmbMapping) -> Result<()> {
+    // The user name is never empty here (`SmbMapping::validate`).
+    let credential = credential(&mapping.username, mapping.password.expose());
+    let params = vec![
+        ("RemotePath", WmiValue::String(root.to_owned())),
+        ("RequirePrivacy", WmiValue::Bool(true)),
+        ("Credential", WmiValue::String(credential)),
+    ];
+    let output =
+        (wmi.call(NAMESPACE, CLASS, CLASS, "Create", params)).map_err(|e| wmi_error(op, e))?;
+    check_return(op, &format!("{CLASS}.Create of {root}"), &output)
+}
+
+/// The credential as the method takes it in a string: the user name with
+/// `\` and `:` escaped by a backslash, a `:`, then the password.
+fn credential(username: &str, password: &str) -> String {
+    let mut credential = String::with_capacity(username.len() + password.len() + 2);
+    for c in username.chars() {
+        if matches!(c, '\\' | ':') {
+            credential.push('\\');
+        }
+        credential.push(c);
+    }
+    credential.push(':');
+    credential.push_str(password);
+    credential
+}
+
+#[async_trait]
+impl SmbBackend for HostSmb {
+    /// A usable mapping is kept (credentials unchecked); one whose status
+    /// is not OK, or whose share does not answer, is removed and made
+    /// again. The local path is checked after the mapping, as the proxy
+    /// does.
+    async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
+        let op = Op::NewSmbGlobalMapping;
+        mapping.validate()?;
+        let mapping = mapping.clone();
+        let root = root_of(op, &mapping.remote_path)?;
+        let (wmi, links, reachable) =
+            (self.wmi.clone(), self.links.clone(), self.reachable.clone());
+        let working_dirs = self.working_dirs.clone();
+        on_host(op, move || {
+            let remote = mapping.remote_path.as_str();
+            let existing = find_mapping(&*wmi, op, &root)?;
+            let usable = existing
+                .as_ref()
+                .is_some_and(|m| is_usable(m, &root, &*reachable));
+            if !usable {
+                if let Some(stale) = &existing {
+                    remove(&*wmi, op, stale)?;
+                }
+                create(&*wmi, op, &root, &mapping)?;
+            }
+            let Some(local) = &mapping.local_path else {
+                return Ok(());
+            };
+            crate::working_dirs::check(&working_dirs, op, local)?;
+            let link = Path::new(local.as_str());
+            match links.entry(link).map_err(|e| io_error(op, local, e))? {
+                Entry::Missing => {}
+                _ => {
+                    return Err(host_error(
+                        op,
+                        format!("creating link {local} to {remote} failed: {local} exists"),
+                        None,
+                    ))
+                }
+            }
+            // The link leads into the share's folder, so it ends with `\`.
+            let target = format!("{}\\", remote.trim_end_matches('\\'));
+            links
+                .create_dir_link(Path::new(&target), link)
+                .map_err(|e| io_error(op, format!("creating link {local} to {target}"), e))
+        })
+        .await
+    }
+
+    /// Removes the mapping of the share that holds `remote_path`; its
+    /// local link, if any, is left (as the proxy leaves it).
+    async fn remove_smb_global_mapping(&self, remote_path: &SmbRemotePath) -> Result<()> {
+        let op = Op::RemoveSmbGlobalMapping;
+        let root = root_of(op, remote_path)?;
+        let wmi = self.wmi.clone();
+        on_host(op, move || match find_mapping(&*wmi, op, &root)? {
+            Some(mapping) => remove(&*wmi, op, &mapping),
+            None => Err(host_error(
+                op,
+                format!("{root}: no global mapping exists"),
+                None,
+            )),
+        })
+        .await
+    }
+}
+
+smb_group!(impl_group_api(HostSmb, to_backend));
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_credential_escapes_the_user_name_only() {
+        assert_eq!(credential("user", "p:w\\d"), "user:p:w\\d");
+        assert_eq!(
+            credential(r"DOMAIN\user:x", "secret"),
+            r"DOMAIN\\user\:x:secret"
+        );
+    }
+}

@@ -1,0 +1,215 @@
+//! The seam between the groups served through WMI and WMI itself.
+//!
+//! All a group asks of WMI is a query, or a method call, in a namespace.
+//! [`OsWmi`] does them through the `wmi` crate; the tests answer them from
+//! recorded objects shaped as Microsoft documents each class, and check
+//! the queries and calls made. What a group makes of the answers (status
+//! codes, return values, missing objects) is therefore tested without a
+//! Windows storage stack.
+
+use std::collections::BTreeMap;
+
+use wmi::{Variant, WMIConnection, WMIError};
+
+use super::on_host::host_error;
+use crate::capability::Operation;
+use crate::error::{Error, Result};
+
+/// A WMI object: its properties by name. Objects a query returns also
+/// carry their path, as `__PATH`, for instance methods.
+pub(crate) type WmiObject = BTreeMap<String, WmiValue>;
+
+/// A property's or a parameter's value. The seam's own type: the `wmi`
+/// crate's `Variant` may hold COM pointers, which stay on the thread that
+/// made the request.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum WmiValue {
+    Null,
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    Real(f64),
+    String(String),
+    Array(Vec<WmiValue>),
+    /// An embedded object or an interface, which no group reads: its
+    /// description.
+    Other(String),
+}
+
+impl From<Variant> for WmiValue {
+    fn from(value: Variant) -> Self {
+        match value {
+            Variant::Empty | Variant::Null => Self::Null,
+            Variant::Bool(v) => Self::Bool(v),
+            Variant::I1(v) => Self::Int(v.into()),
+            Variant::I2(v) => Self::Int(v.into()),
+            Variant::I4(v) => Self::Int(v.into()),
+            Variant::I8(v) => Self::Int(v),
+            Variant::UI1(v) => Self::UInt(v.into()),
+            Variant::UI2(v) => Self::UInt(v.into()),
+            Variant::UI4(v) => Self::UInt(v.into()),
+            Variant::UI8(v) => Self::UInt(v),
+            Variant::R4(v) => Self::Real(v.into()),
+            Variant::R8(v) => Self::Real(v),
+            Variant::String(v) => Self::String(v),
+            Variant::Array(items) => Self::Array(items.into_iter().map(Self::from).collect()),
+            other => Self::Other(format!("{other:?}")),
+        }
+    }
+}
+
+impl From<WmiValue> for Variant {
+    fn from(value: WmiValue) -> Self {
+        match value {
+            WmiValue::Null => Variant::Null,
+            WmiValue::Bool(v) => Variant::Bool(v),
+            WmiValue::Int(v) => Variant::I8(v),
+            WmiValue::UInt(v) => Variant::UI8(v),
+            WmiValue::Real(v) => Variant::R8(v),
+            WmiValue::String(v) | WmiValue::Other(v) => Variant::String(v),
+            WmiValue::Array(items) => {
+                Variant::Array(items.into_iter().map(Variant::from).collect())
+            }
+        }
+    }
+}
+
+/// The name under which a query's objects carry their path.
+pub(crate) const PATH: &str = "__PATH";
+
+/// What the groups ask of WMI.
+pub(crate) trait Wmi: Send + Sync + 'static {
+    /// The objects that the WQL `query` selects in `namespace`.
+    fn query(&self, namespace: &str, query: &str) -> std::result::Result<Vec<WmiObject>, WMIError>;
+
+    /// Calls `method` of `class` on `target` (the class itself for a
+    /// static method, an instance's `__PATH` otherwise) with `params`;
+    /// returns the output parameters, `ReturnValue` among them. `params`
+    /// may hold secrets: an implementation never logs them, nor puts them
+    /// in an error.
+    fn call(
+        &self,
+        namespace: &str,
+        class: &str,
+        target: &str,
+        method: &str,
+        params: Vec<(&'static str, WmiValue)>,
+    ) -> std::result::Result<WmiObject, WMIError>;
+}
+
+/// The host's WMI, one connection per request (each runs on a blocking
+/// thread of its own; the `wmi` crate sets COM up for it).
+pub(crate) struct OsWmi;
+
+impl Wmi for OsWmi {
+    fn query(&self, namespace: &str, query: &str) -> std::result::Result<Vec<WmiObject>, WMIError> {
+        let connection = WMIConnection::with_namespace_path(namespace)?;
+        let mut objects = Vec::new();
+        for object in connection.exec_query(query)? {
+            let object = object?;
+            let mut properties = WmiObject::new();
+            for name in object.list_properties()? {
+                let value = object.get_property(&name)?;
+                properties.insert(name, value.into());
+            }
+            // A query of some properties only gives objects no path.
+            if let Ok(Variant::String(path)) = object.get_property(PATH) {
+                properties.insert(PATH.to_owned(), WmiValue::String(path));
+            }
+            objects.push(properties);
+        }
+        Ok(objects)
+    }
+
+    fn call(
+        &self,
+        namespace: &str,
+        class: &str,
+        target: &str,
+        method: &str,
+        params: Vec<(&'static str, WmiValue)>,
+    ) -> std::result::Result<WmiObject, WMIError> {
+        let connection = WMIConnection::with_namespace_path(namespace)?;
+        let signature = connection.get_object(class)?.get_method(method)?;
+        let input = match signature {
+            Some(signature) => {
+                let input = signature.spawn_instance()?;
+                for (name, value) in params {
+                    input.put_property(name, Variant::from(value))?;
+                }
+                Some(input)
+            }
+            None => None,
+        };
+        let mut output = WmiObject::new();
+        if let Some(out) = connection.exec_method(target, method, input.as_ref())? {
+            for name in out.list_properties()? {
+                let value = out.get_property(&name)?;
+                output.insert(name, value.into());
+            }
+        }
+        Ok(output)
+    }
+}
+
+/// A WMI failure of `operation`, with its `HRESULT` when there is one.
+pub(crate) fn wmi_error(operation: Operation, error: WMIError) -> Error {
+    let code = match &error {
+        WMIError::HResultError { hres } => Some(*hres),
+        _ => None,
+    };
+    host_error(operation, format!("WMI: {error}"), code)
+}
+
+/// `value` as a WQL string literal: quoted, with `\` and `'` escaped by a
+/// backslash, WQL's escape character.
+pub(crate) fn wql_string(value: &str) -> String {
+    let mut literal = String::with_capacity(value.len() + 2);
+    literal.push('\'');
+    for c in value.chars() {
+        if matches!(c, '\\' | '\'') {
+            literal.push('\\');
+        }
+        literal.push(c);
+    }
+    literal.push('\'');
+    literal
+}
+
+/// The `ReturnValue` of a method's output: `0` is success; any other value
+/// fails `operation` with that code.
+pub(crate) fn check_return(operation: Operation, call: &str, output: &WmiObject) -> Result<()> {
+    match output.get("ReturnValue").map(unsigned) {
+        Some(Some(0)) => Ok(()),
+        Some(Some(code)) => Err(host_error(
+            operation,
+            format!("{call} failed with return value {code}"),
+            i32::try_from(code).ok(),
+        )),
+        Some(None) | None => Err(host_error(
+            operation,
+            format!(
+                "{call} returned no ReturnValue: {:?}",
+                output.get("ReturnValue")
+            ),
+            None,
+        )),
+    }
+}
+
+/// A WMI integer, if `value` is one that is not negative.
+pub(crate) fn unsigned(value: &WmiValue) -> Option<u64> {
+    match *value {
+        WmiValue::UInt(v) => Some(v),
+        WmiValue::Int(v) => u64::try_from(v).ok(),
+        _ => None,
+    }
+}
+
+/// The string property `name` of `object`, if it is one.
+pub(crate) fn string<'a>(object: &'a WmiObject, name: &str) -> Option<&'a str> {
+    match object.get(name) {
+        Some(WmiValue::String(value)) => Some(value),
+        _ => None,
+    }
+}
