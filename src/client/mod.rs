@@ -1,6 +1,7 @@
 //! The facade: connect once, get a handle per group.
 
 mod backend;
+mod behaviour;
 mod call;
 mod handles;
 mod health;
@@ -32,8 +33,9 @@ use crate::transport::Transport;
 use crate::version::ApiVersion;
 use crate::working_dirs::KUBELET_DIR;
 use backend::{host_backends, this_process_has_host_access};
+use behaviour::Behaviour;
 use handles::Handle;
-use lookout::{AnyLookout, Behaviour, Lookout};
+use lookout::{AnyLookout, Lookout};
 use options::Deadlines;
 
 /// A connection to CSI Proxy: one negotiated handle per API group.

@@ -11,24 +11,25 @@
 //! nothing here looks or sends twice without waiting, whatever an endpoint
 //! does.
 
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex as SyncMutex, PoisonError, Weak};
+mod follow;
+
+use std::sync::{Arc, Mutex as SyncMutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use arc_swap::ArcSwap;
-use tokio::sync::{broadcast, watch, Mutex};
+use tokio::sync::{watch, Mutex};
 
+use super::behaviour::Behaviour;
 use super::health::ServedBy;
-use super::options::{Deadlines, VersionChange};
+use super::options::VersionChange;
 use crate::adapter::FromConnection;
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
 use crate::metrics::{self, CallSeries, CallVersion, GroupGauges};
 use crate::negotiate::{
     is_worth_waiting_for, until_served, Connection, Found, GroupReport, Negotiated, Negotiator,
-    Pace, WaitLimit, MAX_LOOK_INTERVAL,
+    Pace, WaitLimit,
 };
-use crate::retry::RetryPolicy;
 use crate::transport::ProxyChannel;
 use crate::version::ApiVersion;
 
@@ -46,81 +47,16 @@ const BACKGROUND_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// every connection at once would otherwise be reconnected to in a loop).
 const YOUNG: Duration = Duration::from_secs(1);
 
-/// How long after the proxy changed (one of the client's groups was found,
-/// or its connection ended) a group it does not serve is still waited for:
-/// CSI Proxy creates its pipes one after the other when it starts, and
-/// drops them together when it stops, all within milliseconds; a second
-/// leaves room for a loaded node and for the client to notice every
-/// connection's end. Past it, a group the node lacks while others are
-/// served is [`Error::NotServed`] at once.
-pub(crate) const PIPE_GRACE: Duration = Duration::from_secs(1);
-
 /// How long a wait for a group that is not there goes on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Patience {
     /// A call's: while the proxy as a whole is away (or changed within
-    /// [`PIPE_GRACE`]); a group missing from a proxy that serves others is
+    /// [`PIPE_GRACE`](super::behaviour::PIPE_GRACE)); a group missing from a proxy that serves others is
     /// answered at once.
     WhileProxyAway,
     /// `connect`'s, for a required group: until its deadline, whatever the
     /// other groups do.
     ForRequired,
-}
-
-/// How the client behaves, shared by every group.
-pub(crate) struct Behaviour {
-    pub deadlines: Deadlines,
-    pub retry: RetryPolicy,
-    pub events: broadcast::Sender<VersionChange>,
-    pub proxy: ProxyPresence,
-}
-
-impl Behaviour {
-    pub fn new(deadlines: Deadlines, retry: RetryPolicy, events: usize) -> Self {
-        Self {
-            deadlines,
-            retry,
-            events: broadcast::channel(events).0,
-            proxy: ProxyPresence::default(),
-        }
-    }
-}
-
-/// Which of the client's groups are served now, and when that last
-/// changed: what tells a proxy that is away, starting or stopping (wait for
-/// it) from a node that lacks a group (say so).
-#[derive(Default)]
-pub(crate) struct ProxyPresence {
-    /// One bit per group, by [`ApiGroup::index`].
-    served: AtomicU8,
-    /// When a group was last found, or stopped being served.
-    changed: SyncMutex<Option<Instant>>,
-}
-
-impl ProxyPresence {
-    fn set(&self, group: ApiGroup, served: bool) {
-        let bit = 1u8 << group.index();
-        let before = if served {
-            self.served.fetch_or(bit, Ordering::AcqRel)
-        } else {
-            self.served.fetch_and(!bit, Ordering::AcqRel)
-        };
-        if (before & bit != 0) != served {
-            *self.changed.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
-        }
-    }
-
-    /// Whether a group that is not served is worth waiting for: the proxy
-    /// as a whole is away (none of the client's groups is served), or it
-    /// changed so recently that it may still be creating its pipes, or
-    /// going away with the ends of its other connections not yet noticed.
-    pub fn worth_waiting(&self) -> bool {
-        if self.served.load(Ordering::Acquire) == 0 {
-            return true;
-        }
-        let changed = *self.changed.lock().unwrap_or_else(PoisonError::into_inner);
-        changed.is_some_and(|at| at.elapsed() < PIPE_GRACE)
-    }
 }
 
 /// What a group has now. Replaced whole on every change, so readers see
@@ -261,7 +197,7 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
         let state = lookout.state();
         lookout.show(&state);
         let changes = lookout.changes.subscribe();
-        tokio::spawn(follow(Arc::downgrade(&lookout), changes, quiet));
+        tokio::spawn(follow::follow(Arc::downgrade(&lookout), changes, quiet));
         lookout
     }
 
@@ -469,94 +405,6 @@ fn presence_of<A: ?Sized + FromConnection>(outcome: Result<Connection>) -> Prese
     }
 }
 
-/// The background task of a negotiated group: follows the connection in
-/// use, marks the group not served when it ends, and then looks for the
-/// proxy, quietly and on the [`Pace`], until a look (its own or a
-/// caller's) finds it. One per group, for the life of the client: it holds
-/// only a `Weak` between looks and stops once the client is dropped.
-///
-/// A group that was not served at connect is not looked for here (its
-/// next call looks): a node may never serve it (iSCSI on most nodes).
-async fn follow<A: ?Sized + FromConnection + Send + Sync + 'static>(
-    lookout: Weak<Lookout<A>>,
-    mut changes: watch::Receiver<u64>,
-    quiet: Negotiator,
-) {
-    let mut pace = Pace::default();
-    let mut recovering = false;
-    let mut warned = false;
-    loop {
-        changes.borrow_and_update();
-        let Some(state) = lookout.upgrade().map(|l| l.state()) else {
-            return;
-        };
-        // A connection that already ended is followed too: its end is
-        // then recorded at once.
-        if let Some(channel) = state.served().and_then(|s| s.channel.as_ref()) {
-            let (generation, found_at) = (state.generation, state.found_at);
-            let ended = channel.ended();
-            drop(state);
-            tokio::select! {
-                () = ended => {}
-                changed = changes.changed() => match changed {
-                    Ok(()) => continue,
-                    Err(_) => return,
-                },
-            }
-            let Some(group) = lookout.upgrade().map(|l| {
-                l.connection_ended(generation);
-                l.group
-            }) else {
-                return;
-            };
-            recovering = true;
-            if found_at.elapsed() >= YOUNG {
-                pace.reset();
-                warned = false;
-            } else if !warned {
-                tracing::warn!(
-                    %group,
-                    "connections to CSI Proxy end as soon as they are made; looking again at most every {} ms",
-                    MAX_LOOK_INTERVAL.as_millis()
-                );
-                warned = true;
-            }
-            continue;
-        }
-        drop(state);
-        if !recovering {
-            // Nothing to look for until the state changes.
-            if changes.changed().await.is_err() {
-                return;
-            }
-            continue;
-        }
-        // Quiet looks until the group is served again (a connection found
-        // here or by a caller, which the top of the loop then follows), or
-        // the client is gone.
-        let found = until_served(&mut pace, WaitLimit::QUIET, || async {
-            let Some(lookout) = lookout.upgrade() else {
-                return Found::Over(());
-            };
-            if lookout.state().served().is_none() {
-                lookout.look_in_background(&quiet).await;
-            }
-            match lookout.state().served() {
-                Some(_) => Found::Served(()),
-                None => Found::Absent {
-                    error: (),
-                    waiting_for: vec![lookout.group],
-                },
-            }
-        })
-        .await;
-        if found.is_err() {
-            return;
-        }
-        recovering = false;
-    }
-}
-
 /// What the facade needs of a lookout, whatever its group's trait.
 #[async_trait::async_trait]
 pub(crate) trait AnyLookout: Send + Sync {
@@ -647,27 +495,5 @@ mod tests {
         assert_eq!(waits, [0, 20, 40, 80, 160, 250, 250]);
         pace.reset();
         assert_eq!(pace.next_delay(), Duration::ZERO);
-    }
-
-    #[test]
-    fn a_proxy_is_waited_for_while_away_and_within_its_grace() {
-        let presence = ProxyPresence::default();
-        let settle = || *presence.changed.lock().unwrap() = Some(Instant::now() - PIPE_GRACE);
-        assert!(presence.worth_waiting(), "away: nothing served");
-        presence.set(ApiGroup::Disk, true);
-        assert!(presence.worth_waiting(), "just appeared");
-        settle();
-        assert!(!presence.worth_waiting(), "served for a while");
-        presence.set(ApiGroup::Disk, true);
-        assert!(!presence.worth_waiting(), "found again: no change");
-        presence.set(ApiGroup::Volume, true);
-        assert!(presence.worth_waiting(), "another group found: starting");
-        settle();
-        presence.set(ApiGroup::Disk, false);
-        assert!(presence.worth_waiting(), "one gone: maybe all are going");
-        settle();
-        assert!(!presence.worth_waiting(), "only the one is gone");
-        presence.set(ApiGroup::Volume, false);
-        assert!(presence.worth_waiting(), "away");
     }
 }

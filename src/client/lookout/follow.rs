@@ -1,0 +1,97 @@
+//! The background task of a negotiated group.
+
+use std::sync::Weak;
+
+use tokio::sync::watch;
+
+use super::{Lookout, YOUNG};
+use crate::adapter::FromConnection;
+use crate::negotiate::{until_served, Found, Negotiator, Pace, WaitLimit, MAX_LOOK_INTERVAL};
+
+/// The background task of a negotiated group: follows the connection in
+/// use, marks the group not served when it ends, and then looks for the
+/// proxy, quietly and on the [`Pace`], until a look (its own or a
+/// caller's) finds it. One per group, for the life of the client: it holds
+/// only a `Weak` between looks and stops once the client is dropped.
+///
+/// A group that was not served at connect is not looked for here (its
+/// next call looks): a node may never serve it (iSCSI on most nodes).
+pub(super) async fn follow<A: ?Sized + FromConnection + Send + Sync + 'static>(
+    lookout: Weak<Lookout<A>>,
+    mut changes: watch::Receiver<u64>,
+    quiet: Negotiator,
+) {
+    let mut pace = Pace::default();
+    let mut recovering = false;
+    let mut warned = false;
+    loop {
+        changes.borrow_and_update();
+        let Some(state) = lookout.upgrade().map(|l| l.state()) else {
+            return;
+        };
+        // A connection that already ended is followed too: its end is
+        // then recorded at once.
+        if let Some(channel) = state.served().and_then(|s| s.channel.as_ref()) {
+            let (generation, found_at) = (state.generation, state.found_at);
+            let ended = channel.ended();
+            drop(state);
+            tokio::select! {
+                () = ended => {}
+                changed = changes.changed() => match changed {
+                    Ok(()) => continue,
+                    Err(_) => return,
+                },
+            }
+            let Some(group) = lookout.upgrade().map(|l| {
+                l.connection_ended(generation);
+                l.group
+            }) else {
+                return;
+            };
+            recovering = true;
+            if found_at.elapsed() >= YOUNG {
+                pace.reset();
+                warned = false;
+            } else if !warned {
+                tracing::warn!(
+                    %group,
+                    "connections to CSI Proxy end as soon as they are made; looking again at most every {} ms",
+                    MAX_LOOK_INTERVAL.as_millis()
+                );
+                warned = true;
+            }
+            continue;
+        }
+        drop(state);
+        if !recovering {
+            // Nothing to look for until the state changes.
+            if changes.changed().await.is_err() {
+                return;
+            }
+            continue;
+        }
+        // Quiet looks until the group is served again (a connection found
+        // here or by a caller, which the top of the loop then follows), or
+        // the client is gone.
+        let found = until_served(&mut pace, WaitLimit::QUIET, || async {
+            let Some(lookout) = lookout.upgrade() else {
+                return Found::Over(());
+            };
+            if lookout.state().served().is_none() {
+                lookout.look_in_background(&quiet).await;
+            }
+            match lookout.state().served() {
+                Some(_) => Found::Served(()),
+                None => Found::Absent {
+                    error: (),
+                    waiting_for: vec![lookout.group],
+                },
+            }
+        })
+        .await;
+        if found.is_err() {
+            return;
+        }
+        recovering = false;
+    }
+}
