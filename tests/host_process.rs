@@ -68,13 +68,19 @@ mod on_windows {
     }
 
     #[tokio::test]
-    async fn the_host_serves_filesystem_smb_and_system_through_the_same_handles() {
+    async fn the_host_serves_four_groups_through_the_same_handles() {
         let proxy = CsiProxy::builder()
             .backend(Backend::Host)
             .connect()
             .await
             .unwrap();
-        for group in [ApiGroup::Filesystem, ApiGroup::Smb, ApiGroup::System] {
+        let groups = [
+            ApiGroup::Filesystem,
+            ApiGroup::Iscsi,
+            ApiGroup::Smb,
+            ApiGroup::System,
+        ];
+        for group in groups {
             let report = proxy.report().group(group).unwrap();
             assert_eq!(report.served_by, Some(ServedBy::Host));
             let health = proxy.health();
@@ -114,6 +120,15 @@ mod on_windows {
             }
             other => panic!("{other:?}"),
         }
+        // iSCSI too: Wine has no storage provider; a Windows host answers
+        // with its portals.
+        match proxy.iscsi().unwrap().list_target_portals().await {
+            Ok(_) => {}
+            Err(Error::Host { operation, .. }) => {
+                assert_eq!(operation, Operation::ListTargetPortals)
+            }
+            Err(other) => panic!("{other:?}"),
+        }
     }
 
     #[tokio::test]
@@ -148,6 +163,7 @@ mod on_windows {
         let by = |g| proxy.report().group(g).unwrap().served_by;
         assert_eq!(by(ApiGroup::Disk), Some(ServedBy::CsiProxy));
         assert_eq!(by(ApiGroup::Filesystem), Some(ServedBy::Host));
+        assert_eq!(by(ApiGroup::Iscsi), Some(ServedBy::Host));
         assert_eq!(by(ApiGroup::Smb), Some(ServedBy::Host));
         assert_eq!(by(ApiGroup::System), Some(ServedBy::Host));
         assert_eq!(by(ApiGroup::Volume), None);

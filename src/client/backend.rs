@@ -17,8 +17,8 @@ pub enum Backend {
     /// container with no proxy: needs the feature `host-process`, on
     /// Windows (elsewhere `connect` fails with
     /// [`Error::Configuration`](crate::Error::Configuration)). The host
-    /// backend serves the filesystem, SMB and system groups; the other groups
-    /// are [`Error::NotServed`](crate::Error::NotServed). See
+    /// backend serves the filesystem, iSCSI, SMB and system groups; disk
+    /// and volume are [`Error::NotServed`](crate::Error::NotServed). See
     /// `docs/host-process.md`.
     Host,
     /// CSI Proxy for every group it serves at `connect`; the host for a
@@ -47,6 +47,7 @@ pub(super) fn host_backends(working_dirs: &[String]) -> Option<Backends> {
     let host = crate::host::HostGroups::new(working_dirs.to_vec());
     Some(Backends {
         filesystem: Some(host.filesystem),
+        iscsi: Some(host.iscsi),
         smb: Some(host.smb),
         system: Some(host.system),
         ..Backends::default()

@@ -11,6 +11,7 @@
 //! them, and input is validated as on the proxy path.
 
 mod filesystem;
+mod iscsi;
 mod links;
 mod on_host;
 mod smb;
@@ -19,13 +20,14 @@ mod wmi;
 
 use std::sync::Arc;
 
-use crate::api::{FilesystemApi, SmbApi, SystemApi};
+use crate::api::{FilesystemApi, IscsiApi, SmbApi, SystemApi};
 
 use links::OsLinks;
 
 /// The groups the host backend serves, over the real host.
 pub(crate) struct HostGroups {
     pub filesystem: Arc<dyn FilesystemApi>,
+    pub iscsi: Arc<dyn IscsiApi>,
     pub smb: Arc<dyn SmbApi>,
     pub system: Arc<dyn SystemApi>,
 }
@@ -40,6 +42,7 @@ impl HostGroups {
                 working_dirs.clone(),
                 OsLinks,
             )),
+            iscsi: Arc::new(iscsi::HostIscsi::new(wmi.clone())),
             smb: Arc::new(smb::HostSmb::new(
                 wmi.clone(),
                 Arc::new(OsLinks),

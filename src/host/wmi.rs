@@ -63,8 +63,10 @@ impl From<WmiValue> for Variant {
         match value {
             WmiValue::Null => Variant::Null,
             WmiValue::Bool(v) => Variant::Bool(v),
-            WmiValue::Int(v) => Variant::I8(v),
-            WmiValue::UInt(v) => Variant::UI8(v),
+            // WMI takes 8-, 16- and 32-bit integers as VT_I4, and 64-bit
+            // ones as strings: the narrowest that holds the value.
+            WmiValue::Int(v) => i32::try_from(v).map_or(Variant::I8(v), Variant::I4),
+            WmiValue::UInt(v) => u32::try_from(v).map_or(Variant::UI8(v), Variant::UI4),
             WmiValue::Real(v) => Variant::R8(v),
             WmiValue::String(v) | WmiValue::Other(v) => Variant::String(v),
             WmiValue::Array(items) => {

@@ -1,9 +1,10 @@
 //! A WMI that answers from recorded objects: what the groups served
 //! through WMI are tested against, since no Windows storage stack runs
-//! here. It evaluates the subset of WQL the groups write (`SELECT * FROM
-//! Class [WHERE Property = 'literal']`), runs each method the test gives
-//! it, and logs every request, so a test checks both what was asked and
-//! what was made of the answer.
+//! here. It evaluates the subset of WQL the groups write (`SELECT ... FROM
+//! Class [WHERE P = 'literal' [AND Q = n]]`, and `ASSOCIATORS OF {path}
+//! WHERE AssocClass = A ResultClass = C ...`), runs each method the test
+//! gives it, and logs every request, so a test checks both what was asked
+//! and what was made of the answer.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -19,19 +20,82 @@ const WBEM_E_INVALID_NAMESPACE: i32 = 0x8004_100E_u32 as i32;
 /// `WBEM_E_INVALID_METHOD`: no behaviour was given for the method.
 const WBEM_E_INVALID_METHOD: i32 = 0x8004_1055_u32 as i32;
 
-/// One method's behaviour: it may change the objects of its class, and
-/// answers with the output parameters or a failure.
+/// One method's behaviour: it may change the store, and answers with the
+/// output parameters or a failure. Its arguments: the store, the target
+/// (the class, or an instance's path) and the input parameters.
 pub(crate) type Method = Box<
-    dyn Fn(&mut Vec<WmiObject>, &str, &HashMap<&str, WmiValue>) -> Result<WmiObject, WMIError>
-        + Send
-        + Sync,
+    dyn Fn(&mut Store, &str, &HashMap<&str, WmiValue>) -> Result<WmiObject, WMIError> + Send + Sync,
 >;
 
-/// The recorded objects of one namespace, by class.
+/// The recorded objects, by class, and the associations between them.
+#[derive(Default)]
+pub(crate) struct Store {
+    objects: HashMap<String, Vec<WmiObject>>,
+    /// (association class, from path, to path), each way.
+    links: Vec<(String, String, String)>,
+}
+
+impl Store {
+    /// Records `object` as an instance of `class`.
+    pub fn add(&mut self, class: &str, object: WmiObject) {
+        self.objects
+            .entry(class.to_owned())
+            .or_default()
+            .push(object);
+    }
+
+    /// The instances of `class`.
+    pub fn of(&mut self, class: &str) -> &mut Vec<WmiObject> {
+        self.objects.entry(class.to_owned()).or_default()
+    }
+
+    /// The object at `path`, of any class.
+    pub fn at(&mut self, path: &str) -> Option<&mut WmiObject> {
+        let at = |o: &&mut WmiObject| matches!(o.get(PATH), Some(WmiValue::String(p)) if p == path);
+        self.objects.values_mut().flatten().find(at)
+    }
+
+    /// Removes the object at `path` and its associations; whether there
+    /// was one.
+    pub fn remove(&mut self, path: &str) -> bool {
+        let mut found = false;
+        for objects in self.objects.values_mut() {
+            let before = objects.len();
+            objects.retain(|o| !matches!(o.get(PATH), Some(WmiValue::String(p)) if p == path));
+            found |= objects.len() != before;
+        }
+        self.links
+            .retain(|(_, from, to)| from != path && to != path);
+        found
+    }
+
+    /// Associates the objects at `a` and `b` through `association`.
+    pub fn link(&mut self, association: &str, a: &str, b: &str) {
+        self.links
+            .push((association.to_owned(), a.to_owned(), b.to_owned()));
+        self.links
+            .push((association.to_owned(), b.to_owned(), a.to_owned()));
+    }
+
+    /// The objects of `class` associated with `path` through `association`.
+    pub fn associated(&self, path: &str, association: &str, class: &str) -> Vec<WmiObject> {
+        let linked: Vec<&String> = (self.links.iter())
+            .filter(|(a, from, _)| a == association && from == path)
+            .map(|(_, _, to)| to)
+            .collect();
+        let objects = self.objects.get(class).into_iter().flatten();
+        objects
+            .filter(|o| matches!(o.get(PATH), Some(WmiValue::String(p)) if linked.contains(&p)))
+            .cloned()
+            .collect()
+    }
+}
+
+/// The recorded objects of one namespace.
 #[derive(Default)]
 pub(crate) struct RecordedWmi {
     namespace: String,
-    objects: Mutex<HashMap<String, Vec<WmiObject>>>,
+    store: Mutex<Store>,
     methods: HashMap<(String, String), Method>,
     log: Mutex<Vec<String>>,
 }
@@ -47,12 +111,7 @@ impl RecordedWmi {
 
     /// Records `object` as an instance of `class`.
     pub fn with_object(self, class: &str, object: WmiObject) -> Self {
-        self.objects
-            .lock()
-            .unwrap()
-            .entry(class.to_owned())
-            .or_default()
-            .push(object);
+        self.store.lock().unwrap().add(class, object);
         self
     }
 
@@ -63,10 +122,14 @@ impl RecordedWmi {
         self
     }
 
+    /// Works on the store directly, as the host would behind WMI's back.
+    pub fn store(&self) -> std::sync::MutexGuard<'_, Store> {
+        self.store.lock().unwrap()
+    }
+
     /// The instances of `class` now.
     pub fn objects(&self, class: &str) -> Vec<WmiObject> {
-        let objects = self.objects.lock().unwrap();
-        objects.get(class).cloned().unwrap_or_default()
+        self.store().of(class).clone()
     }
 
     /// Every request so far, in order, and forgets them.
@@ -85,17 +148,30 @@ impl RecordedWmi {
     }
 }
 
-/// `SELECT * FROM Class [WHERE Property = 'literal']`: the class, and the
-/// condition with its literal unescaped.
-fn parse(query: &str) -> Option<(&str, Option<(&str, String)>)> {
-    let rest = query.strip_prefix("SELECT * FROM ")?;
-    let Some((class, condition)) = rest.split_once(" WHERE ") else {
-        return Some((rest, None));
+/// What a query asks for.
+#[derive(Debug, PartialEq)]
+enum Query {
+    /// `SELECT ... FROM class [WHERE p = v [AND ...]]`.
+    Select {
+        class: String,
+        conditions: Vec<(String, WmiValue)>,
+    },
+    /// `ASSOCIATORS OF {path} WHERE AssocClass = a ResultClass = c ...`.
+    Associators {
+        path: String,
+        association: String,
+        class: String,
+    },
+}
+
+/// A WQL literal: a quoted string (with backslash escapes) or a number.
+fn literal(text: &str) -> Option<WmiValue> {
+    let Some(quoted) = text.strip_prefix('\'') else {
+        return text.parse().ok().map(WmiValue::UInt);
     };
-    let (property, literal) = condition.split_once(" = ")?;
-    let literal = literal.strip_prefix('\'')?.strip_suffix('\'')?;
+    let quoted = quoted.strip_suffix('\'')?;
     let mut value = String::new();
-    let mut chars = literal.chars();
+    let mut chars = quoted.chars();
     while let Some(c) = chars.next() {
         match c {
             '\\' => value.push(chars.next()?),
@@ -104,24 +180,74 @@ fn parse(query: &str) -> Option<(&str, Option<(&str, String)>)> {
             c => value.push(c),
         }
     }
-    Some((class, Some((property, value))))
+    Some(WmiValue::String(value))
+}
+
+fn parse(query: &str) -> Option<Query> {
+    if let Some(rest) = query.strip_prefix("ASSOCIATORS OF {") {
+        let (path, rest) = rest.split_once("} WHERE ")?;
+        let mut words = rest.split(' ');
+        let mut keys = HashMap::new();
+        while let (Some(key), Some("="), Some(value)) = (words.next(), words.next(), words.next()) {
+            keys.insert(key, value);
+        }
+        return Some(Query::Associators {
+            path: path.to_owned(),
+            association: keys.get("AssocClass")?.to_string(),
+            class: keys.get("ResultClass")?.to_string(),
+        });
+    }
+    let rest = query.strip_prefix("SELECT ")?;
+    let (_, rest) = rest.split_once(" FROM ")?;
+    let Some((class, condition)) = rest.split_once(" WHERE ") else {
+        return Some(Query::Select {
+            class: rest.to_owned(),
+            conditions: Vec::new(),
+        });
+    };
+    let mut conditions = Vec::new();
+    for term in condition.split(" AND ") {
+        let (property, value) = term.split_once(" = ")?;
+        conditions.push((property.to_owned(), literal(value)?));
+    }
+    Some(Query::Select {
+        class: class.to_owned(),
+        conditions,
+    })
+}
+
+/// Whether `object` has `value` as `property`: strings compared without
+/// regard to case, as WMI compares them.
+fn has(object: &WmiObject, property: &str, value: &WmiValue) -> bool {
+    match (object.get(property), value) {
+        (Some(WmiValue::String(a)), WmiValue::String(b)) => a.eq_ignore_ascii_case(b),
+        (Some(a), b) => {
+            crate::host::wmi::unsigned(a).is_some()
+                && crate::host::wmi::unsigned(a) == crate::host::wmi::unsigned(b)
+        }
+        (None, _) => false,
+    }
 }
 
 impl Wmi for RecordedWmi {
     fn query(&self, namespace: &str, query: &str) -> Result<Vec<WmiObject>, WMIError> {
         self.log.lock().unwrap().push(format!("query {query}"));
         self.check_namespace(namespace)?;
-        let (class, condition) = parse(query).ok_or(WMIError::HResultError {
+        let invalid = WMIError::HResultError {
             hres: WBEM_E_INVALID_QUERY,
-        })?;
-        // WMI compares strings without regard to case.
-        let selected = |object: &WmiObject| match &condition {
-            None => true,
-            Some((property, value)) => {
-                matches!(object.get(*property), Some(WmiValue::String(s)) if s.eq_ignore_ascii_case(value))
-            }
         };
-        Ok(self.objects(class).into_iter().filter(selected).collect())
+        let mut store = self.store();
+        match parse(query).ok_or(invalid)? {
+            Query::Select { class, conditions } => {
+                let selected = |o: &&WmiObject| conditions.iter().all(|(p, v)| has(o, p, v));
+                Ok(store.of(&class).iter().filter(selected).cloned().collect())
+            }
+            Query::Associators {
+                path,
+                association,
+                class,
+            } => Ok(store.associated(&path, &association, &class)),
+        }
     }
 
     fn call(
@@ -145,12 +271,7 @@ impl Wmi for RecordedWmi {
                 hres: WBEM_E_INVALID_METHOD,
             })?;
         let params: HashMap<&str, WmiValue> = params.into_iter().collect();
-        let mut objects = self.objects.lock().unwrap();
-        behaviour(
-            objects.entry(class.to_owned()).or_default(),
-            target,
-            &params,
-        )
+        behaviour(&mut self.store(), target, &params)
     }
 }
 
@@ -173,23 +294,30 @@ pub(crate) fn instance_path(namespace: &str, class: &str, key: &str, value: &str
     format!(r#"\\HOST\{namespace}:{class}.{key}="{value}""#)
 }
 
-/// Removes the object whose path is `target`; whether there was one.
-pub(crate) fn remove_at(objects: &mut Vec<WmiObject>, target: &str) -> bool {
-    let before = objects.len();
-    objects.retain(|o| !matches!(o.get(PATH), Some(WmiValue::String(p)) if p == target));
-    objects.len() != before
-}
-
 #[test]
 fn the_stand_in_reads_the_queries_the_groups_write() {
+    let text = |s: &str| WmiValue::String(s.to_owned());
     let query = format!(
-        "SELECT * FROM C WHERE P = {}",
+        "SELECT * FROM C WHERE P = {} AND N = 3260",
         crate::host::wmi::wql_string(r"\\a\b'c")
     );
-    assert_eq!(
-        parse(&query),
-        Some(("C", Some(("P", r"\\a\b'c".to_owned()))))
-    );
-    assert_eq!(parse("SELECT * FROM C"), Some(("C", None)));
+    let conditions = vec![
+        ("P".to_owned(), text(r"\\a\b'c")),
+        ("N".to_owned(), WmiValue::UInt(3260)),
+    ];
+    let class = "C".to_owned();
+    assert_eq!(parse(&query), Some(Query::Select { class, conditions }));
+    let everything = Query::Select {
+        class: "C".to_owned(),
+        conditions: Vec::new(),
+    };
+    assert_eq!(parse("SELECT A, B FROM C"), Some(everything));
     assert_eq!(parse("SELECT * FROM C WHERE P = 'a'b'"), None);
+    let associators = r#"ASSOCIATORS OF {\\H\ns:C.K="v"} WHERE AssocClass = A ResultClass = R ResultRole = r Role = s"#;
+    let expected = Query::Associators {
+        path: r#"\\H\ns:C.K="v""#.to_owned(),
+        association: "A".to_owned(),
+        class: "R".to_owned(),
+    };
+    assert_eq!(parse(associators), Some(expected));
 }

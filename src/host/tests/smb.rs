@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use wmi::WMIError;
 
-use super::recorded::{instance_path, object, remove_at, returned, RecordedWmi};
+use super::recorded::{instance_path, object, returned, RecordedWmi, Store};
 use super::{fresh_root, LinksInMemory};
 use crate::api::{SmbApi, SmbMapping, SmbRemotePath, WindowsPath};
 use crate::capability::Operation;
@@ -44,7 +44,7 @@ fn mapping(root: &str, status: u32) -> WmiObject {
 /// `MSFT_SmbGlobalMapping` on a host whose one server accepts `USER` with
 /// `PASSWORD` for any share, with `existing` mappings.
 fn smb_wmi(existing: Vec<WmiObject>) -> Arc<RecordedWmi> {
-    let create = |objects: &mut Vec<WmiObject>, _target: &str, params: &HashMap<&str, WmiValue>| {
+    let create = |store: &mut Store, _target: &str, params: &HashMap<&str, WmiValue>| {
         let Some(WmiValue::String(root)) = params.get("RemotePath") else {
             return Err(WMIError::HResultError {
                 hres: 0x8004_1008_u32 as i32, // WBEM_E_INVALID_PARAMETER
@@ -54,11 +54,11 @@ fn smb_wmi(existing: Vec<WmiObject>) -> Arc<RecordedWmi> {
         if !matches!(params.get("Credential"), Some(WmiValue::String(c)) if *c == expected) {
             return Ok(returned(LOGON_FAILURE));
         }
-        objects.push(mapping(root, 0));
+        store.add(CLASS, mapping(root, 0));
         Ok(returned(0))
     };
-    let remove = |objects: &mut Vec<WmiObject>, target: &str, _: &HashMap<&str, WmiValue>| {
-        match remove_at(objects, target) {
+    let remove = |store: &mut Store, target: &str, _: &HashMap<&str, WmiValue>| {
+        match store.remove(target) {
             true => Ok(returned(0)),
             false => Err(WMIError::HResultError {
                 hres: 0x8004_1002_u32 as i32, // WBEM_E_NOT_FOUND

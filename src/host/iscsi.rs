@@ -1,0 +1,335 @@
+//! The iSCSI group on the host: the initiator's portals, targets, sessions
+//! and disks through WMI's `MSFT_iSCSI*` classes (namespace
+//! `Root\Microsoft\Windows\Storage`), as CSI Proxy's host layer reaches
+//! them since it left PowerShell.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::on_host::{host_error, on_host};
+use super::wmi::{
+    check_return, string, unsigned, wmi_error, wql_string, Wmi, WmiObject, WmiValue, PATH,
+};
+use crate::api::{
+    check_name, impl_group_api, iscsi_group, to_backend, IscsiAuth, IscsiBackend, Secret,
+    TargetPortal,
+};
+use crate::capability::Operation as Op;
+use crate::error::Result;
+
+const NAMESPACE: &str = r"Root\Microsoft\Windows\Storage";
+const PORTAL: &str = "MSFT_iSCSITargetPortal";
+const TARGET: &str = "MSFT_iSCSITarget";
+const SESSION: &str = "MSFT_iSCSISession";
+const CONNECTION: &str = "MSFT_iSCSIConnection";
+const DISK: &str = "MSFT_Disk";
+
+/// The iSCSI group, served by the host.
+pub(crate) struct HostIscsi {
+    wmi: Arc<dyn Wmi>,
+}
+
+impl HostIscsi {
+    /// The group over `wmi`.
+    pub fn new(wmi: Arc<dyn Wmi>) -> Self {
+        Self { wmi }
+    }
+
+    /// Runs `work` for `op` on a blocking thread, with the initiator.
+    async fn run<T, F>(&self, op: Op, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Initiator<'_>) -> Result<T> + Send + 'static,
+    {
+        let wmi = self.wmi.clone();
+        on_host(op, move || work(&Initiator { wmi: &*wmi, op })).await
+    }
+}
+
+/// The host's initiator as one operation sees it.
+struct Initiator<'a> {
+    wmi: &'a dyn Wmi,
+    op: Op,
+}
+
+impl Initiator<'_> {
+    fn query(&self, query: &str) -> Result<Vec<WmiObject>> {
+        (self.wmi.query(NAMESPACE, query)).map_err(|e| wmi_error(self.op, e))
+    }
+
+    /// Calls `method` of `class` on `target`, which must return 0.
+    fn call(
+        &self,
+        class: &str,
+        target: &str,
+        method: &str,
+        params: Vec<(&'static str, WmiValue)>,
+    ) -> Result<()> {
+        let output = (self.wmi.call(NAMESPACE, class, target, method, params))
+            .map_err(|e| wmi_error(self.op, e))?;
+        check_return(self.op, &format!("{class}.{method}"), &output)
+    }
+
+    /// The objects of `class` associated with `object` through
+    /// `association`, in which they play `role` and `object` plays
+    /// `object_role`.
+    fn associated(
+        &self,
+        object: &WmiObject,
+        association: &str,
+        class: &str,
+        role: &str,
+        object_role: &str,
+    ) -> Result<Vec<WmiObject>> {
+        let path = self.path_of(object)?;
+        self.query(&format!(
+            "ASSOCIATORS OF {{{path}}} WHERE AssocClass = {association} \
+             ResultClass = {class} ResultRole = {role} Role = {object_role}"
+        ))
+    }
+
+    fn path_of<'o>(&self, object: &'o WmiObject) -> Result<&'o str> {
+        string(object, PATH).ok_or_else(|| self.error("WMI gave an object without a path"))
+    }
+
+    fn error(&self, message: impl Into<String>) -> crate::Error {
+        host_error(self.op, message, None)
+    }
+
+    /// The registered portal, if it is.
+    fn portal(&self, portal: &TargetPortal) -> Result<Option<WmiObject>> {
+        let found = self.query(&format!(
+            "SELECT * FROM {PORTAL} WHERE TargetPortalAddress = {} AND TargetPortalPortNumber = {}",
+            wql_string(&portal.address),
+            portal.port
+        ))?;
+        Ok(found.into_iter().next())
+    }
+
+    /// The registered portal, or the error that it is not.
+    fn registered(&self, portal: &TargetPortal) -> Result<WmiObject> {
+        self.portal(portal)?.ok_or_else(|| {
+            let TargetPortal { address, port } = portal;
+            self.error(format!("target portal {address}:{port} is not registered"))
+        })
+    }
+
+    /// The targets discovered through `portal`.
+    fn targets(&self, portal: &WmiObject) -> Result<Vec<WmiObject>> {
+        let association = "MSFT_iSCSITargetToiSCSITargetPortal";
+        self.associated(
+            portal,
+            association,
+            TARGET,
+            "iSCSITarget",
+            "iSCSITargetPortal",
+        )
+    }
+
+    /// Target `iqn` at the registered `portal`.
+    fn target(&self, portal: &TargetPortal, iqn: &str) -> Result<WmiObject> {
+        let targets = self.targets(&self.registered(portal)?)?;
+        let named = |t: &WmiObject| string(t, "NodeAddress") == Some(iqn);
+        (targets.into_iter().find(named))
+            .ok_or_else(|| self.error(format!("target {iqn} not found at {}", portal.address)))
+    }
+
+    /// `target`, if the initiator is logged in to it; else the error that
+    /// it is not.
+    fn logged_in(&self, target: WmiObject, iqn: &str) -> Result<WmiObject> {
+        match target.get("IsConnected") {
+            Some(WmiValue::Bool(true)) => Ok(target),
+            _ => Err(self.error(format!("not logged in to {iqn}"))),
+        }
+    }
+}
+
+/// `TargetPortalAddress` and `TargetPortalPortNumber` of `portal`.
+fn portal_params(portal: &TargetPortal) -> [(&'static str, WmiValue); 2] {
+    [
+        (
+            "TargetPortalAddress",
+            WmiValue::String(portal.address.clone()),
+        ),
+        ("TargetPortalPortNumber", WmiValue::UInt(portal.port.into())),
+    ]
+}
+
+/// A registered portal as the API gives it.
+fn portal_of(op: Op, object: &WmiObject) -> Result<TargetPortal> {
+    let address = string(object, "TargetPortalAddress");
+    let port = object.get("TargetPortalPortNumber").and_then(unsigned);
+    match (address, port.and_then(|p| u16::try_from(p).ok())) {
+        (Some(address), Some(port)) => Ok(TargetPortal::new(address).with_port(port)),
+        _ => Err(host_error(
+            op,
+            format!("WMI gave a {PORTAL} without an address or a port: {object:?}"),
+            None,
+        )),
+    }
+}
+
+/// `AuthenticationType`, `ChapUsername` and `ChapSecret` of `auth`.
+fn auth_params(auth: &IscsiAuth) -> Vec<(&'static str, WmiValue)> {
+    let (kind, chap) = match auth {
+        IscsiAuth::OneWayChap { username, secret } => ("ONEWAYCHAP", Some((username, secret))),
+        IscsiAuth::MutualChap { username, secret } => ("MUTUALCHAP", Some((username, secret))),
+        _ => ("NONE", None),
+    };
+    let mut params = vec![("AuthenticationType", WmiValue::String(kind.to_owned()))];
+    if let Some((username, secret)) = chap {
+        params.push(("ChapUsername", WmiValue::String(username.clone())));
+        params.push(("ChapSecret", WmiValue::String(secret.expose().to_owned())));
+    }
+    params
+}
+
+#[async_trait]
+impl IscsiBackend for HostIscsi {
+    /// A portal already registered is left as it is.
+    async fn add_target_portal(&self, portal: &TargetPortal) -> Result<()> {
+        portal.validate()?;
+        let portal = portal.clone();
+        self.run(Op::AddTargetPortal, move |host| {
+            if host.portal(&portal)?.is_some() {
+                return Ok(());
+            }
+            host.call(PORTAL, PORTAL, "New", portal_params(&portal).into())
+        })
+        .await
+    }
+
+    /// The targets the portal's registration discovered.
+    async fn discover_target_portal(&self, portal: &TargetPortal) -> Result<Vec<String>> {
+        portal.validate()?;
+        let portal = portal.clone();
+        self.run(Op::DiscoverTargetPortal, move |host| {
+            let targets = host.targets(&host.registered(&portal)?)?;
+            let iqns = targets.iter().filter_map(|t| string(t, "NodeAddress"));
+            Ok(iqns.map(str::to_owned).collect())
+        })
+        .await
+    }
+
+    async fn remove_target_portal(&self, portal: &TargetPortal) -> Result<()> {
+        portal.validate()?;
+        let portal = portal.clone();
+        self.run(Op::RemoveTargetPortal, move |host| {
+            let found = host.registered(&portal)?;
+            let path = host.path_of(&found)?;
+            host.call(PORTAL, path, "Remove", portal_params(&portal).into())
+        })
+        .await
+    }
+
+    async fn list_target_portals(&self) -> Result<Vec<TargetPortal>> {
+        let op = Op::ListTargetPortals;
+        self.run(op, move |host| {
+            let query = format!("SELECT TargetPortalAddress, TargetPortalPortNumber FROM {PORTAL}");
+            let portals = host.query(&query)?;
+            portals.iter().map(|p| portal_of(op, p)).collect()
+        })
+        .await
+    }
+
+    /// A target already logged in to is left as it is.
+    async fn connect_target(
+        &self,
+        portal: &TargetPortal,
+        iqn: &str,
+        auth: &IscsiAuth,
+    ) -> Result<()> {
+        portal.validate()?;
+        check_name("target IQN", iqn)?;
+        auth.validate()?;
+        let (portal, iqn, auth) = (portal.clone(), iqn.to_owned(), auth.clone());
+        self.run(Op::ConnectTarget, move |host| {
+            let target = host.target(&portal, &iqn)?;
+            if target.get("IsConnected") == Some(&WmiValue::Bool(true)) {
+                return Ok(());
+            }
+            let mut params = vec![("NodeAddress", WmiValue::String(iqn))];
+            params.extend(portal_params(&portal));
+            params.extend(auth_params(&auth));
+            host.call(TARGET, TARGET, "Connect", params)
+        })
+        .await
+    }
+
+    /// Ends every session with the target, persistent ones unregistered
+    /// first so that they do not come back at boot.
+    async fn disconnect_target(&self, portal: &TargetPortal, iqn: &str) -> Result<()> {
+        portal.validate()?;
+        check_name("target IQN", iqn)?;
+        let (portal, iqn) = (portal.clone(), iqn.to_owned());
+        self.run(Op::DisconnectTarget, move |host| {
+            let target = host.logged_in(host.target(&portal, &iqn)?, &iqn)?;
+            let association = "MSFT_iSCSITargetToiSCSISession";
+            let sessions =
+                host.associated(&target, association, SESSION, "iSCSISession", "iSCSITarget")?;
+            if sessions.is_empty() {
+                return Err(host.error(format!("not logged in to {iqn}: no session")));
+            }
+            let target_path = host.path_of(&target)?;
+            for session in &sessions {
+                if session.get("IsPersistent") == Some(&WmiValue::Bool(true)) {
+                    host.call(SESSION, host.path_of(session)?, "Unregister", Vec::new())?;
+                }
+                let id = string(session, "SessionIdentifier")
+                    .ok_or_else(|| host.error("WMI gave a session without an identifier"))?;
+                let params = vec![("SessionIdentifier", WmiValue::String(id.to_owned()))];
+                host.call(TARGET, target_path, "Disconnect", params)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// The disks of every connection of the session, each once.
+    async fn get_target_disks(&self, portal: &TargetPortal, iqn: &str) -> Result<Vec<u32>> {
+        portal.validate()?;
+        check_name("target IQN", iqn)?;
+        let (portal, iqn) = (portal.clone(), iqn.to_owned());
+        let op = Op::GetTargetDisks;
+        self.run(op, move |host| {
+            let target = host.logged_in(host.target(&portal, &iqn)?, &iqn)?;
+            let to_connections = "MSFT_iSCSITargetToiSCSIConnection";
+            let connections = host.associated(
+                &target,
+                to_connections,
+                CONNECTION,
+                "iSCSIConnection",
+                "iSCSITarget",
+            )?;
+            let mut numbers = Vec::new();
+            for connection in &connections {
+                let to_disks = "MSFT_iSCSIConnectionToDisk";
+                for disk in
+                    host.associated(connection, to_disks, DISK, "Disk", "iSCSIConnection")?
+                {
+                    let number = disk.get("Number").and_then(unsigned);
+                    let number = number.and_then(|n| u32::try_from(n).ok()).ok_or_else(|| {
+                        host.error(format!("WMI gave a {DISK} without a number: {disk:?}"))
+                    })?;
+                    numbers.push(number);
+                }
+            }
+            numbers.sort_unstable();
+            numbers.dedup();
+            Ok(numbers)
+        })
+        .await
+    }
+
+    async fn set_mutual_chap_secret(&self, secret: &Secret) -> Result<()> {
+        let secret = secret.expose().to_owned();
+        self.run(Op::SetMutualChapSecret, move |host| {
+            let params = vec![("ChapSecret", WmiValue::String(secret))];
+            host.call(SESSION, SESSION, "SetCHAPSecret", params)
+        })
+        .await
+    }
+}
+
+iscsi_group!(impl_group_api(HostIscsi, to_backend));
