@@ -18,12 +18,16 @@ use crate::api::{
 use crate::capability::Operation as Op;
 use crate::error::Result;
 
-const NAMESPACE: &str = r"Root\Microsoft\Windows\Storage";
-const PORTAL: &str = "MSFT_iSCSITargetPortal";
-const TARGET: &str = "MSFT_iSCSITarget";
-const SESSION: &str = "MSFT_iSCSISession";
-const CONNECTION: &str = "MSFT_iSCSIConnection";
-const DISK: &str = "MSFT_Disk";
+pub(super) const NAMESPACE: &str = r"Root\Microsoft\Windows\Storage";
+pub(super) const PORTAL: &str = "MSFT_iSCSITargetPortal";
+pub(super) const TARGET: &str = "MSFT_iSCSITarget";
+pub(super) const SESSION: &str = "MSFT_iSCSISession";
+pub(super) const CONNECTION: &str = "MSFT_iSCSIConnection";
+pub(super) const DISK: &str = "MSFT_Disk";
+pub(super) const TO_PORTAL: &str = "MSFT_iSCSITargetToiSCSITargetPortal";
+pub(super) const TO_SESSION: &str = "MSFT_iSCSITargetToiSCSISession";
+pub(super) const TO_CONNECTION: &str = "MSFT_iSCSITargetToiSCSIConnection";
+pub(super) const TO_DISK: &str = "MSFT_iSCSIConnectionToDisk";
 
 /// The iSCSI group, served by the host.
 pub(crate) struct HostIscsi {
@@ -117,10 +121,9 @@ impl Initiator<'_> {
 
     /// The targets discovered through `portal`.
     fn targets(&self, portal: &WmiObject) -> Result<Vec<WmiObject>> {
-        let association = "MSFT_iSCSITargetToiSCSITargetPortal";
         self.associated(
             portal,
-            association,
+            TO_PORTAL,
             TARGET,
             "iSCSITarget",
             "iSCSITargetPortal",
@@ -265,9 +268,9 @@ impl IscsiBackend for HostIscsi {
         let (portal, iqn) = (portal.clone(), iqn.to_owned());
         self.run(Op::DisconnectTarget, move |host| {
             let target = host.logged_in(host.target(&portal, &iqn)?, &iqn)?;
-            let association = "MSFT_iSCSITargetToiSCSISession";
+
             let sessions =
-                host.associated(&target, association, SESSION, "iSCSISession", "iSCSITarget")?;
+                host.associated(&target, TO_SESSION, SESSION, "iSCSISession", "iSCSITarget")?;
             if sessions.is_empty() {
                 return Err(host.error(format!("not logged in to {iqn}: no session")));
             }
@@ -294,20 +297,17 @@ impl IscsiBackend for HostIscsi {
         let op = Op::GetTargetDisks;
         self.run(op, move |host| {
             let target = host.logged_in(host.target(&portal, &iqn)?, &iqn)?;
-            let to_connections = "MSFT_iSCSITargetToiSCSIConnection";
+
             let connections = host.associated(
                 &target,
-                to_connections,
+                TO_CONNECTION,
                 CONNECTION,
                 "iSCSIConnection",
                 "iSCSITarget",
             )?;
             let mut numbers = Vec::new();
             for connection in &connections {
-                let to_disks = "MSFT_iSCSIConnectionToDisk";
-                for disk in
-                    host.associated(connection, to_disks, DISK, "Disk", "iSCSIConnection")?
-                {
+                for disk in host.associated(connection, TO_DISK, DISK, "Disk", "iSCSIConnection")? {
                     let number = disk.get("Number").and_then(unsigned);
                     let number = number.and_then(|n| u32::try_from(n).ok()).ok_or_else(|| {
                         host.error(format!("WMI gave a {DISK} without a number: {disk:?}"))

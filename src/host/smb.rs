@@ -19,8 +19,8 @@ use crate::api::{
 use crate::capability::Operation as Op;
 use crate::error::Result;
 
-const NAMESPACE: &str = r"Root\Microsoft\Windows\SMB";
-const CLASS: &str = "MSFT_SmbGlobalMapping";
+pub(super) const NAMESPACE: &str = r"Root\Microsoft\Windows\SMB";
+pub(super) const CLASS: &str = "MSFT_SmbGlobalMapping";
 
 /// The `Status` of a mapping that works ("OK"). The others, 1 to 6, are
 /// paused, disconnected, network error, connecting, reconnecting and

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use wmi::{Variant, WMIConnection, WMIError};
+use wmi::{IWbemClassWrapper, Variant, WMIConnection, WMIError};
 
 use super::on_host::host_error;
 use crate::capability::Operation;
@@ -109,11 +109,7 @@ impl Wmi for OsWmi {
         let mut objects = Vec::new();
         for object in connection.exec_query(query)? {
             let object = object?;
-            let mut properties = WmiObject::new();
-            for name in object.list_properties()? {
-                let value = object.get_property(&name)?;
-                properties.insert(name, value.into());
-            }
+            let mut properties = properties(&object)?;
             // A query of some properties only gives objects no path.
             if let Ok(Variant::String(path)) = object.get_property(PATH) {
                 properties.insert(PATH.to_owned(), WmiValue::String(path));
@@ -143,15 +139,21 @@ impl Wmi for OsWmi {
             }
             None => None,
         };
-        let mut output = WmiObject::new();
-        if let Some(out) = connection.exec_method(target, method, input.as_ref())? {
-            for name in out.list_properties()? {
-                let value = out.get_property(&name)?;
-                output.insert(name, value.into());
-            }
+        match connection.exec_method(target, method, input.as_ref())? {
+            Some(output) => properties(&output),
+            None => Ok(WmiObject::new()),
         }
-        Ok(output)
     }
+}
+
+/// The properties of `object`, as the seam gives them.
+fn properties(object: &IWbemClassWrapper) -> std::result::Result<WmiObject, WMIError> {
+    let mut properties = WmiObject::new();
+    for name in object.list_properties()? {
+        let value = object.get_property(&name)?;
+        properties.insert(name, value.into());
+    }
+    Ok(properties)
 }
 
 /// A WMI failure of `operation`, with its `HRESULT` when there is one.

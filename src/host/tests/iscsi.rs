@@ -13,21 +13,14 @@ use wmi::WMIError;
 use super::recorded::{object, returned, Method, RecordedWmi, Store};
 use crate::api::{IscsiApi, IscsiAuth, Secret, TargetPortal};
 use crate::capability::Operation;
-use crate::host::iscsi::HostIscsi;
+use crate::host::iscsi::{
+    HostIscsi, CONNECTION, DISK, NAMESPACE, PORTAL, SESSION, TARGET, TO_CONNECTION, TO_DISK,
+    TO_PORTAL, TO_SESSION,
+};
 use crate::host::wmi::{WmiObject, WmiValue, PATH};
 use crate::testing::conformance::{self, IscsiFixture, IscsiTargetFixture};
 use crate::Error;
 
-const NAMESPACE: &str = r"Root\Microsoft\Windows\Storage";
-const PORTAL: &str = "MSFT_iSCSITargetPortal";
-const TARGET: &str = "MSFT_iSCSITarget";
-const SESSION: &str = "MSFT_iSCSISession";
-const CONNECTION: &str = "MSFT_iSCSIConnection";
-const DISK: &str = "MSFT_Disk";
-const TO_PORTAL: &str = "MSFT_iSCSITargetToiSCSITargetPortal";
-const TO_SESSION: &str = "MSFT_iSCSITargetToiSCSISession";
-const TO_CONNECTION: &str = "MSFT_iSCSITargetToiSCSIConnection";
-const TO_DISK: &str = "MSFT_iSCSIConnectionToDisk";
 /// What the stand-in answers for a refused login: `ERROR_LOGON_FAILURE`.
 const LOGON_FAILURE: u64 = 1326;
 /// What it answers for a portal that does not respond: `ERROR_TIMEOUT`.
@@ -281,6 +274,18 @@ fn one_way(network: &Network) -> IscsiAuth {
     }
 }
 
+/// The initiator over a fresh network, logged in to its one-way target.
+async fn logged_in() -> (Arc<Network>, Arc<RecordedWmi>, HostIscsi) {
+    let network = network();
+    let wmi = recorded(&network);
+    let iscsi = HostIscsi::new(wmi.clone());
+    let (portal, iqn) = (&network.portal, network.targets[0].iqn);
+    iscsi.add_target_portal(portal).await.unwrap();
+    let auth = one_way(&network);
+    iscsi.connect_target(portal, iqn, &auth).await.unwrap();
+    (network, wmi, iscsi)
+}
+
 const PORTAL_QUERY: &str = "query SELECT * FROM MSFT_iSCSITargetPortal WHERE TargetPortalAddress = '10.0.0.5' AND TargetPortalPortNumber = 3260";
 
 #[tokio::test]
@@ -346,15 +351,8 @@ async fn a_login_asks_for_the_portal_its_targets_and_connects_once() {
 
 #[tokio::test]
 async fn a_persistent_session_is_unregistered_before_the_logout() {
-    let network = network();
-    let wmi = recorded(&network);
-    let iscsi = HostIscsi::new(wmi.clone());
+    let (network, wmi, iscsi) = logged_in().await;
     let (portal, iqn) = (&network.portal, network.targets[0].iqn);
-    iscsi.add_target_portal(portal).await.unwrap();
-    iscsi
-        .connect_target(portal, iqn, &one_way(&network))
-        .await
-        .unwrap();
     let session = path(SESSION, iqn);
     let persistent = WmiValue::Bool(true);
     wmi.store()
@@ -390,15 +388,8 @@ async fn a_persistent_session_is_unregistered_before_the_logout() {
 
 #[tokio::test]
 async fn a_disk_seen_through_two_connections_is_listed_once() {
-    let network = network();
-    let wmi = recorded(&network);
-    let iscsi = HostIscsi::new(wmi.clone());
+    let (network, wmi, iscsi) = logged_in().await;
     let (portal, iqn) = (&network.portal, network.targets[0].iqn);
-    iscsi.add_target_portal(portal).await.unwrap();
-    iscsi
-        .connect_target(portal, iqn, &one_way(&network))
-        .await
-        .unwrap();
     {
         let mut store = wmi.store();
         let second = path(CONNECTION, "second");

@@ -14,14 +14,12 @@ use super::{fresh_root, LinksInMemory};
 use crate::api::{SmbApi, SmbMapping, SmbRemotePath, WindowsPath};
 use crate::capability::Operation;
 use crate::host::links::{Entry, Links};
-use crate::host::smb::HostSmb;
+use crate::host::smb::{HostSmb, CLASS, NAMESPACE};
 use crate::host::wmi::{WmiObject, WmiValue, PATH};
 use crate::testing::conformance::{self, SmbFixture};
 use crate::working_dirs::KUBELET_DIR;
 use crate::{Error, Secret};
 
-const NAMESPACE: &str = r"Root\Microsoft\Windows\SMB";
-const CLASS: &str = "MSFT_SmbGlobalMapping";
 const USER: &str = "node-user";
 const PASSWORD: &str = "correct horse battery staple";
 /// What `Create` answers for credentials the server refuses:
