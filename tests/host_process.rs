@@ -68,13 +68,14 @@ mod on_windows {
     }
 
     #[tokio::test]
-    async fn the_host_serves_four_groups_through_the_same_handles() {
+    async fn the_host_serves_five_groups_through_the_same_handles() {
         let proxy = CsiProxy::builder()
             .backend(Backend::Host)
             .connect()
             .await
             .unwrap();
         let groups = [
+            ApiGroup::Disk,
             ApiGroup::Filesystem,
             ApiGroup::Iscsi,
             ApiGroup::Smb,
@@ -88,10 +89,10 @@ mod on_windows {
             assert_eq!(health.served_by, ServedBy::Host);
             assert!(health.is_served());
         }
-        assert!(proxy.report().group(ApiGroup::Disk).is_none());
-        match proxy.disk() {
-            Err(Error::NotServed { group, .. }) => assert_eq!(group, ApiGroup::Disk),
-            Ok(_) => panic!("the host backend has no disk group yet"),
+        assert!(proxy.report().group(ApiGroup::Volume).is_none());
+        match proxy.volume() {
+            Err(Error::NotServed { group, .. }) => assert_eq!(group, ApiGroup::Volume),
+            Ok(_) => panic!("the host backend has no volume group yet"),
             Err(other) => panic!("{other:?}"),
         }
 
@@ -120,13 +121,18 @@ mod on_windows {
             }
             other => panic!("{other:?}"),
         }
-        // iSCSI too: Wine has no storage provider; a Windows host answers
-        // with its portals.
+        // iSCSI and disk too: Wine has no storage provider; a Windows host
+        // answers with its portals and disks.
         match proxy.iscsi().unwrap().list_target_portals().await {
             Ok(_) => {}
             Err(Error::Host { operation, .. }) => {
                 assert_eq!(operation, Operation::ListTargetPortals)
             }
+            Err(other) => panic!("{other:?}"),
+        }
+        match proxy.disk().unwrap().list_disk_ids().await {
+            Ok(_) => {}
+            Err(Error::Host { operation, .. }) => assert_eq!(operation, Operation::ListDiskIds),
             Err(other) => panic!("{other:?}"),
         }
     }

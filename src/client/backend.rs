@@ -17,8 +17,8 @@ pub enum Backend {
     /// container with no proxy: needs the feature `host-process`, on
     /// Windows (elsewhere `connect` fails with
     /// [`Error::Configuration`](crate::Error::Configuration)). The host
-    /// backend serves the filesystem, iSCSI, SMB and system groups; disk
-    /// and volume are [`Error::NotServed`](crate::Error::NotServed). See
+    /// backend serves every group but volume, which is
+    /// [`Error::NotServed`](crate::Error::NotServed). See
     /// `docs/host-process.md`.
     Host,
     /// CSI Proxy for every group it serves at `connect`; the host for a
@@ -46,6 +46,7 @@ pub(crate) fn has_host_access(in_host_process: bool, elevated: impl FnOnce() -> 
 pub(super) fn host_backends(working_dirs: &[String]) -> Option<Backends> {
     let host = crate::host::HostGroups::new(working_dirs.to_vec());
     Some(Backends {
+        disk: Some(host.disk),
         filesystem: Some(host.filesystem),
         iscsi: Some(host.iscsi),
         smb: Some(host.smb),

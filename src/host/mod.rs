@@ -10,6 +10,8 @@
 //! are held to the working directories as the proxy's server layer holds
 //! them, and input is validated as on the proxy path.
 
+mod devices;
+mod disk;
 mod filesystem;
 mod iscsi;
 mod links;
@@ -20,12 +22,13 @@ mod wmi;
 
 use std::sync::Arc;
 
-use crate::api::{FilesystemApi, IscsiApi, SmbApi, SystemApi};
+use crate::api::{DiskApi, FilesystemApi, IscsiApi, SmbApi, SystemApi};
 
 use links::OsLinks;
 
 /// The groups the host backend serves, over the real host.
 pub(crate) struct HostGroups {
+    pub disk: Arc<dyn DiskApi>,
     pub filesystem: Arc<dyn FilesystemApi>,
     pub iscsi: Arc<dyn IscsiApi>,
     pub smb: Arc<dyn SmbApi>,
@@ -38,6 +41,10 @@ impl HostGroups {
         let wmi = Arc::new(wmi::OsWmi);
         let reachable = Arc::new(smb::share_answers);
         Self {
+            disk: Arc::new(disk::HostDisk::new(
+                wmi.clone(),
+                Arc::new(devices::OsDevices),
+            )),
             filesystem: Arc::new(filesystem::HostFilesystem::new(
                 working_dirs.clone(),
                 OsLinks,

@@ -3,6 +3,7 @@
 //! where the host cannot make them, and the working-directory guard; the
 //! groups served through WMI against recorded objects (`recorded`, `smb`).
 
+mod disk;
 mod iscsi;
 mod recorded;
 mod smb;

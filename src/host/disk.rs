@@ -1,0 +1,357 @@
+//! The disk group on the host: disks and partitions through WMI's
+//! `MSFT_Disk`, `MSFT_Partition` and `MSFT_StorageSetting` (namespace
+//! `Root\Microsoft\Windows\Storage`), and each disk's number and page 0x83
+//! identifier through the storage IOCTLs, as CSI Proxy's host layer gets
+//! them since it left PowerShell.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::devices::{page83_of, Devices};
+use super::on_host::{host_error, io_error, on_host};
+use super::wmi::{check_return, string, unsigned, wmi_error, Wmi, WmiObject, WmiValue, PATH};
+use crate::api::{disk_group, impl_group_api, to_backend, DiskBackend, DiskIds, DiskLocation};
+use crate::capability::Operation as Op;
+use crate::error::Result;
+
+pub(super) const NAMESPACE: &str = r"Root\Microsoft\Windows\Storage";
+pub(super) const DISK: &str = "MSFT_Disk";
+pub(super) const PARTITION: &str = "MSFT_Partition";
+pub(super) const STORAGE_SETTING: &str = "MSFT_StorageSetting";
+/// The GPT type of the Microsoft reserved partition, which Windows makes
+/// on every GPT disk it initializes: not a data partition.
+pub(super) const RESERVED_GPT_TYPE: &str = "{e3c9e316-0b5c-4db8-817d-f92df00215ae}";
+/// The GPT type of a basic data partition.
+pub(super) const BASIC_DATA_GPT_TYPE: &str = "{ebd0a0a2-b9e5-4433-87c0-68b6b72699c7}";
+/// `MSFT_Disk.PartitionStyle` of a disk not initialized yet (RAW).
+const PARTITION_STYLE_RAW: u64 = 0;
+/// `PartitionStyle` GPT, for `Initialize`.
+const PARTITION_STYLE_GPT: u64 = 2;
+/// A `CreatePartition` return value CSI Proxy takes for success: the
+/// partition was made but its access path is in use.
+const ACCESS_PATH_IN_USE: u64 = 42002;
+
+/// The disk group, served by the host.
+pub(crate) struct HostDisk {
+    wmi: Arc<dyn Wmi>,
+    devices: Arc<dyn Devices>,
+}
+
+impl HostDisk {
+    /// The group over `wmi`, asking the disks through `devices`.
+    pub fn new(wmi: Arc<dyn Wmi>, devices: Arc<dyn Devices>) -> Self {
+        Self { wmi, devices }
+    }
+
+    /// Runs `work` for `op` on a blocking thread.
+    async fn run<T, F>(&self, op: Op, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Storage<'_>) -> Result<T> + Send + 'static,
+    {
+        let (wmi, devices) = (self.wmi.clone(), self.devices.clone());
+        on_host(op, move || {
+            work(&Storage {
+                wmi: &*wmi,
+                devices: &*devices,
+                op,
+            })
+        })
+        .await
+    }
+}
+
+/// The host's storage as one operation sees it.
+struct Storage<'a> {
+    wmi: &'a dyn Wmi,
+    devices: &'a dyn Devices,
+    op: Op,
+}
+
+impl Storage<'_> {
+    fn query(&self, query: &str) -> Result<Vec<WmiObject>> {
+        (self.wmi.query(NAMESPACE, query)).map_err(|e| wmi_error(self.op, e))
+    }
+
+    /// Calls `method` of `class` on `target`; its return value must be 0
+    /// or one of `also_fine`.
+    fn call(
+        &self,
+        class: &str,
+        target: &str,
+        method: &str,
+        params: Vec<(&'static str, WmiValue)>,
+        also_fine: &[u64],
+    ) -> Result<()> {
+        let output = (self.wmi.call(NAMESPACE, class, target, method, params))
+            .map_err(|e| wmi_error(self.op, e))?;
+        match output.get("ReturnValue").and_then(unsigned) {
+            Some(code) if also_fine.contains(&code) => Ok(()),
+            _ => check_return(self.op, &format!("{class}.{method}"), &output),
+        }
+    }
+
+    fn error(&self, message: impl Into<String>) -> crate::Error {
+        host_error(self.op, message, None)
+    }
+
+    /// Disk `number`, with every property; not there is an error.
+    fn disk(&self, number: u32) -> Result<WmiObject> {
+        let found = self.query(&format!("SELECT * FROM {DISK} WHERE Number = {number}"))?;
+        (found.into_iter().next()).ok_or_else(|| self.error(format!("disk {number} not found")))
+    }
+
+    fn path_of<'o>(&self, object: &'o WmiObject) -> Result<&'o str> {
+        string(object, PATH).ok_or_else(|| self.error("WMI gave an object without a path"))
+    }
+
+    /// The partitions of disk `number` that hold data: all but the
+    /// Microsoft reserved one (an MBR disk's have no GPT type).
+    fn data_partitions(&self, number: u32) -> Result<Vec<WmiObject>> {
+        let all = self.query(&format!(
+            "SELECT * FROM {PARTITION} WHERE DiskNumber = {number}"
+        ))?;
+        let reserved = |p: &WmiObject| {
+            string(p, "GptType").is_some_and(|t| t.eq_ignore_ascii_case(RESERVED_GPT_TYPE))
+        };
+        Ok(all.into_iter().filter(|p| !reserved(p)).collect())
+    }
+
+    /// Whether disk `number` is offline (`IsOffline`).
+    fn is_offline(&self, disk: &WmiObject, number: u32) -> Result<bool> {
+        match disk.get("IsOffline") {
+            Some(WmiValue::Bool(offline)) => Ok(*offline),
+            other => Err(self.error(format!(
+                "disk {number}: IsOffline is not a boolean: {other:?}"
+            ))),
+        }
+    }
+
+    /// A property holding a disk number.
+    fn number(&self, object: &WmiObject, property: &str) -> Result<u32> {
+        let number = object.get(property).and_then(unsigned);
+        (number.and_then(|n| u32::try_from(n).ok())).ok_or_else(|| {
+            self.error(format!(
+                "WMI gave a {DISK} without a {property}: {object:?}"
+            ))
+        })
+    }
+}
+
+/// The adapter, bus, target and LUN in an `MSFT_Disk.Location` such as
+/// `PCI Slot 3 : Adapter 0 : Port 0 : Target 1 : LUN 0`, read as CSI Proxy
+/// reads it: at least five parts, each `Name value`; `Port` is not taken
+/// for the bus. `None` for a location that says none of them.
+fn location_of(location: &str) -> Option<DiskLocation> {
+    let parts: Vec<&str> = location.split(':').collect();
+    if parts.len() < 5 {
+        return None;
+    }
+    let mut found = DiskLocation::default();
+    let mut any = false;
+    for part in parts {
+        let words: Vec<&str> = part.trim().split(' ').collect();
+        let [name, value] = words[..] else {
+            continue;
+        };
+        let field = match name {
+            "Adapter" => &mut found.adapter,
+            "Bus" => &mut found.bus,
+            "Target" => &mut found.target,
+            "LUN" => &mut found.lun_id,
+            _ => continue,
+        };
+        *field = value.to_owned();
+        any = true;
+    }
+    any.then_some(found)
+}
+
+/// `MSFT_Disk.Size`: a `uint64`, which WMI may hand over as a string.
+fn size_of(value: Option<&WmiValue>) -> Option<u64> {
+    match value? {
+        WmiValue::String(text) => text.parse().ok(),
+        other => unsigned(other),
+    }
+}
+
+#[async_trait]
+impl DiskBackend for HostDisk {
+    /// Disks whose location names no adapter, bus, target or LUN (virtual
+    /// disks) are left out.
+    async fn list_disk_locations(&self) -> Result<BTreeMap<u32, DiskLocation>> {
+        self.run(Op::ListDiskLocations, |host| {
+            let mut locations = BTreeMap::new();
+            for disk in host.query(&format!("SELECT Number, Location FROM {DISK}"))? {
+                let number = host.number(&disk, "Number")?;
+                if let Some(location) = string(&disk, "Location").and_then(location_of) {
+                    locations.insert(number, location);
+                }
+            }
+            Ok(locations)
+        })
+        .await
+    }
+
+    /// A RAW disk is initialized as GPT; a disk with a data partition is
+    /// left as it is; else one basic data partition fills it, and comes
+    /// online.
+    async fn partition_disk(&self, number: u32) -> Result<()> {
+        self.run(Op::PartitionDisk, move |host| {
+            let disk = host.disk(number)?;
+            let path = host.path_of(&disk)?;
+            if disk.get("PartitionStyle").and_then(unsigned) == Some(PARTITION_STYLE_RAW) {
+                let style = vec![("PartitionStyle", WmiValue::UInt(PARTITION_STYLE_GPT))];
+                host.call(DISK, path, "Initialize", style, &[])?;
+            }
+            if !host.data_partitions(number)?.is_empty() {
+                return Ok(());
+            }
+            let params = vec![
+                ("UseMaximumSize", WmiValue::Bool(true)),
+                ("AssignDriveLetter", WmiValue::Bool(false)),
+                ("GptType", WmiValue::String(BASIC_DATA_GPT_TYPE.to_owned())),
+            ];
+            host.call(DISK, path, "CreatePartition", params, &[ACCESS_PATH_IN_USE])?;
+            host.call(DISK, path, "Refresh", Vec::new(), &[])?;
+            let made = host.data_partitions(number)?;
+            let partition = made.first().ok_or_else(|| {
+                host.error(format!("disk {number}: no partition after CreatePartition"))
+            })?;
+            host.call(
+                PARTITION,
+                host.path_of(partition)?,
+                "Online",
+                Vec::new(),
+                &[],
+            )
+        })
+        .await
+    }
+
+    async fn rescan(&self) -> Result<()> {
+        self.run(Op::Rescan, |host| {
+            host.call(
+                STORAGE_SETTING,
+                STORAGE_SETTING,
+                "UpdateHostStorageCache",
+                Vec::new(),
+                &[],
+            )
+        })
+        .await
+    }
+
+    /// By the number each disk gives for itself; the serial number is
+    /// `MSFT_Disk.SerialNumber`, as it is. One disk that cannot be asked
+    /// fails the whole list, as through the proxy.
+    async fn list_disk_ids(&self) -> Result<BTreeMap<u32, DiskIds>> {
+        let op = Op::ListDiskIds;
+        self.run(op, move |host| {
+            let mut ids = BTreeMap::new();
+            for disk in host.query(&format!("SELECT Number, Path, SerialNumber FROM {DISK}"))? {
+                let path = string(&disk, "Path")
+                    .ok_or_else(|| host.error(format!("WMI gave a {DISK} without a Path")))?;
+                let answer = host.devices.ask(path).map_err(|e| io_error(op, path, e))?;
+                let page83 = page83_of(&answer.id_descriptor).map_err(|why| {
+                    host.error(format!("{path}: its page 0x83 identifiers: {why}"))
+                })?;
+                let serial_number = string(&disk, "SerialNumber").unwrap_or_default().to_owned();
+                ids.insert(
+                    answer.number,
+                    DiskIds {
+                        page83,
+                        serial_number,
+                    },
+                );
+            }
+            Ok(ids)
+        })
+        .await
+    }
+
+    async fn get_disk_stats(&self, number: u32) -> Result<u64> {
+        self.run(Op::GetDiskStats, move |host| {
+            let found = host.query(&format!("SELECT Size FROM {DISK} WHERE Number = {number}"))?;
+            let disk =
+                (found.first()).ok_or_else(|| host.error(format!("disk {number} not found")))?;
+            size_of(disk.get("Size"))
+                .ok_or_else(|| host.error(format!("disk {number}: Size is not a number: {disk:?}")))
+        })
+        .await
+    }
+
+    /// A disk already in the state asked for is left as it is.
+    async fn set_disk_state(&self, number: u32, online: bool) -> Result<()> {
+        self.run(Op::SetDiskState, move |host| {
+            let disk = host.disk(number)?;
+            if host.is_offline(&disk, number)? != online {
+                return Ok(());
+            }
+            let method = if online { "Online" } else { "Offline" };
+            host.call(DISK, host.path_of(&disk)?, method, Vec::new(), &[])
+        })
+        .await
+    }
+
+    async fn get_disk_state(&self, number: u32) -> Result<bool> {
+        self.run(Op::GetDiskState, move |host| {
+            let found = host.query(&format!(
+                "SELECT IsOffline FROM {DISK} WHERE Number = {number}"
+            ))?;
+            let disk =
+                (found.first()).ok_or_else(|| host.error(format!("disk {number} not found")))?;
+            Ok(!host.is_offline(disk, number)?)
+        })
+        .await
+    }
+
+    async fn get_disk_number_by_name(&self, page83: &str) -> Result<u32> {
+        crate::api::disk_by_page83(page83, DiskBackend::list_disk_ids(self)).await
+    }
+}
+
+disk_group!(impl_group_api(HostDisk, to_backend));
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn location(adapter: &str, bus: &str, target: &str, lun: &str) -> DiskLocation {
+        DiskLocation {
+            adapter: adapter.into(),
+            bus: bus.into(),
+            target: target.into(),
+            lun_id: lun.into(),
+        }
+    }
+
+    #[test]
+    fn a_location_is_read_as_the_proxy_reads_it() {
+        assert_eq!(
+            location_of("PCI Slot 3 : Adapter 0 : Port 0 : Target 1 : LUN 2"),
+            Some(location("0", "", "1", "2"))
+        );
+        assert_eq!(
+            location_of("Integrated : Adapter 1 : Bus 2 : Target 3 : LUN 4"),
+            Some(location("1", "2", "3", "4"))
+        );
+        // Too few parts, or nothing it names.
+        assert_eq!(location_of("Adapter 0 : Target 0 : LUN 0"), None);
+        assert_eq!(location_of("a b c : d e f : g : h : i"), None);
+        assert_eq!(location_of(""), None);
+    }
+
+    #[test]
+    fn a_size_may_come_as_a_number_or_as_text() {
+        assert_eq!(
+            size_of(Some(&WmiValue::String("10737418240".into()))),
+            Some(10_737_418_240)
+        );
+        assert_eq!(size_of(Some(&WmiValue::UInt(512))), Some(512));
+        assert_eq!(size_of(Some(&WmiValue::String("ten".into()))), None);
+        assert_eq!(size_of(None), None);
+    }
+}
