@@ -7,9 +7,11 @@
 //!
 //! With `--host` it uses the host alone (`Backend::Host`); without it,
 //! whichever of CSI Proxy and the host is there (`Backend::Automatic`).
-//! It makes and removes a directory under the kubelet directory, and reads
-//! the BIOS serial number and a service. On Windows only: elsewhere it
-//! says why it cannot run. CI runs it under Wine with `--host`.
+//! It makes and removes a directory under the kubelet directory, reads the
+//! BIOS serial number and a service, and lists the disks' locations (none
+//! under Wine, whose WMI knows no storage classes). On
+//! Windows only: elsewhere it says why it cannot run. CI runs it under Wine
+//! with `--host`.
 
 use csi_proxy_client::{ApiGroup, Backend, CsiProxy, Error, Result, WindowsPath};
 
@@ -22,7 +24,7 @@ async fn main() -> Result<()> {
     };
     let proxy = match CsiProxy::builder()
         .backend(backend)
-        .groups([ApiGroup::Filesystem, ApiGroup::System])
+        .groups([ApiGroup::Disk, ApiGroup::Filesystem, ApiGroup::System])
         .connect()
         .await
     {
@@ -56,5 +58,16 @@ async fn main() -> Result<()> {
         "Winmgmt: {:?}, {:?}, {:?}",
         service.display_name, service.status, service.start_type
     );
+
+    match proxy.disk()?.list_disk_locations().await {
+        Ok(locations) => {
+            println!("{} disks with a location", locations.len());
+            for (disk, location) in locations {
+                println!("disk {disk}: LUN {}", location.lun_id);
+            }
+        }
+        // What a driver would answer its caller with.
+        Err(error) => println!("disks: {error} (CSI code {:?})", error.csi_code()),
+    }
     Ok(())
 }
