@@ -10,8 +10,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::devices::{page83_of, Devices};
-use super::on_host::{host_error, io_error, on_host};
-use super::wmi::{check_return, string, unsigned, wmi_error, Wmi, WmiObject, WmiValue, PATH};
+use super::on_host::{io_error, on_host};
+use super::wmi::{string, unsigned, Requests, Wmi, WmiObject, WmiValue};
 use crate::api::{disk_group, impl_group_api, to_backend, DiskBackend, DiskIds, DiskLocation};
 use crate::capability::Operation as Op;
 use crate::error::Result;
@@ -53,10 +53,14 @@ impl HostDisk {
     {
         let (wmi, devices) = (self.wmi.clone(), self.devices.clone());
         on_host(op, move || {
-            work(&Storage {
+            let wmi = Requests {
                 wmi: &*wmi,
-                devices: &*devices,
+                namespace: NAMESPACE,
                 op,
+            };
+            work(&Storage {
+                wmi,
+                devices: &*devices,
             })
         })
         .await
@@ -65,52 +69,27 @@ impl HostDisk {
 
 /// The host's storage as one operation sees it.
 struct Storage<'a> {
-    wmi: &'a dyn Wmi,
+    wmi: Requests<'a>,
     devices: &'a dyn Devices,
-    op: Op,
 }
 
 impl Storage<'_> {
-    fn query(&self, query: &str) -> Result<Vec<WmiObject>> {
-        (self.wmi.query(NAMESPACE, query)).map_err(|e| wmi_error(self.op, e))
-    }
-
-    /// Calls `method` of `class` on `target`; its return value must be 0
-    /// or one of `also_fine`.
-    fn call(
-        &self,
-        class: &str,
-        target: &str,
-        method: &str,
-        params: Vec<(&'static str, WmiValue)>,
-        also_fine: &[u64],
-    ) -> Result<()> {
-        let output = (self.wmi.call(NAMESPACE, class, target, method, params))
-            .map_err(|e| wmi_error(self.op, e))?;
-        match output.get("ReturnValue").and_then(unsigned) {
-            Some(code) if also_fine.contains(&code) => Ok(()),
-            _ => check_return(self.op, &format!("{class}.{method}"), &output),
-        }
-    }
-
     fn error(&self, message: impl Into<String>) -> crate::Error {
-        host_error(self.op, message, None)
+        self.wmi.error(message)
     }
 
     /// Disk `number`, with every property; not there is an error.
     fn disk(&self, number: u32) -> Result<WmiObject> {
-        let found = self.query(&format!("SELECT * FROM {DISK} WHERE Number = {number}"))?;
-        (found.into_iter().next()).ok_or_else(|| self.error(format!("disk {number} not found")))
-    }
-
-    fn path_of<'o>(&self, object: &'o WmiObject) -> Result<&'o str> {
-        string(object, PATH).ok_or_else(|| self.error("WMI gave an object without a path"))
+        (self.wmi).one(
+            &format!("SELECT * FROM {DISK} WHERE Number = {number}"),
+            format_args!("disk {number}"),
+        )
     }
 
     /// The partitions of disk `number` that hold data: all but the
     /// Microsoft reserved one (an MBR disk's have no GPT type).
     fn data_partitions(&self, number: u32) -> Result<Vec<WmiObject>> {
-        let all = self.query(&format!(
+        let all = self.wmi.query(&format!(
             "SELECT * FROM {PARTITION} WHERE DiskNumber = {number}"
         ))?;
         let reserved = |p: &WmiObject| {
@@ -184,7 +163,10 @@ impl DiskBackend for HostDisk {
     async fn list_disk_locations(&self) -> Result<BTreeMap<u32, DiskLocation>> {
         self.run(Op::ListDiskLocations, |host| {
             let mut locations = BTreeMap::new();
-            for disk in host.query(&format!("SELECT Number, Location FROM {DISK}"))? {
+            for disk in host
+                .wmi
+                .query(&format!("SELECT Number, Location FROM {DISK}"))?
+            {
                 let number = host.number(&disk, "Number")?;
                 if let Some(location) = string(&disk, "Location").and_then(location_of) {
                     locations.insert(number, location);
@@ -201,10 +183,10 @@ impl DiskBackend for HostDisk {
     async fn partition_disk(&self, number: u32) -> Result<()> {
         self.run(Op::PartitionDisk, move |host| {
             let disk = host.disk(number)?;
-            let path = host.path_of(&disk)?;
+            let path = host.wmi.path_of(&disk)?;
             if disk.get("PartitionStyle").and_then(unsigned) == Some(PARTITION_STYLE_RAW) {
                 let style = vec![("PartitionStyle", WmiValue::UInt(PARTITION_STYLE_GPT))];
-                host.call(DISK, path, "Initialize", style, &[])?;
+                host.wmi.call(DISK, path, "Initialize", style)?;
             }
             if !host.data_partitions(number)?.is_empty() {
                 return Ok(());
@@ -214,32 +196,22 @@ impl DiskBackend for HostDisk {
                 ("AssignDriveLetter", WmiValue::Bool(false)),
                 ("GptType", WmiValue::String(BASIC_DATA_GPT_TYPE.to_owned())),
             ];
-            host.call(DISK, path, "CreatePartition", params, &[ACCESS_PATH_IN_USE])?;
-            host.call(DISK, path, "Refresh", Vec::new(), &[])?;
+            (host.wmi).call_with(DISK, path, "CreatePartition", params, &[ACCESS_PATH_IN_USE])?;
+            host.wmi.call(DISK, path, "Refresh", Vec::new())?;
             let made = host.data_partitions(number)?;
             let partition = made.first().ok_or_else(|| {
                 host.error(format!("disk {number}: no partition after CreatePartition"))
             })?;
-            host.call(
-                PARTITION,
-                host.path_of(partition)?,
-                "Online",
-                Vec::new(),
-                &[],
-            )
+            let partition = host.wmi.path_of(partition)?;
+            host.wmi.call(PARTITION, partition, "Online", Vec::new())
         })
         .await
     }
 
     async fn rescan(&self) -> Result<()> {
         self.run(Op::Rescan, |host| {
-            host.call(
-                STORAGE_SETTING,
-                STORAGE_SETTING,
-                "UpdateHostStorageCache",
-                Vec::new(),
-                &[],
-            )
+            let update = "UpdateHostStorageCache";
+            (host.wmi).call(STORAGE_SETTING, STORAGE_SETTING, update, Vec::new())
         })
         .await
     }
@@ -251,7 +223,10 @@ impl DiskBackend for HostDisk {
         let op = Op::ListDiskIds;
         self.run(op, move |host| {
             let mut ids = BTreeMap::new();
-            for disk in host.query(&format!("SELECT Number, Path, SerialNumber FROM {DISK}"))? {
+            for disk in host
+                .wmi
+                .query(&format!("SELECT Number, Path, SerialNumber FROM {DISK}"))?
+            {
                 let path = string(&disk, "Path")
                     .ok_or_else(|| host.error(format!("WMI gave a {DISK} without a Path")))?;
                 let answer = host.devices.ask(path).map_err(|e| io_error(op, path, e))?;
@@ -274,9 +249,8 @@ impl DiskBackend for HostDisk {
 
     async fn get_disk_stats(&self, number: u32) -> Result<u64> {
         self.run(Op::GetDiskStats, move |host| {
-            let found = host.query(&format!("SELECT Size FROM {DISK} WHERE Number = {number}"))?;
-            let disk =
-                (found.first()).ok_or_else(|| host.error(format!("disk {number} not found")))?;
+            let query = format!("SELECT Size FROM {DISK} WHERE Number = {number}");
+            let disk = host.wmi.one(&query, format_args!("disk {number}"))?;
             size_of(disk.get("Size"))
                 .ok_or_else(|| host.error(format!("disk {number}: Size is not a number: {disk:?}")))
         })
@@ -291,19 +265,17 @@ impl DiskBackend for HostDisk {
                 return Ok(());
             }
             let method = if online { "Online" } else { "Offline" };
-            host.call(DISK, host.path_of(&disk)?, method, Vec::new(), &[])
+            host.wmi
+                .call(DISK, host.wmi.path_of(&disk)?, method, Vec::new())
         })
         .await
     }
 
     async fn get_disk_state(&self, number: u32) -> Result<bool> {
         self.run(Op::GetDiskState, move |host| {
-            let found = host.query(&format!(
-                "SELECT IsOffline FROM {DISK} WHERE Number = {number}"
-            ))?;
-            let disk =
-                (found.first()).ok_or_else(|| host.error(format!("disk {number} not found")))?;
-            Ok(!host.is_offline(disk, number)?)
+            let query = format!("SELECT IsOffline FROM {DISK} WHERE Number = {number}");
+            let disk = host.wmi.one(&query, format_args!("disk {number}"))?;
+            Ok(!host.is_offline(&disk, number)?)
         })
         .await
     }

@@ -8,9 +8,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::on_host::{host_error, on_host};
-use super::wmi::{
-    check_return, string, unsigned, wmi_error, wql_string, Wmi, WmiObject, WmiValue, PATH,
-};
+use super::wmi::{string, unsigned, wql_string, Requests, Wmi, WmiObject, WmiValue};
 use crate::api::{
     check_name, impl_group_api, iscsi_group, to_backend, IscsiAuth, IscsiBackend, Secret,
     TargetPortal,
@@ -47,63 +45,31 @@ impl HostIscsi {
         F: FnOnce(&Initiator<'_>) -> Result<T> + Send + 'static,
     {
         let wmi = self.wmi.clone();
-        on_host(op, move || work(&Initiator { wmi: &*wmi, op })).await
+        on_host(op, move || {
+            let wmi = Requests {
+                wmi: &*wmi,
+                namespace: NAMESPACE,
+                op,
+            };
+            work(&Initiator { wmi })
+        })
+        .await
     }
 }
 
 /// The host's initiator as one operation sees it.
 struct Initiator<'a> {
-    wmi: &'a dyn Wmi,
-    op: Op,
+    wmi: Requests<'a>,
 }
 
 impl Initiator<'_> {
-    fn query(&self, query: &str) -> Result<Vec<WmiObject>> {
-        (self.wmi.query(NAMESPACE, query)).map_err(|e| wmi_error(self.op, e))
-    }
-
-    /// Calls `method` of `class` on `target`, which must return 0.
-    fn call(
-        &self,
-        class: &str,
-        target: &str,
-        method: &str,
-        params: Vec<(&'static str, WmiValue)>,
-    ) -> Result<()> {
-        let output = (self.wmi.call(NAMESPACE, class, target, method, params))
-            .map_err(|e| wmi_error(self.op, e))?;
-        check_return(self.op, &format!("{class}.{method}"), &output)
-    }
-
-    /// The objects of `class` associated with `object` through
-    /// `association`, in which they play `role` and `object` plays
-    /// `object_role`.
-    fn associated(
-        &self,
-        object: &WmiObject,
-        association: &str,
-        class: &str,
-        role: &str,
-        object_role: &str,
-    ) -> Result<Vec<WmiObject>> {
-        let path = self.path_of(object)?;
-        self.query(&format!(
-            "ASSOCIATORS OF {{{path}}} WHERE AssocClass = {association} \
-             ResultClass = {class} ResultRole = {role} Role = {object_role}"
-        ))
-    }
-
-    fn path_of<'o>(&self, object: &'o WmiObject) -> Result<&'o str> {
-        string(object, PATH).ok_or_else(|| self.error("WMI gave an object without a path"))
-    }
-
     fn error(&self, message: impl Into<String>) -> crate::Error {
-        host_error(self.op, message, None)
+        self.wmi.error(message)
     }
 
     /// The registered portal, if it is.
     fn portal(&self, portal: &TargetPortal) -> Result<Option<WmiObject>> {
-        let found = self.query(&format!(
+        let found = self.wmi.query(&format!(
             "SELECT * FROM {PORTAL} WHERE TargetPortalAddress = {} AND TargetPortalPortNumber = {}",
             wql_string(&portal.address),
             portal.port
@@ -121,7 +87,7 @@ impl Initiator<'_> {
 
     /// The targets discovered through `portal`.
     fn targets(&self, portal: &WmiObject) -> Result<Vec<WmiObject>> {
-        self.associated(
+        self.wmi.associated(
             portal,
             TO_PORTAL,
             TARGET,
@@ -198,7 +164,8 @@ impl IscsiBackend for HostIscsi {
             if host.portal(&portal)?.is_some() {
                 return Ok(());
             }
-            host.call(PORTAL, PORTAL, "New", portal_params(&portal).into())
+            host.wmi
+                .call(PORTAL, PORTAL, "New", portal_params(&portal).into())
         })
         .await
     }
@@ -220,8 +187,9 @@ impl IscsiBackend for HostIscsi {
         let portal = portal.clone();
         self.run(Op::RemoveTargetPortal, move |host| {
             let found = host.registered(&portal)?;
-            let path = host.path_of(&found)?;
-            host.call(PORTAL, path, "Remove", portal_params(&portal).into())
+            let path = host.wmi.path_of(&found)?;
+            host.wmi
+                .call(PORTAL, path, "Remove", portal_params(&portal).into())
         })
         .await
     }
@@ -230,7 +198,7 @@ impl IscsiBackend for HostIscsi {
         let op = Op::ListTargetPortals;
         self.run(op, move |host| {
             let query = format!("SELECT TargetPortalAddress, TargetPortalPortNumber FROM {PORTAL}");
-            let portals = host.query(&query)?;
+            let portals = host.wmi.query(&query)?;
             portals.iter().map(|p| portal_of(op, p)).collect()
         })
         .await
@@ -255,7 +223,7 @@ impl IscsiBackend for HostIscsi {
             let mut params = vec![("NodeAddress", WmiValue::String(iqn))];
             params.extend(portal_params(&portal));
             params.extend(auth_params(&auth));
-            host.call(TARGET, TARGET, "Connect", params)
+            host.wmi.call(TARGET, TARGET, "Connect", params)
         })
         .await
     }
@@ -270,19 +238,25 @@ impl IscsiBackend for HostIscsi {
             let target = host.logged_in(host.target(&portal, &iqn)?, &iqn)?;
 
             let sessions =
-                host.associated(&target, TO_SESSION, SESSION, "iSCSISession", "iSCSITarget")?;
+                host.wmi
+                    .associated(&target, TO_SESSION, SESSION, "iSCSISession", "iSCSITarget")?;
             if sessions.is_empty() {
                 return Err(host.error(format!("not logged in to {iqn}: no session")));
             }
-            let target_path = host.path_of(&target)?;
+            let target_path = host.wmi.path_of(&target)?;
             for session in &sessions {
                 if session.get("IsPersistent") == Some(&WmiValue::Bool(true)) {
-                    host.call(SESSION, host.path_of(session)?, "Unregister", Vec::new())?;
+                    host.wmi.call(
+                        SESSION,
+                        host.wmi.path_of(session)?,
+                        "Unregister",
+                        Vec::new(),
+                    )?;
                 }
                 let id = string(session, "SessionIdentifier")
                     .ok_or_else(|| host.error("WMI gave a session without an identifier"))?;
                 let params = vec![("SessionIdentifier", WmiValue::String(id.to_owned()))];
-                host.call(TARGET, target_path, "Disconnect", params)?;
+                host.wmi.call(TARGET, target_path, "Disconnect", params)?;
             }
             Ok(())
         })
@@ -298,7 +272,7 @@ impl IscsiBackend for HostIscsi {
         self.run(op, move |host| {
             let target = host.logged_in(host.target(&portal, &iqn)?, &iqn)?;
 
-            let connections = host.associated(
+            let connections = host.wmi.associated(
                 &target,
                 TO_CONNECTION,
                 CONNECTION,
@@ -307,7 +281,10 @@ impl IscsiBackend for HostIscsi {
             )?;
             let mut numbers = Vec::new();
             for connection in &connections {
-                for disk in host.associated(connection, TO_DISK, DISK, "Disk", "iSCSIConnection")? {
+                for disk in
+                    host.wmi
+                        .associated(connection, TO_DISK, DISK, "Disk", "iSCSIConnection")?
+                {
                     let number = disk.get("Number").and_then(unsigned);
                     let number = number.and_then(|n| u32::try_from(n).ok()).ok_or_else(|| {
                         host.error(format!("WMI gave a {DISK} without a number: {disk:?}"))
@@ -326,7 +303,7 @@ impl IscsiBackend for HostIscsi {
         let secret = secret.expose().to_owned();
         self.run(Op::SetMutualChapSecret, move |host| {
             let params = vec![("ChapSecret", WmiValue::String(secret))];
-            host.call(SESSION, SESSION, "SetCHAPSecret", params)
+            host.wmi.call(SESSION, SESSION, "SetCHAPSecret", params)
         })
         .await
     }

@@ -10,9 +10,7 @@ use async_trait::async_trait;
 
 use super::links::{Entry, Links};
 use super::on_host::{host_error, io_error, on_host};
-use super::wmi::{
-    check_return, string, unsigned, wmi_error, wql_string, Wmi, WmiObject, WmiValue, PATH,
-};
+use super::wmi::{unsigned, wql_string, Requests, Wmi, WmiObject, WmiValue};
 use crate::api::{
     impl_group_api, share_root, smb_group, to_backend, SmbBackend, SmbMapping, SmbRemotePath,
 };
@@ -78,13 +76,12 @@ fn root_of(op: Op, remote: &SmbRemotePath) -> Result<String> {
 }
 
 /// The global mapping of `root`, if there is one.
-fn find_mapping(wmi: &dyn Wmi, op: Op, root: &str) -> Result<Option<WmiObject>> {
+fn find_mapping(wmi: &Requests, root: &str) -> Result<Option<WmiObject>> {
     let query = format!(
         "SELECT * FROM {CLASS} WHERE RemotePath = {}",
         wql_string(root)
     );
-    let found = wmi.query(NAMESPACE, &query).map_err(|e| wmi_error(op, e))?;
-    Ok(found.into_iter().next())
+    Ok(wmi.query(&query)?.into_iter().next())
 }
 
 /// Whether `mapping` can be used as it is: its status is OK and its share
@@ -95,18 +92,14 @@ fn is_usable(mapping: &WmiObject, root: &str, reachable: &Reachable) -> bool {
 }
 
 /// Removes `mapping`, even while files on it are open (`Force`).
-fn remove(wmi: &dyn Wmi, op: Op, mapping: &WmiObject) -> Result<()> {
-    let path = string(mapping, PATH)
-        .ok_or_else(|| host_error(op, format!("WMI gave a {CLASS} without a path"), None))?;
+fn remove(wmi: &Requests, mapping: &WmiObject) -> Result<()> {
     let params = vec![("Force", WmiValue::Bool(true))];
-    let output =
-        (wmi.call(NAMESPACE, CLASS, path, "Remove", params)).map_err(|e| wmi_error(op, e))?;
-    check_return(op, &format!("{CLASS}.Remove"), &output)
+    wmi.call(CLASS, wmi.path_of(mapping)?, "Remove", params)
 }
 
 /// Creates the global mapping of `root` with the caller's credentials,
 /// requiring encryption (as CSI Proxy does by default).
-fn create(wmi: &dyn Wmi, op: Op, root: &str, mapping: &SmbMapping) -> Result<()> {
+fn create(wmi: &Requests, root: &str, mapping: &SmbMapping) -> Result<()> {
     // The user name is never empty here (`SmbMapping::validate`).
     let credential = credential(&mapping.username, mapping.password.expose());
     let params = vec![
@@ -114,9 +107,16 @@ fn create(wmi: &dyn Wmi, op: Op, root: &str, mapping: &SmbMapping) -> Result<()>
         ("RequirePrivacy", WmiValue::Bool(true)),
         ("Credential", WmiValue::String(credential)),
     ];
-    let output =
-        (wmi.call(NAMESPACE, CLASS, CLASS, "Create", params)).map_err(|e| wmi_error(op, e))?;
-    check_return(op, &format!("{CLASS}.Create of {root}"), &output)
+    wmi.call(CLASS, CLASS, "Create", params)
+}
+
+/// The requests of `op` to the SMB namespace.
+fn requests(wmi: &dyn Wmi, op: Op) -> Requests<'_> {
+    Requests {
+        wmi,
+        namespace: NAMESPACE,
+        op,
+    }
 }
 
 /// The credential as the method takes it in a string: the user name with
@@ -150,15 +150,16 @@ impl SmbBackend for HostSmb {
         let working_dirs = self.working_dirs.clone();
         on_host(op, move || {
             let remote = mapping.remote_path.as_str();
-            let existing = find_mapping(&*wmi, op, &root)?;
+            let wmi = requests(&*wmi, op);
+            let existing = find_mapping(&wmi, &root)?;
             let usable = existing
                 .as_ref()
                 .is_some_and(|m| is_usable(m, &root, &*reachable));
             if !usable {
                 if let Some(stale) = &existing {
-                    remove(&*wmi, op, stale)?;
+                    remove(&wmi, stale)?;
                 }
-                create(&*wmi, op, &root, &mapping)?;
+                create(&wmi, &root, &mapping)?;
             }
             let Some(local) = &mapping.local_path else {
                 return Ok(());
@@ -190,13 +191,12 @@ impl SmbBackend for HostSmb {
         let op = Op::RemoveSmbGlobalMapping;
         let root = root_of(op, remote_path)?;
         let wmi = self.wmi.clone();
-        on_host(op, move || match find_mapping(&*wmi, op, &root)? {
-            Some(mapping) => remove(&*wmi, op, &mapping),
-            None => Err(host_error(
-                op,
-                format!("{root}: no global mapping exists"),
-                None,
-            )),
+        on_host(op, move || {
+            let wmi = requests(&*wmi, op);
+            match find_mapping(&wmi, &root)? {
+                Some(mapping) => remove(&wmi, &mapping),
+                None => Err(wmi.error(format!("{root}: no global mapping exists"))),
+            }
         })
         .await
     }

@@ -156,6 +156,86 @@ fn properties(object: &IWbemClassWrapper) -> std::result::Result<WmiObject, WMIE
     Ok(properties)
 }
 
+/// One operation's requests to WMI in one namespace: their failures are
+/// that operation's errors.
+pub(crate) struct Requests<'a> {
+    pub wmi: &'a dyn Wmi,
+    pub namespace: &'static str,
+    pub op: Operation,
+}
+
+impl Requests<'_> {
+    /// The objects `query` selects.
+    pub fn query(&self, query: &str) -> Result<Vec<WmiObject>> {
+        (self.wmi.query(self.namespace, query)).map_err(|e| wmi_error(self.op, e))
+    }
+
+    /// The first object `query` selects; none is an error: `what` not
+    /// found.
+    pub fn one(&self, query: &str, what: impl std::fmt::Display) -> Result<WmiObject> {
+        let found = self.query(query)?.into_iter().next();
+        found.ok_or_else(|| self.error(format!("{what} not found")))
+    }
+
+    /// Calls `method` of `class` on `target`, which must return 0 or one
+    /// of `also_fine`; its output.
+    pub fn call_with(
+        &self,
+        class: &str,
+        target: &str,
+        method: &str,
+        params: Vec<(&'static str, WmiValue)>,
+        also_fine: &[u64],
+    ) -> Result<WmiObject> {
+        let output = (self.wmi.call(self.namespace, class, target, method, params))
+            .map_err(|e| wmi_error(self.op, e))?;
+        match output.get("ReturnValue").and_then(unsigned) {
+            Some(code) if also_fine.contains(&code) => {}
+            _ => check_return(self.op, &format!("{class}.{method}"), &output)?,
+        }
+        Ok(output)
+    }
+
+    /// Calls `method` of `class` on `target`, which must return 0.
+    pub fn call(
+        &self,
+        class: &str,
+        target: &str,
+        method: &str,
+        params: Vec<(&'static str, WmiValue)>,
+    ) -> Result<()> {
+        self.call_with(class, target, method, params, &[]).map(drop)
+    }
+
+    /// The objects of `class` associated with `object` through
+    /// `association`, in which they play `role` and `object` plays
+    /// `object_role`.
+    pub fn associated(
+        &self,
+        object: &WmiObject,
+        association: &str,
+        class: &str,
+        role: &str,
+        object_role: &str,
+    ) -> Result<Vec<WmiObject>> {
+        let path = self.path_of(object)?;
+        self.query(&format!(
+            "ASSOCIATORS OF {{{path}}} WHERE AssocClass = {association} \
+             ResultClass = {class} ResultRole = {role} Role = {object_role}"
+        ))
+    }
+
+    /// The path of an object a query gave.
+    pub fn path_of<'o>(&self, object: &'o WmiObject) -> Result<&'o str> {
+        string(object, PATH).ok_or_else(|| self.error("WMI gave an object without a path"))
+    }
+
+    /// A failure of the operation that WMI's answers show.
+    pub fn error(&self, message: impl Into<String>) -> Error {
+        host_error(self.op, message, None)
+    }
+}
+
 /// A WMI failure of `operation`, with its `HRESULT` when there is one.
 pub(crate) fn wmi_error(operation: Operation, error: WMIError) -> Error {
     let code = match &error {
