@@ -17,8 +17,7 @@ pub enum Backend {
     /// container with no proxy: needs the feature `host-process`, on
     /// Windows (elsewhere `connect` fails with
     /// [`Error::Configuration`](crate::Error::Configuration)). The host
-    /// backend serves every group but volume, which is
-    /// [`Error::NotServed`](crate::Error::NotServed). See
+    /// backend serves every group. See
     /// `docs/host-process.md`.
     Host,
     /// CSI Proxy for every group it serves at `connect`; the host for a
@@ -51,7 +50,7 @@ pub(super) fn host_backends(working_dirs: &[String]) -> Option<Backends> {
         iscsi: Some(host.iscsi),
         smb: Some(host.smb),
         system: Some(host.system),
-        ..Backends::default()
+        volume: Some(host.volume),
     })
 }
 

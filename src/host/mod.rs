@@ -15,14 +15,16 @@ mod disk;
 mod filesystem;
 mod iscsi;
 mod links;
+mod mounts;
 mod on_host;
 mod smb;
 mod system;
+mod volume;
 mod wmi;
 
 use std::sync::Arc;
 
-use crate::api::{DiskApi, FilesystemApi, IscsiApi, SmbApi, SystemApi};
+use crate::api::{DiskApi, FilesystemApi, IscsiApi, SmbApi, SystemApi, VolumeApi};
 
 use links::OsLinks;
 
@@ -33,6 +35,7 @@ pub(crate) struct HostGroups {
     pub iscsi: Arc<dyn IscsiApi>,
     pub smb: Arc<dyn SmbApi>,
     pub system: Arc<dyn SystemApi>,
+    pub volume: Arc<dyn VolumeApi>,
 }
 
 impl HostGroups {
@@ -56,7 +59,12 @@ impl HostGroups {
                 working_dirs,
                 reachable,
             )),
-            system: Arc::new(system::HostSystem::new(wmi)),
+            system: Arc::new(system::HostSystem::new(wmi.clone())),
+            volume: Arc::new(volume::HostVolume::new(
+                wmi,
+                Arc::new(mounts::OsMounts),
+                Arc::new(OsLinks),
+            )),
         }
     }
 }

@@ -217,10 +217,15 @@ fn parse(query: &str) -> Option<Query> {
 }
 
 /// Whether `object` has `value` as `property`: strings compared without
-/// regard to case, as WMI compares them.
+/// regard to case, as WMI compares them, and a `char16` with its letter.
 fn has(object: &WmiObject, property: &str, value: &WmiValue) -> bool {
     match (object.get(property), value) {
         (Some(WmiValue::String(a)), WmiValue::String(b)) => a.eq_ignore_ascii_case(b),
+        // A `char16` (a drive letter) against a one-letter string.
+        (Some(WmiValue::UInt(code)), WmiValue::String(b)) => {
+            let letter = char::from_u32(*code as u32).map(|c| c.to_string());
+            letter.is_some_and(|l| l.eq_ignore_ascii_case(b))
+        }
         (Some(a), b) => {
             crate::host::wmi::unsigned(a).is_some()
                 && crate::host::wmi::unsigned(a) == crate::host::wmi::unsigned(b)

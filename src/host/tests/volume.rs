@@ -1,0 +1,426 @@
+//! The volume group against recorded `MSFT_Volume`, `MSFT_Partition` and
+//! `MSFT_Disk` objects, shaped as Microsoft documents the classes, with
+//! mount folders kept in memory over the host's real directories (Wine
+//! makes no volume mount points): the queries and calls it makes, what it
+//! makes of their answers, and the conformance suite over the seams.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use super::recorded::{object, returned, Method, RecordedWmi, Store};
+use super::{fresh_root, LinksInMemory};
+use crate::api::{VolumeApi, VolumeId, WindowsPath};
+use crate::capability::Operation;
+use crate::host::links::{Entry, Links};
+use crate::host::mounts::Mounts;
+use crate::host::volume::{HostVolume, DISK, NAMESPACE, PARTITION, TO_VOLUME, VOLUME};
+use crate::host::wmi::{WmiObject, WmiValue, PATH};
+use crate::testing::conformance::{self, VolumeFixture};
+use crate::Error;
+
+const DATA_VOLUME: &str = r"\\?\Volume{3a1c2b4d-0000-4000-8000-000000000003}\";
+const SYSTEM_VOLUME: &str = r"\\?\Volume{c0c0c0c0-0000-4000-8000-00000000000c}\";
+const MIB: u64 = 1024 * 1024;
+/// The data partition's size, and the most its disk lets it grow to.
+const SIZE: u64 = 1024 * MIB;
+const MAX_SIZE: u64 = 4096 * MIB;
+/// What a fresh NTFS takes of a volume.
+const NTFS_OVERHEAD: u64 = 20 * MIB;
+
+fn text(value: &str) -> WmiValue {
+    WmiValue::String(value.to_owned())
+}
+
+fn path(class: &str, key: &str) -> String {
+    format!(r#"\\HOST\{NAMESPACE}:{class}.ObjectId="{key}""#)
+}
+
+/// A volume as WMI gives it: sizes as text, as `uint64`s come.
+fn volume(id: &str, key: &str, size: u64, file_system: u64) -> WmiObject {
+    let remaining = if file_system == 0 {
+        0
+    } else {
+        size - NTFS_OVERHEAD
+    };
+    object([
+        ("UniqueId", text(id)),
+        ("FileSystemType", WmiValue::UInt(file_system)),
+        ("Size", text(&size.to_string())),
+        ("SizeRemaining", text(&remaining.to_string())),
+        (PATH, text(&path(VOLUME, key))),
+    ])
+}
+
+/// Disk 3 with one unformatted data partition, and the system drive C:.
+fn recorded() -> Arc<RecordedWmi> {
+    let data = object([
+        ("DiskNumber", WmiValue::UInt(3)),
+        ("PartitionNumber", WmiValue::UInt(2)),
+        ("Size", text(&SIZE.to_string())),
+        // `char16`: no letter.
+        ("DriveLetter", WmiValue::UInt(0)),
+        (PATH, text(&path(PARTITION, "data"))),
+    ]);
+    let system = object([
+        ("DiskNumber", WmiValue::UInt(0)),
+        ("PartitionNumber", WmiValue::UInt(3)),
+        ("Size", text(&(64 * 1024 * MIB).to_string())),
+        ("DriveLetter", WmiValue::UInt(u64::from(b'C'))),
+        (PATH, text(&path(PARTITION, "system"))),
+    ]);
+    let disk = object([
+        ("Number", WmiValue::UInt(3)),
+        (PATH, text(&path(DISK, "3"))),
+    ]);
+    let wmi = RecordedWmi::new(NAMESPACE)
+        .with_object(PARTITION, data)
+        .with_object(PARTITION, system)
+        .with_object(VOLUME, volume(DATA_VOLUME, "data", SIZE, 0))
+        .with_object(VOLUME, volume(SYSTEM_VOLUME, "system", 64 * 1024 * MIB, 14))
+        .with_object(DISK, disk);
+    {
+        let mut store = wmi.store();
+        store.link(TO_VOLUME, &path(PARTITION, "data"), &path(VOLUME, "data"));
+        store.link(
+            TO_VOLUME,
+            &path(PARTITION, "system"),
+            &path(VOLUME, "system"),
+        );
+    }
+    let format = Box::new(
+        |store: &mut Store, target: &str, params: &HashMap<&str, WmiValue>| {
+            if params.get("FileSystem") != Some(&text("NTFS")) {
+                return Ok(returned(1));
+            }
+            let found = store.at(target).ok_or_else(not_found)?;
+            found.insert("FileSystemType".into(), WmiValue::UInt(14));
+            let size: u64 = match &found["Size"] {
+                WmiValue::String(size) => size.parse().unwrap(),
+                _ => 0,
+            };
+            found.insert(
+                "SizeRemaining".into(),
+                text(&(size - NTFS_OVERHEAD).to_string()),
+            );
+            Ok(returned(0))
+        },
+    ) as Method;
+    let supported = Box::new(|_: &mut Store, _: &str, _: &HashMap<&str, WmiValue>| {
+        Ok(object([
+            ("ReturnValue", WmiValue::UInt(0)),
+            ("SizeMin", text(&(8 * MIB).to_string())),
+            ("SizeMax", text(&MAX_SIZE.to_string())),
+        ]))
+    }) as Method;
+    let resize = Box::new(
+        |store: &mut Store, target: &str, params: &HashMap<&str, WmiValue>| {
+            let Some(WmiValue::UInt(size)) = params.get("Size").cloned() else {
+                return Ok(returned(87));
+            };
+            if size > MAX_SIZE {
+                // "The size of the extent is less than the minimum" and kin.
+                return Ok(returned(40000));
+            }
+            let grown = size.to_string();
+            store
+                .at(target)
+                .ok_or_else(not_found)?
+                .insert("Size".into(), text(&grown));
+            let volume = store.at(&path(VOLUME, "data")).ok_or_else(not_found)?;
+            let free = match &volume["SizeRemaining"] {
+                WmiValue::String(free) => free.parse::<u64>().unwrap(),
+                _ => 0,
+            };
+            let old: u64 = match &volume["Size"] {
+                WmiValue::String(old) => old.parse().unwrap(),
+                _ => 0,
+            };
+            volume.insert("Size".into(), text(&grown));
+            volume.insert(
+                "SizeRemaining".into(),
+                text(&(free + size - old).to_string()),
+            );
+            Ok(returned(0))
+        },
+    ) as Method;
+    let fine = || {
+        Box::new(|_: &mut Store, _: &str, _: &HashMap<&str, WmiValue>| Ok(returned(0))) as Method
+    };
+    Arc::new(
+        wmi.with_method(VOLUME, "Format", format)
+            .with_method(VOLUME, "Flush", fine())
+            .with_method(PARTITION, "GetSupportedSize", supported)
+            .with_method(PARTITION, "Resize", resize)
+            .with_method(DISK, "Refresh", fine()),
+    )
+}
+
+fn not_found() -> wmi::WMIError {
+    wmi::WMIError::HResultError {
+        hres: 0x8004_1002_u32 as i32, // WBEM_E_NOT_FOUND
+    }
+}
+
+/// Volume mount folders kept in memory over the host's real directories
+/// and the links in `links`.
+#[derive(Default)]
+struct MountsInMemory {
+    links: Arc<LinksInMemory>,
+    mounted: Mutex<BTreeMap<String, String>>,
+    log: Mutex<Vec<String>>,
+}
+
+fn key(folder: &str) -> String {
+    folder.trim_end_matches('\\').to_lowercase()
+}
+
+impl Mounts for MountsInMemory {
+    fn mounted_at(&self, folder: &str) -> io::Result<Option<String>> {
+        if self.links.entry(Path::new(folder))? == Entry::Missing {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        Ok(self.mounted.lock().unwrap().get(&key(folder)).cloned())
+    }
+
+    fn mount(&self, folder: &str, volume: &str) -> io::Result<()> {
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("mount {volume} at {folder}"));
+        if std::fs::read_dir(folder)?.next().is_some() {
+            return Err(io::Error::from_raw_os_error(145)); // ERROR_DIR_NOT_EMPTY
+        }
+        self.mounted
+            .lock()
+            .unwrap()
+            .insert(key(folder), volume.to_owned());
+        Ok(())
+    }
+
+    fn unmount(&self, folder: &str) -> io::Result<()> {
+        self.log.lock().unwrap().push(format!("unmount {folder}"));
+        match self.mounted.lock().unwrap().remove(&key(folder)) {
+            Some(_) => Ok(()),
+            None => Err(io::Error::from_raw_os_error(4390)), // ERROR_NOT_A_REPARSE_POINT
+        }
+    }
+}
+
+struct Host {
+    wmi: Arc<RecordedWmi>,
+    mounts: Arc<MountsInMemory>,
+    links: Arc<LinksInMemory>,
+    volume: HostVolume,
+}
+
+fn host() -> Host {
+    let (wmi, links) = (recorded(), Arc::new(LinksInMemory::default()));
+    let mounts = Arc::new(MountsInMemory {
+        links: links.clone(),
+        ..MountsInMemory::default()
+    });
+    let volume = HostVolume::new(wmi.clone(), mounts.clone(), links.clone());
+    Host {
+        wmi,
+        mounts,
+        links,
+        volume,
+    }
+}
+
+fn id(value: &str) -> VolumeId {
+    VolumeId::new(value).unwrap()
+}
+
+fn calls(wmi: &RecordedWmi) -> Vec<String> {
+    (wmi.take_log().into_iter())
+        .filter(|r| r.starts_with("call "))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_volume_group_passes_the_conformance_suite_over_recorded_objects() {
+    let root = fresh_root("volume-conformance");
+    let mount_point = WindowsPath::new(format!(r"{root}\mount")).unwrap();
+    std::fs::create_dir(mount_point.as_str()).unwrap();
+    let host = host();
+    let fixture = VolumeFixture {
+        disk: 3,
+        partition: 2,
+        mount_point,
+    };
+    let report = conformance::volume(&host.volume, &fixture).await.unwrap();
+    assert!(report.unsupported.is_empty(), "{report:?}");
+    assert_eq!(report.succeeded.len(), 12, "every operation: {report:?}");
+    assert!(host.mounts.mounted.lock().unwrap().is_empty());
+    std::fs::remove_dir_all(root.as_str()).unwrap();
+}
+
+#[tokio::test]
+async fn listing_asks_for_the_partitions_and_their_volumes() {
+    let host = host();
+    let found = host.volume.list_volumes_on_disk(3, Some(2)).await.unwrap();
+    assert_eq!(found, [id(DATA_VOLUME)]);
+    let data = path(PARTITION, "data");
+    assert_eq!(
+        host.wmi.take_log(),
+        [
+            "query SELECT * FROM MSFT_Partition WHERE DiskNumber = 3 AND PartitionNumber = 2"
+                .to_owned(),
+            format!(
+                "query ASSOCIATORS OF {{{data}}} WHERE AssocClass = {TO_VOLUME} \
+                 ResultClass = {VOLUME} ResultRole = Volume Role = Partition"
+            ),
+        ]
+    );
+    assert!(host
+        .volume
+        .list_volumes_on_disk(99, None)
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test]
+async fn a_quick_forced_ntfs_format_is_asked_for() {
+    let host = host();
+    host.volume.format_volume(&id(DATA_VOLUME)).await.unwrap();
+    assert_eq!(
+        calls(&host.wmi),
+        [format!(
+            r#"call {} Format(FileSystem=String("NTFS"), FileSystemLabel=String(""), Full=Bool(false), Force=Bool(true))"#,
+            path(VOLUME, "data")
+        )]
+    );
+    assert!(host
+        .volume
+        .is_volume_formatted(&id(DATA_VOLUME))
+        .await
+        .unwrap());
+}
+
+#[tokio::test]
+async fn a_resize_grows_by_at_least_100_mib_and_never_shrinks() {
+    let host = host();
+    let data = id(DATA_VOLUME);
+    let partition = path(PARTITION, "data");
+    // Too little growth, and a shrink: nothing is called.
+    for size in [SIZE + 50 * MIB, SIZE / 2] {
+        host.volume.resize_volume(&data, size).await.unwrap();
+        assert!(calls(&host.wmi).is_empty(), "{size}");
+    }
+    // 0: the most the partition supports, then the disk is refreshed.
+    host.volume.resize_volume(&data, 0).await.unwrap();
+    assert_eq!(
+        calls(&host.wmi),
+        [
+            format!("call {partition} GetSupportedSize()"),
+            format!("call {partition} Resize(Size=UInt({MAX_SIZE}))"),
+            format!("call {} Refresh()", path(DISK, "3")),
+        ]
+    );
+    // More than the disk holds: the host's refusal, with its code.
+    match host.volume.resize_volume(&data, MAX_SIZE * 2).await {
+        Err(Error::Host {
+            operation, os_code, ..
+        }) => {
+            assert_eq!(operation, Operation::ResizeVolume);
+            assert_eq!(os_code, Some(40000));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn mount_folders_are_checked_before_they_are_made() {
+    let root = fresh_root("volume-mounts");
+    let folder = WindowsPath::new(format!(r"{root}\mount")).unwrap();
+    std::fs::create_dir(folder.as_str()).unwrap();
+    let host = host();
+    let (data, system) = (id(DATA_VOLUME), id(SYSTEM_VOLUME));
+    host.volume.mount_volume(&data, &folder).await.unwrap();
+    host.volume.mount_volume(&data, &folder).await.unwrap();
+    assert_eq!(
+        *host.mounts.log.lock().unwrap(),
+        [format!("mount {DATA_VOLUME} at {folder}")],
+        "the same volume again is no change"
+    );
+    // Another volume where one is mounted, or a folder that is not there.
+    let missing = WindowsPath::new(format!(r"{root}\missing")).unwrap();
+    for result in [
+        host.volume.mount_volume(&system, &folder).await,
+        host.volume.mount_volume(&data, &missing).await,
+    ] {
+        assert!(matches!(result, Err(Error::Host { .. })), "{result:?}");
+    }
+    // Found from the folder and from below it, through a link too.
+    let below = WindowsPath::new(format!(r"{root}\mount\sub")).unwrap();
+    std::fs::create_dir(below.as_str()).unwrap();
+    let link = WindowsPath::new(format!(r"{root}\link")).unwrap();
+    host.links
+        .create_dir_link(Path::new(below.as_str()), Path::new(link.as_str()))
+        .unwrap();
+    assert_eq!(
+        host.volume
+            .get_volume_id_from_target_path(&folder)
+            .await
+            .unwrap(),
+        data
+    );
+    for path in [&below, &link] {
+        let closest = host
+            .volume
+            .get_closest_volume_id_from_target_path(path)
+            .await;
+        assert_eq!(closest.unwrap(), data, "{path}");
+    }
+    // Unmounted: its volume is flushed first; what holds the folder now is
+    // the system drive.
+    host.wmi.take_log();
+    host.volume.unmount_volume(&data, &folder).await.unwrap();
+    assert_eq!(
+        calls(&host.wmi),
+        [format!("call {} Flush()", path(VOLUME, "data"))]
+    );
+    let closest = host
+        .volume
+        .get_closest_volume_id_from_target_path(&below)
+        .await;
+    assert_eq!(closest.unwrap(), system);
+    assert!(host
+        .volume
+        .get_volume_id_from_target_path(&folder)
+        .await
+        .is_err());
+    std::fs::remove_dir_all(root.as_str()).unwrap();
+}
+
+#[tokio::test]
+async fn what_wmi_does_not_say_is_an_error_not_a_guess() {
+    let wmi = Arc::new(RecordedWmi::new(NAMESPACE).with_object(
+        VOLUME,
+        object([
+            ("UniqueId", text(DATA_VOLUME)),
+            ("Size", text("100")),
+            ("SizeRemaining", text("200")),
+            (PATH, text(&path(VOLUME, "odd"))),
+        ]),
+    ));
+    let volume = HostVolume::new(
+        wmi,
+        Arc::new(MountsInMemory::default()),
+        Arc::new(LinksInMemory::default()),
+    );
+    let data = id(DATA_VOLUME);
+    let results = [
+        volume.get_volume_stats(&data).await.map(drop),
+        volume.is_volume_formatted(&data).await.map(drop),
+        volume.get_disk_number_from_volume_id(&data).await.map(drop),
+        volume.write_volume_cache(&id(SYSTEM_VOLUME)).await,
+    ];
+    for result in results {
+        assert!(matches!(result, Err(Error::Host { .. })), "{result:?}");
+    }
+}

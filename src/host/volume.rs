@@ -1,0 +1,393 @@
+//! The volume group on the host: volumes and their partitions through
+//! WMI's `MSFT_Volume` and `MSFT_Partition` (namespace
+//! `Root\Microsoft\Windows\Storage`), and mount folders through the Win32
+//! mount point APIs, as CSI Proxy's host layer does them.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::links::{Entry, Links};
+use super::mounts::Mounts;
+use super::on_host::{io_error, on_host};
+use super::wmi::{string, unsigned, wql_string, Requests, Wmi, WmiObject, WmiValue};
+use crate::api::{
+    impl_group_api, to_backend, volume_group, VolumeBackend, VolumeId, VolumeStats, WindowsPath,
+};
+use crate::capability::Operation as Op;
+use crate::error::Result;
+
+pub(super) const NAMESPACE: &str = r"Root\Microsoft\Windows\Storage";
+pub(super) const VOLUME: &str = "MSFT_Volume";
+pub(super) const PARTITION: &str = "MSFT_Partition";
+pub(super) const DISK: &str = "MSFT_Disk";
+pub(super) const TO_VOLUME: &str = "MSFT_PartitionToVolume";
+/// A resize that would grow the partition by less is skipped, a shrink
+/// included: CSI Proxy never shrinks, and skips growth this small.
+const MIN_GROWTH: u64 = 100 * 1024 * 1024;
+/// How many links and parents the closest volume's search follows.
+const MAX_STEPS: usize = 256;
+
+/// The volume group, served by the host.
+pub(crate) struct HostVolume {
+    wmi: Arc<dyn Wmi>,
+    mounts: Arc<dyn Mounts>,
+    links: Arc<dyn Links>,
+}
+
+impl HostVolume {
+    /// The group over `wmi`, with mount folders through `mounts` and links
+    /// (for the closest volume of a path) through `links`.
+    pub fn new(wmi: Arc<dyn Wmi>, mounts: Arc<dyn Mounts>, links: Arc<dyn Links>) -> Self {
+        Self { wmi, mounts, links }
+    }
+
+    /// Runs `work` for `op` on a blocking thread.
+    async fn run<T, F>(&self, op: Op, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Volumes<'_>) -> Result<T> + Send + 'static,
+    {
+        let (wmi, mounts, links) = (self.wmi.clone(), self.mounts.clone(), self.links.clone());
+        on_host(op, move || {
+            let wmi = Requests {
+                wmi: &*wmi,
+                namespace: NAMESPACE,
+                op,
+            };
+            work(&Volumes {
+                wmi,
+                mounts: &*mounts,
+                links: &*links,
+            })
+        })
+        .await
+    }
+}
+
+/// The host's volumes as one operation sees them.
+struct Volumes<'a> {
+    wmi: Requests<'a>,
+    mounts: &'a dyn Mounts,
+    links: &'a dyn Links,
+}
+
+impl Volumes<'_> {
+    fn error(&self, message: impl Into<String>) -> crate::Error {
+        self.wmi.error(message)
+    }
+
+    /// Volume `id`, with every property; not there is an error.
+    fn volume(&self, id: &VolumeId) -> Result<WmiObject> {
+        let query = format!(
+            "SELECT * FROM {VOLUME} WHERE UniqueId = {}",
+            wql_string(id.as_str())
+        );
+        self.wmi.one(&query, format_args!("volume {id}"))
+    }
+
+    /// The volumes of `partition`, by `UniqueId`.
+    fn volumes_of(&self, partition: &WmiObject) -> Result<Vec<VolumeId>> {
+        let volumes = self
+            .wmi
+            .associated(partition, TO_VOLUME, VOLUME, "Volume", "Partition")?;
+        let ids = volumes.iter().map(|v| {
+            let id = string(v, "UniqueId")
+                .ok_or_else(|| self.error("WMI gave a volume without a UniqueId"))?;
+            VolumeId::new(id)
+        });
+        ids.collect()
+    }
+
+    /// The (first) partition of volume `id`.
+    fn partition_of(&self, id: &VolumeId) -> Result<WmiObject> {
+        let volume = self.volume(id)?;
+        let partitions =
+            self.wmi
+                .associated(&volume, TO_VOLUME, PARTITION, "Partition", "Volume")?;
+        (partitions.into_iter().next())
+            .ok_or_else(|| self.error(format!("volume {id}: no partition")))
+    }
+
+    /// A `uint64` property, which WMI may hand over as text.
+    fn size(&self, object: &WmiObject, property: &str) -> Result<u64> {
+        let size = match object.get(property) {
+            Some(WmiValue::String(text)) => text.parse().ok(),
+            Some(other) => unsigned(other),
+            None => None,
+        };
+        size.ok_or_else(|| {
+            self.error(format!(
+                "{property} is not a size: {:?}",
+                object.get(property)
+            ))
+        })
+    }
+
+    /// Flushes volume `id`'s cache to its disk.
+    fn flush(&self, id: &VolumeId) -> Result<()> {
+        let volume = self.volume(id)?;
+        self.wmi
+            .call(VOLUME, self.wmi.path_of(&volume)?, "Flush", Vec::new())
+    }
+
+    /// The volume mounted at `folder`, if any; a missing folder is an error.
+    fn mounted_at(&self, folder: &WindowsPath) -> Result<Option<VolumeId>> {
+        let mounted = self.mounts.mounted_at(folder.as_str());
+        match mounted.map_err(|e| io_error(self.wmi.op, folder, e))? {
+            Some(id) => VolumeId::new(id).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The volume of drive `letter`'s partition.
+    fn volume_of_drive(&self, letter: char) -> Result<VolumeId> {
+        let query = format!(
+            "SELECT * FROM {PARTITION} WHERE DriveLetter = {}",
+            wql_string(&letter.to_string())
+        );
+        let partition = self.wmi.one(&query, format_args!("drive {letter}:"))?;
+        let volumes = self.volumes_of(&partition)?;
+        (volumes.into_iter().next())
+            .ok_or_else(|| self.error(format!("drive {letter}: has no volume")))
+    }
+}
+
+#[async_trait]
+impl VolumeBackend for HostVolume {
+    /// A disk the host does not have has no volumes.
+    async fn list_volumes_on_disk(
+        &self,
+        disk: u32,
+        partition: Option<u32>,
+    ) -> Result<Vec<VolumeId>> {
+        let op = if partition.is_some() {
+            Op::ListVolumesOnPartition
+        } else {
+            Op::ListVolumesOnDisk
+        };
+        self.run(op, move |host| {
+            let mut query = format!("SELECT * FROM {PARTITION} WHERE DiskNumber = {disk}");
+            if let Some(partition) = partition {
+                query.push_str(&format!(" AND PartitionNumber = {partition}"));
+            }
+            let mut volumes = Vec::new();
+            for partition in host.wmi.query(&query)? {
+                volumes.extend(host.volumes_of(&partition)?);
+            }
+            Ok(volumes)
+        })
+        .await
+    }
+
+    /// The same volume mounted there already is no change; another one,
+    /// or a folder that is not empty, is an error.
+    async fn mount_volume(&self, volume: &VolumeId, target: &WindowsPath) -> Result<()> {
+        let op = Op::MountVolume;
+        let (volume, target) = (volume.clone(), target.clone());
+        self.run(op, move |host| match host.mounted_at(&target)? {
+            Some(mounted) if mounted.as_str().eq_ignore_ascii_case(volume.as_str()) => Ok(()),
+            Some(other) => {
+                Err(host.error(format!("{target} is already the mount point of {other}")))
+            }
+            None => (host.mounts.mount(target.as_str(), volume.as_str()))
+                .map_err(|e| io_error(op, format!("mounting {volume} at {target}"), e)),
+        })
+        .await
+    }
+
+    /// Flushes `volume` first, then removes the mount point at `target`
+    /// (whichever volume it leads to, as the proxy does).
+    async fn unmount_volume(&self, volume: &VolumeId, target: &WindowsPath) -> Result<()> {
+        let op = Op::UnmountVolume;
+        let (volume, target) = (volume.clone(), target.clone());
+        self.run(op, move |host| {
+            host.flush(&volume)?;
+            if host.mounted_at(&target)?.is_none() {
+                return Err(host.error(format!("{target} is not a volume mount point")));
+            }
+            (host.mounts.unmount(target.as_str()))
+                .map_err(|e| io_error(op, format!("unmounting {target}"), e))
+        })
+        .await
+    }
+
+    /// Formatted: its `FileSystemType` is known (not 0), whatever it is.
+    async fn is_volume_formatted(&self, volume: &VolumeId) -> Result<bool> {
+        let volume = volume.clone();
+        self.run(Op::IsVolumeFormatted, move |host| {
+            let found = host.volume(&volume)?;
+            let kind = found.get("FileSystemType").and_then(unsigned);
+            let kind = kind.ok_or_else(|| {
+                host.error(format!("volume {volume}: FileSystemType is not a number"))
+            })?;
+            Ok(kind != 0)
+        })
+        .await
+    }
+
+    /// A quick NTFS format, forced.
+    async fn format_volume(&self, volume: &VolumeId) -> Result<()> {
+        let volume = volume.clone();
+        self.run(Op::FormatVolume, move |host| {
+            let found = host.volume(&volume)?;
+            let params = vec![
+                ("FileSystem", WmiValue::String("NTFS".to_owned())),
+                ("FileSystemLabel", WmiValue::String(String::new())),
+                ("Full", WmiValue::Bool(false)),
+                ("Force", WmiValue::Bool(true)),
+            ];
+            host.wmi
+                .call(VOLUME, host.wmi.path_of(&found)?, "Format", params)
+        })
+        .await
+    }
+
+    /// `size_bytes` 0 grows the partition to the most it supports. Growth
+    /// under 100 MiB, and any shrink, is skipped, as the proxy skips it.
+    async fn resize_volume(&self, volume: &VolumeId, size_bytes: u64) -> Result<()> {
+        let volume = volume.clone();
+        self.run(Op::ResizeVolume, move |host| {
+            let partition = host.partition_of(&volume)?;
+            let path = host.wmi.path_of(&partition)?;
+            let wanted = match size_bytes {
+                0 => {
+                    let sizes =
+                        host.wmi
+                            .call_with(PARTITION, path, "GetSupportedSize", Vec::new(), &[])?;
+                    host.size(&sizes, "SizeMax")?
+                }
+                wanted => wanted,
+            };
+            let current = host.size(&partition, "Size")?;
+            if wanted < current.saturating_add(MIN_GROWTH) {
+                return Ok(());
+            }
+            let size = vec![("Size", WmiValue::UInt(wanted))];
+            host.wmi.call(PARTITION, path, "Resize", size)?;
+            // The disk's own view of its partitions, fresh.
+            let disk = partition.get("DiskNumber").and_then(unsigned);
+            let disk = disk.ok_or_else(|| {
+                host.error(format!("volume {volume}: its partition has no DiskNumber"))
+            })?;
+            let found = host.wmi.one(
+                &format!("SELECT * FROM {DISK} WHERE Number = {disk}"),
+                format_args!("disk {disk}"),
+            )?;
+            host.wmi
+                .call(DISK, host.wmi.path_of(&found)?, "Refresh", Vec::new())
+        })
+        .await
+    }
+
+    /// Used: `Size` less `SizeRemaining`.
+    async fn get_volume_stats(&self, volume: &VolumeId) -> Result<VolumeStats> {
+        let volume = volume.clone();
+        self.run(Op::GetVolumeStats, move |host| {
+            let found = host.volume(&volume)?;
+            let (total, free) = (
+                host.size(&found, "Size")?,
+                host.size(&found, "SizeRemaining")?,
+            );
+            let used = total.checked_sub(free).ok_or_else(|| {
+                host.error(format!("volume {volume}: {free} bytes free of {total}"))
+            })?;
+            Ok(VolumeStats {
+                total_bytes: total,
+                used_bytes: used,
+            })
+        })
+        .await
+    }
+
+    async fn get_disk_number_from_volume_id(&self, volume: &VolumeId) -> Result<u32> {
+        let volume = volume.clone();
+        self.run(Op::GetDiskNumberFromVolumeId, move |host| {
+            let partition = host.partition_of(&volume)?;
+            let disk = partition
+                .get("DiskNumber")
+                .and_then(unsigned)
+                .and_then(|n| u32::try_from(n).ok());
+            disk.ok_or_else(|| {
+                host.error(format!("volume {volume}: its partition has no DiskNumber"))
+            })
+        })
+        .await
+    }
+
+    async fn get_volume_id_from_target_path(&self, target: &WindowsPath) -> Result<VolumeId> {
+        let target = target.clone();
+        self.run(Op::GetVolumeIdFromTargetPath, move |host| {
+            host.mounted_at(&target)?
+                .ok_or_else(|| host.error(format!("no volume is mounted at {target}")))
+        })
+        .await
+    }
+
+    async fn write_volume_cache(&self, volume: &VolumeId) -> Result<()> {
+        let volume = volume.clone();
+        self.run(Op::WriteVolumeCache, move |host| host.flush(&volume))
+            .await
+    }
+
+    /// From `path` up: the first mount folder's volume, following links;
+    /// at the root, the volume of its drive letter.
+    async fn get_closest_volume_id_from_target_path(&self, path: &WindowsPath) -> Result<VolumeId> {
+        let op = Op::GetClosestVolumeIdFromTargetPath;
+        let path = path.clone();
+        self.run(op, move |host| {
+            let mut current = path.as_str().to_owned();
+            for _ in 0..MAX_STEPS {
+                let here = WindowsPath::new(&current)?;
+                if let Some(id) = host.mounted_at(&here)? {
+                    return Ok(id);
+                }
+                let entry = host
+                    .links
+                    .entry(Path::new(&current))
+                    .map_err(|e| io_error(op, &current, e))?;
+                current = match (entry, parent_of(&current)) {
+                    (Entry::Link(target), _) => target.to_string_lossy().into_owned(),
+                    (_, Some(parent)) => parent.to_owned(),
+                    (_, None) => {
+                        let letter = current.chars().next().filter(char::is_ascii_alphabetic);
+                        let letter = letter.ok_or_else(|| {
+                            host.error(format!("{path}: no drive letter at its root"))
+                        })?;
+                        return host.volume_of_drive(letter.to_ascii_uppercase());
+                    }
+                };
+            }
+            Err(host.error(format!("{path}: no volume found within {MAX_STEPS} steps")))
+        })
+        .await
+    }
+}
+
+/// The folder that holds `path`; `None` at a drive's root (`C:\`).
+fn parent_of(path: &str) -> Option<&str> {
+    let trimmed = path.trim_end_matches('\\');
+    let (parent, _) = trimmed.rsplit_once('\\')?;
+    // `C:` alone is the root, written `C:\`.
+    Some(if parent.ends_with(':') {
+        &path[..parent.len() + 1]
+    } else {
+        parent
+    })
+}
+
+volume_group!(impl_group_api(HostVolume, to_backend));
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parents_end_at_the_drive_root() {
+        assert_eq!(parent_of(r"C:\var\lib\kubelet"), Some(r"C:\var\lib"));
+        assert_eq!(parent_of(r"C:\var\"), Some(r"C:\"));
+        assert_eq!(parent_of(r"C:\var"), Some(r"C:\"));
+        assert_eq!(parent_of(r"C:\"), None);
+    }
+}
