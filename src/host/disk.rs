@@ -10,8 +10,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::devices::{page83_of, Devices};
-use super::on_host::{io_error, on_host};
-use super::wmi::{string, unsigned, Requests, Wmi, WmiObject, WmiValue};
+use super::on_host::io_error;
+use super::wmi::{on_wmi, string, unsigned, Requests, Wmi, WmiObject, WmiValue};
 use crate::api::{disk_group, impl_group_api, to_backend, DiskBackend, DiskIds, DiskLocation};
 use crate::capability::Operation as Op;
 use crate::error::Result;
@@ -51,13 +51,8 @@ impl HostDisk {
         T: Send + 'static,
         F: FnOnce(&Storage<'_>) -> Result<T> + Send + 'static,
     {
-        let (wmi, devices) = (self.wmi.clone(), self.devices.clone());
-        on_host(op, move || {
-            let wmi = Requests {
-                wmi: &*wmi,
-                namespace: NAMESPACE,
-                op,
-            };
+        let devices = self.devices.clone();
+        on_wmi(op, NAMESPACE, &self.wmi, move |wmi| {
             work(&Storage {
                 wmi,
                 devices: &*devices,

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::on_host::{host_error, on_host};
-use super::wmi::{string, unsigned, wql_string, Requests, Wmi, WmiObject, WmiValue};
+use super::on_host::host_error;
+use super::wmi::{on_wmi, string, unsigned, wql_string, Requests, Wmi, WmiObject, WmiValue};
 use crate::api::{
     check_name, impl_group_api, iscsi_group, to_backend, IscsiAuth, IscsiBackend, Secret,
     TargetPortal,
@@ -44,16 +44,7 @@ impl HostIscsi {
         T: Send + 'static,
         F: FnOnce(&Initiator<'_>) -> Result<T> + Send + 'static,
     {
-        let wmi = self.wmi.clone();
-        on_host(op, move || {
-            let wmi = Requests {
-                wmi: &*wmi,
-                namespace: NAMESPACE,
-                op,
-            };
-            work(&Initiator { wmi })
-        })
-        .await
+        on_wmi(op, NAMESPACE, &self.wmi, |wmi| work(&Initiator { wmi })).await
     }
 }
 

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::links::{Entry, Links};
-use super::on_host::{host_error, io_error, on_host};
-use super::wmi::{unsigned, wql_string, Requests, Wmi, WmiObject, WmiValue};
+use super::on_host::{host_error, io_error};
+use super::wmi::{on_wmi, unsigned, wql_string, Requests, Wmi, WmiObject, WmiValue};
 use crate::api::{
     impl_group_api, share_root, smb_group, to_backend, SmbBackend, SmbMapping, SmbRemotePath,
 };
@@ -110,15 +110,6 @@ fn create(wmi: &Requests, root: &str, mapping: &SmbMapping) -> Result<()> {
     wmi.call(CLASS, CLASS, "Create", params)
 }
 
-/// The requests of `op` to the SMB namespace.
-fn requests(wmi: &dyn Wmi, op: Op) -> Requests<'_> {
-    Requests {
-        wmi,
-        namespace: NAMESPACE,
-        op,
-    }
-}
-
 /// The credential as the method takes it in a string: the user name with
 /// `\` and `:` escaped by a backslash, a `:`, then the password.
 fn credential(username: &str, password: &str) -> String {
@@ -145,12 +136,10 @@ impl SmbBackend for HostSmb {
         mapping.validate()?;
         let mapping = mapping.clone();
         let root = root_of(op, &mapping.remote_path)?;
-        let (wmi, links, reachable) =
-            (self.wmi.clone(), self.links.clone(), self.reachable.clone());
+        let (links, reachable) = (self.links.clone(), self.reachable.clone());
         let working_dirs = self.working_dirs.clone();
-        on_host(op, move || {
+        on_wmi(op, NAMESPACE, &self.wmi, move |wmi| {
             let remote = mapping.remote_path.as_str();
-            let wmi = requests(&*wmi, op);
             let existing = find_mapping(&wmi, &root)?;
             let usable = existing
                 .as_ref()
@@ -166,15 +155,9 @@ impl SmbBackend for HostSmb {
             };
             crate::working_dirs::check(&working_dirs, op, local)?;
             let link = Path::new(local.as_str());
-            match links.entry(link).map_err(|e| io_error(op, local, e))? {
-                Entry::Missing => {}
-                _ => {
-                    return Err(host_error(
-                        op,
-                        format!("creating link {local} to {remote} failed: {local} exists"),
-                        None,
-                    ))
-                }
+            if links.entry(link).map_err(|e| io_error(op, local, e))? != Entry::Missing {
+                let why = format!("creating link {local} to {remote} failed: {local} exists");
+                return Err(wmi.error(why));
             }
             // The link leads into the share's folder, so it ends with `\`.
             let target = format!("{}\\", remote.trim_end_matches('\\'));
@@ -190,9 +173,7 @@ impl SmbBackend for HostSmb {
     async fn remove_smb_global_mapping(&self, remote_path: &SmbRemotePath) -> Result<()> {
         let op = Op::RemoveSmbGlobalMapping;
         let root = root_of(op, remote_path)?;
-        let wmi = self.wmi.clone();
-        on_host(op, move || {
-            let wmi = requests(&*wmi, op);
+        on_wmi(op, NAMESPACE, &self.wmi, move |wmi| {
             match find_mapping(&wmi, &root)? {
                 Some(mapping) => remove(&wmi, &mapping),
                 None => Err(wmi.error(format!("{root}: no global mapping exists"))),

@@ -16,7 +16,7 @@ use windows::Win32::System::Services::{
 };
 
 use super::on_host::{host_error, on_host, win32_code, windows_error};
-use super::wmi::{wmi_error, Wmi, WmiObject, WmiValue};
+use super::wmi::{on_wmi, Wmi, WmiObject, WmiValue};
 use crate::api::{
     check_name, impl_group_api, system_group, to_backend, ServiceInfo, ServiceStatus, StartType,
     SystemBackend,
@@ -49,12 +49,8 @@ impl HostSystem {
 impl SystemBackend for HostSystem {
     async fn get_bios_serial_number(&self) -> Result<String> {
         let op = Op::GetBiosSerialNumber;
-        let wmi = self.wmi.clone();
-        on_host(op, move || {
-            let rows = wmi
-                .query(r"ROOT\CIMV2", "SELECT SerialNumber FROM Win32_BIOS")
-                .map_err(|e| wmi_error(op, e))?;
-            serial_number(rows)
+        on_wmi(op, r"ROOT\CIMV2", &self.wmi, |wmi| {
+            serial_number(wmi.query("SELECT SerialNumber FROM Win32_BIOS")?)
         })
         .await
     }

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 
 use super::links::{Entry, Links};
 use super::mounts::Mounts;
-use super::on_host::{io_error, on_host};
-use super::wmi::{string, unsigned, wql_string, Requests, Wmi, WmiObject, WmiValue};
+use super::on_host::io_error;
+use super::wmi::{on_wmi, string, unsigned, wql_string, Requests, Wmi, WmiObject, WmiValue};
 use crate::api::{
     impl_group_api, to_backend, volume_group, VolumeBackend, VolumeId, VolumeStats, WindowsPath,
 };
@@ -49,13 +49,8 @@ impl HostVolume {
         T: Send + 'static,
         F: FnOnce(&Volumes<'_>) -> Result<T> + Send + 'static,
     {
-        let (wmi, mounts, links) = (self.wmi.clone(), self.mounts.clone(), self.links.clone());
-        on_host(op, move || {
-            let wmi = Requests {
-                wmi: &*wmi,
-                namespace: NAMESPACE,
-                op,
-            };
+        let (mounts, links) = (self.mounts.clone(), self.links.clone());
+        on_wmi(op, NAMESPACE, &self.wmi, move |wmi| {
             work(&Volumes {
                 wmi,
                 mounts: &*mounts,

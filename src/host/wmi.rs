@@ -8,10 +8,11 @@
 //! Windows storage stack.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use wmi::{IWbemClassWrapper, Variant, WMIConnection, WMIError};
 
-use super::on_host::host_error;
+use super::on_host::{host_error, on_host};
 use crate::capability::Operation;
 use crate::error::{Error, Result};
 
@@ -154,6 +155,29 @@ fn properties(object: &IWbemClassWrapper) -> std::result::Result<WmiObject, WMIE
         properties.insert(name, value.into());
     }
     Ok(properties)
+}
+
+/// Runs `work` for `op` on a blocking thread (see `on_host`), with its
+/// requests to `wmi` in `namespace`.
+pub(crate) async fn on_wmi<T, F>(
+    op: Operation,
+    namespace: &'static str,
+    wmi: &Arc<dyn Wmi>,
+    work: F,
+) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce(Requests<'_>) -> Result<T> + Send + 'static,
+{
+    let wmi = wmi.clone();
+    on_host(op, move || {
+        work(Requests {
+            wmi: &*wmi,
+            namespace,
+            op,
+        })
+    })
+    .await
 }
 
 /// One operation's requests to WMI in one namespace: their failures are
