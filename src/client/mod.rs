@@ -566,7 +566,7 @@ impl CsiProxyBuilder {
         // on failure, the client's background tasks end with them.
         let limit = WaitLimit::announced(self.wait_for_proxy.unwrap_or(DEFAULT_WAIT_FOR_PROXY));
         let waits = wait_for.iter().filter_map(|&g| groups.any(g));
-        all_ok(waits.map(|lookout| lookout.wait_for_required(limit))).await?;
+        all_served(waits.map(|lookout| lookout.wait_for_required(limit))).await?;
         let mut report = negotiated.report().clone();
         // What the waits' looks found, in place of the first look's.
         let waited = wait_for.iter().filter_map(|&g| groups.any(g)?.report());
@@ -613,20 +613,28 @@ impl CsiProxyBuilder {
     }
 }
 
-/// Runs `waits` together until all are done; the first failure is the
-/// answer, at once (the others are dropped).
-async fn all_ok<F>(waits: impl IntoIterator<Item = F>) -> Result<()>
+/// Runs `waits` together until all are done. A group whose endpoint
+/// failed is the answer at once (the other waits are dropped); else the
+/// first group still not served, in the order given, once every wait is
+/// over.
+async fn all_served<F>(waits: impl IntoIterator<Item = F>) -> Result<()>
 where
     F: Future<Output = Result<()>> + Unpin,
 {
     let mut waits: Vec<Option<F>> = waits.into_iter().map(Some).collect();
+    let mut missing: Vec<Option<Error>> = waits.iter().map(|_| None).collect();
     std::future::poll_fn(|cx| {
         let mut pending = false;
-        for slot in &mut waits {
+        for (slot, missing) in waits.iter_mut().zip(&mut missing) {
             let Some(wait) = slot else { continue };
             match Pin::new(wait).poll(cx) {
-                Poll::Ready(Ok(())) => *slot = None,
-                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+                Poll::Ready(Err(error)) if !is_worth_waiting_for(&error) => {
+                    return Poll::Ready(Err(error))
+                }
+                Poll::Ready(done) => {
+                    *missing = done.err();
+                    *slot = None;
+                }
                 Poll::Pending => pending = true,
             }
         }
@@ -636,7 +644,8 @@ where
             Poll::Ready(Ok(()))
         }
     })
-    .await
+    .await?;
+    missing.into_iter().flatten().next().map_or(Ok(()), Err)
 }
 
 /// Lookouts of the configured groups, from what `connect` negotiated.

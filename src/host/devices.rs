@@ -52,8 +52,11 @@ impl Devices for OsDevices {
             .open(path)?;
         let handle = HANDLE(device.as_raw_handle());
         let mut number = STORAGE_DEVICE_NUMBER::default();
-        // SAFETY: an open handle, and an output buffer of the structure's
-        // size; `device` lives until the end.
+        let size = std::mem::size_of::<STORAGE_DEVICE_NUMBER>();
+        let mut returned = 0u32;
+        // SAFETY: an open handle, an output buffer of the structure's size,
+        // and the count of bytes written, which a synchronous call needs;
+        // `device` lives until the end.
         unsafe {
             DeviceIoControl(
                 handle,
@@ -61,12 +64,17 @@ impl Devices for OsDevices {
                 None,
                 0,
                 Some((&mut number as *mut STORAGE_DEVICE_NUMBER).cast()),
-                std::mem::size_of::<STORAGE_DEVICE_NUMBER>() as u32,
-                None,
+                size as u32,
+                Some(&mut returned),
                 None,
             )
         }
         .map_err(io::Error::from)?;
+        if (returned as usize) < size {
+            return Err(io::Error::other(format!(
+                "the disk gave {returned} bytes for its number, not {size}"
+            )));
+        }
         let query = STORAGE_PROPERTY_QUERY {
             PropertyId: StorageDeviceIdProperty,
             QueryType: PropertyStandardQuery,

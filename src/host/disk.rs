@@ -116,8 +116,9 @@ impl Storage<'_> {
 
 /// The adapter, bus, target and LUN in an `MSFT_Disk.Location` such as
 /// `PCI Slot 3 : Adapter 0 : Port 0 : Target 1 : LUN 0`, read as CSI Proxy
-/// reads it: at least five parts, each `Name value`; `Port` is not taken
-/// for the bus. `None` for a location that says none of them.
+/// reads it: at least five parts; those of two words, `Name value`, are
+/// read, and `Port` is not taken for the bus. `None` for a location with
+/// no part of two words.
 fn location_of(location: &str) -> Option<DiskLocation> {
     let parts: Vec<&str> = location.split(':').collect();
     if parts.len() < 5 {
@@ -130,6 +131,7 @@ fn location_of(location: &str) -> Option<DiskLocation> {
         let [name, value] = words[..] else {
             continue;
         };
+        any = true;
         let field = match name {
             "Adapter" => &mut found.adapter,
             "Bus" => &mut found.bus,
@@ -138,7 +140,6 @@ fn location_of(location: &str) -> Option<DiskLocation> {
             _ => continue,
         };
         *field = value.to_owned();
-        any = true;
     }
     any.then_some(found)
 }
@@ -305,9 +306,11 @@ mod tests {
             location_of("Integrated : Adapter 1 : Bus 2 : Target 3 : LUN 4"),
             Some(location("1", "2", "3", "4"))
         );
-        // Too few parts, or nothing it names.
+        // Too few parts, or none of two words.
         assert_eq!(location_of("Adapter 0 : Target 0 : LUN 0"), None);
         assert_eq!(location_of("a b c : d e f : g : h : i"), None);
+        let unnamed = location_of("a b c : Port 1 : g : h : i");
+        assert_eq!(unnamed, Some(location("", "", "", "")));
         assert_eq!(location_of(""), None);
     }
 

@@ -8,6 +8,8 @@ use std::io;
 use std::os::windows::fs::MetadataExt;
 
 use windows::core::HSTRING;
+
+use super::on_host::win32_code;
 use windows::Win32::Storage::FileSystem::{
     DeleteVolumeMountPointW, FindClose, FindFirstFileW, GetVolumeNameForVolumeMountPointW,
     SetVolumeMountPointW, WIN32_FIND_DATAW,
@@ -35,6 +37,9 @@ pub(crate) struct OsMounts;
 const REPARSE_POINT: u32 = 0x400;
 /// `IO_REPARSE_TAG_MOUNT_POINT`: a volume mount folder, or a junction.
 const TAG_MOUNT_POINT: u32 = 0xA000_0003;
+/// What `GetVolumeNameForVolumeMountPointW` answers for a folder that is
+/// no volume's: `ERROR_INVALID_PARAMETER`, `ERROR_NOT_A_REPARSE_POINT`.
+const NOT_A_VOLUME: [Option<i32>; 2] = [Some(87), Some(4390)];
 /// The longest volume name, `\\?\Volume{guid}\`, with room to spare.
 const VOLUME_NAME_LENGTH: usize = 64;
 
@@ -45,9 +50,12 @@ fn with_backslash(folder: &str) -> HSTRING {
 
 /// The reparse tag of `path`, which is a reparse point.
 fn reparse_tag(path: &str) -> io::Result<u32> {
+    // FindFirstFileW wants no trailing `\` (and `WindowsPath` has no
+    // wildcards).
+    let path = HSTRING::from(path.trim_end_matches('\\'));
     let mut found = WIN32_FIND_DATAW::default();
     // SAFETY: a path and a structure to fill; the handle is closed below.
-    let handle = unsafe { FindFirstFileW(&HSTRING::from(path), &mut found) }?;
+    let handle = unsafe { FindFirstFileW(&path, &mut found) }?;
     // SAFETY: the handle FindFirstFileW opened, closed once.
     let _ = unsafe { FindClose(handle) };
     Ok(found.dwReserved0)
@@ -66,19 +74,24 @@ impl Mounts for OsMounts {
                 let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
                 Ok(Some(String::from_utf16_lossy(&name[..end])))
             }
-            // A junction, which has the same tag but no volume.
-            Err(_) => Ok(None),
+            // A junction has the same tag but no volume.
+            Err(e) if NOT_A_VOLUME.contains(&win32_code(&e)) => Ok(None),
+            Err(e) => Err(e.into()),
         }
     }
 
     fn mount(&self, folder: &str, volume: &str) -> io::Result<()> {
         // SAFETY: two paths.
         unsafe { SetVolumeMountPointW(&with_backslash(folder), &HSTRING::from(volume)) }?;
-        match self.mounted_at(folder)? {
-            Some(mounted) if mounted.eq_ignore_ascii_case(volume) => Ok(()),
-            found => Err(io::Error::other(format!(
-                "the host reported the volume mounted, but {folder} leads to {found:?}"
-            ))),
+        match self.mounted_at(folder) {
+            Ok(Some(mounted)) if mounted.eq_ignore_ascii_case(volume) => Ok(()),
+            found => {
+                // Whatever was made goes, since the answer is that nothing was.
+                let _ = self.unmount(folder);
+                Err(io::Error::other(format!(
+                    "the host reported the volume mounted, but {folder} leads to {found:?}"
+                )))
+            }
         }
     }
 

@@ -129,15 +129,17 @@ fn credential(username: &str, password: &str) -> String {
 impl SmbBackend for HostSmb {
     /// A usable mapping is kept (credentials unchecked); one whose status
     /// is not OK, or whose share does not answer, is removed and made
-    /// again. The local path is checked after the mapping, as the proxy
-    /// does.
+    /// again. A local path outside the working directories is refused
+    /// before anything is done (the proxy checks it only after mapping).
     async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
         let op = Op::NewSmbGlobalMapping;
         mapping.validate()?;
+        if let Some(local) = &mapping.local_path {
+            crate::working_dirs::check(&self.working_dirs, op, local)?;
+        }
         let mapping = mapping.clone();
         let root = root_of(op, &mapping.remote_path)?;
         let (links, reachable) = (self.links.clone(), self.reachable.clone());
-        let working_dirs = self.working_dirs.clone();
         on_wmi(op, NAMESPACE, &self.wmi, move |wmi| {
             let remote = mapping.remote_path.as_str();
             let existing = find_mapping(&wmi, &root)?;
@@ -153,7 +155,6 @@ impl SmbBackend for HostSmb {
             let Some(local) = &mapping.local_path else {
                 return Ok(());
             };
-            crate::working_dirs::check(&working_dirs, op, local)?;
             let link = Path::new(local.as_str());
             if links.entry(link).map_err(|e| io_error(op, local, e))? != Entry::Missing {
                 let why = format!("creating link {local} to {remote} failed: {local} exists");

@@ -128,8 +128,8 @@ impl Volumes<'_> {
     }
 
     /// The volume mounted at `folder`, if any; a missing folder is an error.
-    fn mounted_at(&self, folder: &WindowsPath) -> Result<Option<VolumeId>> {
-        let mounted = self.mounts.mounted_at(folder.as_str());
+    fn mounted_at(&self, folder: &str) -> Result<Option<VolumeId>> {
+        let mounted = self.mounts.mounted_at(folder);
         match mounted.map_err(|e| io_error(self.wmi.op, folder, e))? {
             Some(id) => VolumeId::new(id).map(Some),
             None => Ok(None),
@@ -181,7 +181,7 @@ impl VolumeBackend for HostVolume {
     async fn mount_volume(&self, volume: &VolumeId, target: &WindowsPath) -> Result<()> {
         let op = Op::MountVolume;
         let (volume, target) = (volume.clone(), target.clone());
-        self.run(op, move |host| match host.mounted_at(&target)? {
+        self.run(op, move |host| match host.mounted_at(target.as_str())? {
             Some(mounted) if mounted.as_str().eq_ignore_ascii_case(volume.as_str()) => Ok(()),
             Some(other) => {
                 Err(host.error(format!("{target} is already the mount point of {other}")))
@@ -199,7 +199,7 @@ impl VolumeBackend for HostVolume {
         let (volume, target) = (volume.clone(), target.clone());
         self.run(op, move |host| {
             host.flush(&volume)?;
-            if host.mounted_at(&target)?.is_none() {
+            if host.mounted_at(target.as_str())?.is_none() {
                 return Err(host.error(format!("{target} is not a volume mount point")));
             }
             (host.mounts.unmount(target.as_str()))
@@ -314,7 +314,7 @@ impl VolumeBackend for HostVolume {
     async fn get_volume_id_from_target_path(&self, target: &WindowsPath) -> Result<VolumeId> {
         let target = target.clone();
         self.run(Op::GetVolumeIdFromTargetPath, move |host| {
-            host.mounted_at(&target)?
+            host.mounted_at(target.as_str())?
                 .ok_or_else(|| host.error(format!("no volume is mounted at {target}")))
         })
         .await
@@ -334,8 +334,7 @@ impl VolumeBackend for HostVolume {
         self.run(op, move |host| {
             let mut current = path.as_str().to_owned();
             for _ in 0..MAX_STEPS {
-                let here = WindowsPath::new(&current)?;
-                if let Some(id) = host.mounted_at(&here)? {
+                if let Some(id) = host.mounted_at(&current)? {
                     return Ok(id);
                 }
                 let entry = host
@@ -343,7 +342,12 @@ impl VolumeBackend for HostVolume {
                     .entry(Path::new(&current))
                     .map_err(|e| io_error(op, &current, e))?;
                 current = match (entry, parent_of(&current)) {
-                    (Entry::Link(target), _) => target.to_string_lossy().into_owned(),
+                    (Entry::Link(target), parent) => {
+                        match link_target(&target.to_string_lossy(), parent) {
+                            Followed::Volume(id) => return VolumeId::new(id),
+                            Followed::Path(next) => next,
+                        }
+                    }
                     (_, Some(parent)) => parent.to_owned(),
                     (_, None) => {
                         let letter = current.chars().next().filter(char::is_ascii_alphabetic);
@@ -357,6 +361,51 @@ impl VolumeBackend for HostVolume {
             Err(host.error(format!("{path}: no volume found within {MAX_STEPS} steps")))
         })
         .await
+    }
+}
+
+/// Where a link leads, for the closest volume's search.
+#[derive(Debug, PartialEq)]
+enum Followed {
+    /// Straight to a volume (`\\?\Volume{guid}\`): the answer.
+    Volume(String),
+    /// To a path, absolute.
+    Path(String),
+}
+
+/// Where the link whose folder is `parent` leads when its target is
+/// `target`: a volume, or a path made absolute (a relative target is
+/// taken from the link's folder; `\\?\C:\...` is `C:\...`).
+fn link_target(target: &str, parent: Option<&str>) -> Followed {
+    if target.starts_with(r"\\?\Volume{") {
+        return Followed::Volume(format!("{}\\", target.trim_end_matches('\\')));
+    }
+    let target = target.strip_prefix(r"\\?\").unwrap_or(target);
+    let absolute = target.get(1..3) == Some(":\\") || target.starts_with(r"\\");
+    match parent {
+        Some(parent) if !absolute => Followed::Path(joined(parent, target)),
+        _ => Followed::Path(target.to_owned()),
+    }
+}
+
+/// `relative` taken from the folder `base`, with its `.` and `..` resolved
+/// (never above the drive's root).
+fn joined(base: &str, relative: &str) -> String {
+    let mut parts: Vec<&str> = base.trim_end_matches('\\').split('\\').collect();
+    for part in relative.split('\\') {
+        match part {
+            "" | "." => {}
+            ".." if parts.len() > 1 => drop(parts.pop()),
+            ".." => {}
+            part => parts.push(part),
+        }
+    }
+    let path = parts.join("\\");
+    // A drive's root keeps its `\`.
+    if parts.len() == 1 {
+        format!("{path}\\")
+    } else {
+        path
     }
 }
 
@@ -377,6 +426,25 @@ volume_group!(impl_group_api(HostVolume, to_backend));
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_link_leads_to_a_volume_or_an_absolute_path() {
+        let path = |p: &str| Followed::Path(p.to_owned());
+        let volume = r"\\?\Volume{0a1b}\";
+        assert_eq!(
+            link_target(volume, Some(r"C:\x")),
+            Followed::Volume(volume.to_owned())
+        );
+        assert_eq!(
+            link_target(r"\\?\Volume{0a1b}", None),
+            Followed::Volume(volume.to_owned())
+        );
+        assert_eq!(link_target(r"\\?\D:\data", Some(r"C:\x")), path(r"D:\data"));
+        assert_eq!(link_target(r"D:\data", Some(r"C:\x")), path(r"D:\data"));
+        assert_eq!(link_target(r"..\data", Some(r"C:\x\")), path(r"C:\data"));
+        assert_eq!(link_target(r"..\..\..", Some(r"C:\x")), path(r"C:\"));
+        assert_eq!(link_target(r"sub", Some(r"C:\x")), path(r"C:\x\sub"));
+    }
 
     #[test]
     fn parents_end_at_the_drive_root() {

@@ -64,10 +64,15 @@ impl From<WmiValue> for Variant {
         match value {
             WmiValue::Null => Variant::Null,
             WmiValue::Bool(v) => Variant::Bool(v),
-            // WMI takes 8-, 16- and 32-bit integers as VT_I4, and 64-bit
-            // ones as strings: the narrowest that holds the value.
+            // WMI takes integers up to 32 bits as VT_I4 and converts them to
+            // the parameter's type; a value VT_I4 cannot hold goes as
+            // decimal text, as WMI takes 64-bit integers (a `uint64` size of
+            // 3 GiB, say, which VT_I4 would make negative).
             WmiValue::Int(v) => i32::try_from(v).map_or(Variant::I8(v), Variant::I4),
-            WmiValue::UInt(v) => u32::try_from(v).map_or(Variant::UI8(v), Variant::UI4),
+            WmiValue::UInt(v) => match i32::try_from(v) {
+                Ok(small) => Variant::I4(small),
+                Err(_) => Variant::UI8(v),
+            },
             WmiValue::Real(v) => Variant::R8(v),
             WmiValue::String(v) | WmiValue::Other(v) => Variant::String(v),
             WmiValue::Array(items) => {
@@ -292,7 +297,8 @@ pub(crate) fn check_return(operation: Operation, call: &str, output: &WmiObject)
         Some(Some(code)) => Err(host_error(
             operation,
             format!("{call} failed with return value {code}"),
-            i32::try_from(code).ok(),
+            // A code that is an `HRESULT` keeps its bits.
+            u32::try_from(code).ok().map(|c| c as i32),
         )),
         Some(None) | None => Err(host_error(
             operation,
@@ -319,5 +325,42 @@ pub(crate) fn string<'a>(object: &'a WmiObject, name: &str) -> Option<&'a str> {
     match object.get(name) {
         Some(WmiValue::String(value)) => Some(value),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_go_as_vt_i4_while_it_holds_them_and_as_text_after() {
+        let port = Variant::from(WmiValue::UInt(3260));
+        assert!(matches!(port, Variant::I4(3260)), "{port:?}");
+        // A 3 GiB size: negative as VT_I4, so it goes as decimal text.
+        let size = Variant::from(WmiValue::UInt(3 << 30));
+        assert!(matches!(size, Variant::UI8(v) if v == 3 << 30), "{size:?}");
+        let negative = Variant::from(WmiValue::Int(-1));
+        assert!(matches!(negative, Variant::I4(-1)), "{negative:?}");
+    }
+
+    #[test]
+    fn a_return_value_keeps_its_code_even_when_it_is_an_hresult() {
+        let output =
+            |code: u64| WmiObject::from([("ReturnValue".to_owned(), WmiValue::UInt(code))]);
+        let op = Operation::Rescan;
+        assert!(check_return(op, "C.M", &output(0)).is_ok());
+        for (code, expected) in [(5, 5), (0x8004_1001, 0x8004_1001_u32 as i32)] {
+            match check_return(op, "C.M", &output(code)) {
+                Err(Error::Host { os_code, .. }) => assert_eq!(os_code, Some(expected)),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(check_return(op, "C.M", &WmiObject::new()).is_err());
+    }
+
+    #[test]
+    fn wql_strings_escape_backslashes_and_quotes() {
+        assert_eq!(wql_string(r"\\srv\share"), r"'\\\\srv\\share'");
+        assert_eq!(wql_string("it's"), r"'it\'s'");
     }
 }

@@ -417,7 +417,9 @@ pub(crate) trait AnyLookout: Send + Sync {
     /// Looks for the group's endpoints again now.
     async fn look_again(&self) -> Result<()>;
     /// `connect`'s wait for a required group: until it is served, or its
-    /// endpoint fails, or `limit` passes.
+    /// endpoint fails, or `limit` passes. The state `connect` negotiated
+    /// counts as the first look: the next one waits on the pace, and a
+    /// limit already passed looks no more.
     async fn wait_for_required(&self, limit: WaitLimit) -> Result<()>;
     /// What the last look tried and found; `None` for a backend given
     /// directly.
@@ -468,7 +470,17 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> AnyLookout for Lookout<
     }
 
     async fn wait_for_required(&self, limit: WaitLimit) -> Result<()> {
+        let state = self.state();
+        if state.usable().is_some() {
+            return Ok(());
+        }
+        let found = state.outcome(self.group);
+        let over = limit.deadline.is_some_and(|d| Instant::now() >= d);
+        if over || found.as_ref().is_err_and(|e| !is_worth_waiting_for(e)) {
+            return found;
+        }
         let mut pace = Pace::default();
+        pace.next_delay(); // the look `connect` made
         self.wait_until_served(&mut pace, limit, Patience::ForRequired)
             .await
             .map(drop)

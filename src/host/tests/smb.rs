@@ -260,9 +260,9 @@ async fn a_local_path_outside_the_working_directories_gets_no_link() {
         }
         other => panic!("{other:?}"),
     }
-    // As through the proxy: the mapping was made before the path was
-    // checked, and stays.
-    assert_eq!(wmi.objects(CLASS).len(), 1);
+    // Refused before anything was asked of WMI: no mapping either.
+    assert!(wmi.take_log().is_empty());
+    assert!(wmi.objects(CLASS).is_empty());
     assert_eq!(
         links.entry(Path::new(outside.as_str())).unwrap(),
         Entry::Missing
