@@ -113,6 +113,61 @@ async fn a_required_group_is_still_waited_for_at_connect() {
     assert!(started.elapsed() >= wait, "{:?}", started.elapsed());
 }
 
+#[tokio::test]
+async fn of_required_groups_still_missing_the_first_required_is_named() {
+    let node = TestNode::new();
+    for (first, second) in [
+        (ApiGroup::Smb, ApiGroup::Disk),
+        (ApiGroup::Disk, ApiGroup::Smb),
+    ] {
+        let err = CsiProxy::builder()
+            .transport(node.transport())
+            .require(first)
+            .require(second)
+            .wait_for_proxy(Duration::from_millis(100))
+            .connect()
+            .await
+            .unwrap_err();
+        match err {
+            Error::NotServed { group, .. } => assert_eq!(group, first),
+            other => panic!("{other}"),
+        }
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_required_endpoint_that_turns_up_broken_ends_the_wait_for_the_others() {
+    // Disk and SMB are required and neither is there; while connect waits,
+    // disk's endpoint appears as a plain file. That is the answer, at once,
+    // although SMB is still missing and the wait has seconds to go.
+    let node = TestNode::new();
+    let dir = node.transport().socket_dir().unwrap().to_owned();
+    let started = Instant::now();
+    let connecting = tokio::spawn(
+        CsiProxy::builder()
+            .transport(node.transport())
+            .require(ApiGroup::Smb)
+            .require(ApiGroup::Disk)
+            .wait_for_proxy(Duration::from_secs(10))
+            .connect(),
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    std::fs::write(dir.join("csi-proxy-disk-v1"), b"").unwrap();
+    let err = connecting.await.unwrap().unwrap_err();
+    match &err {
+        Error::Configuration { setting, .. } => {
+            assert!(setting.ends_with("csi-proxy-disk-v1"), "{setting}")
+        }
+        other => panic!("{other}"),
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 #[cfg(unix)]
 #[tokio::test]
 async fn an_endpoint_path_that_is_no_socket_is_a_configuration_error_at_once() {
