@@ -540,15 +540,6 @@ impl CsiProxyBuilder {
             .copied()
             .collect();
         let negotiated = negotiator.negotiate(&self.groups).await?;
-        // A required group whose endpoint exists but failed is the answer
-        // at once.
-        let outcomes = wait_for.iter().map(|&g| negotiated.connection(g));
-        if let Some(error) = outcomes
-            .filter_map(Result::err)
-            .find(|e| !is_worth_waiting_for(e))
-        {
-            return Err(error);
-        }
         // The host takes the groups the proxy does not serve.
         let host = host.keep(|group| {
             self.groups.contains(&group)
@@ -562,8 +553,9 @@ impl CsiProxyBuilder {
             behaviour: &behaviour,
         };
         let groups = Groups::new(&from_negotiation, host, behaviour.clone());
-        // The required groups' lookouts wait for them, together; dropped
-        // on failure, the client's background tasks end with them.
+        // The required groups' lookouts wait for them, together (a group
+        // whose endpoint failed is the answer at once); dropped on failure,
+        // the client's background tasks end with them.
         let limit = WaitLimit::announced(self.wait_for_proxy.unwrap_or(DEFAULT_WAIT_FOR_PROXY));
         let waits = wait_for.iter().filter_map(|&g| groups.any(g));
         all_served(waits.map(|lookout| lookout.wait_for_required(limit))).await?;

@@ -11,12 +11,11 @@ use async_trait::async_trait;
 
 use super::devices::{page83_of, Devices};
 use super::on_host::io_error;
-use super::wmi::{on_wmi, string, unsigned, Requests, Wmi, WmiObject, WmiValue};
+use super::wmi::{on_wmi, string, uint64, unsigned, Requests, Wmi, WmiObject, WmiValue, STORAGE};
 use crate::api::{disk_group, impl_group_api, to_backend, DiskBackend, DiskIds, DiskLocation};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 
-pub(super) const NAMESPACE: &str = r"Root\Microsoft\Windows\Storage";
 pub(super) const DISK: &str = "MSFT_Disk";
 pub(super) const PARTITION: &str = "MSFT_Partition";
 pub(super) const STORAGE_SETTING: &str = "MSFT_StorageSetting";
@@ -52,7 +51,7 @@ impl HostDisk {
         F: FnOnce(&Storage<'_>) -> Result<T> + Send + 'static,
     {
         let devices = self.devices.clone();
-        on_wmi(op, NAMESPACE, &self.wmi, move |wmi| {
+        on_wmi(op, STORAGE, &self.wmi, move |wmi| {
             work(&Storage {
                 wmi,
                 devices: &*devices,
@@ -142,14 +141,6 @@ fn location_of(location: &str) -> Option<DiskLocation> {
         *field = value.to_owned();
     }
     any.then_some(found)
-}
-
-/// `MSFT_Disk.Size`: a `uint64`, which WMI may hand over as a string.
-fn size_of(value: Option<&WmiValue>) -> Option<u64> {
-    match value? {
-        WmiValue::String(text) => text.parse().ok(),
-        other => unsigned(other),
-    }
 }
 
 #[async_trait]
@@ -247,7 +238,8 @@ impl DiskBackend for HostDisk {
         self.run(Op::GetDiskStats, move |host| {
             let query = format!("SELECT Size FROM {DISK} WHERE Number = {number}");
             let disk = host.wmi.one(&query, format_args!("disk {number}"))?;
-            size_of(disk.get("Size"))
+            disk.get("Size")
+                .and_then(uint64)
                 .ok_or_else(|| host.error(format!("disk {number}: Size is not a number: {disk:?}")))
         })
         .await
@@ -312,16 +304,5 @@ mod tests {
         let unnamed = location_of("a b c : Port 1 : g : h : i");
         assert_eq!(unnamed, Some(location("", "", "", "")));
         assert_eq!(location_of(""), None);
-    }
-
-    #[test]
-    fn a_size_may_come_as_a_number_or_as_text() {
-        assert_eq!(
-            size_of(Some(&WmiValue::String("10737418240".into()))),
-            Some(10_737_418_240)
-        );
-        assert_eq!(size_of(Some(&WmiValue::UInt(512))), Some(512));
-        assert_eq!(size_of(Some(&WmiValue::String("ten".into()))), None);
-        assert_eq!(size_of(None), None);
     }
 }

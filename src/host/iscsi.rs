@@ -7,8 +7,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use super::disk::DISK;
 use super::on_host::host_error;
-use super::wmi::{on_wmi, string, unsigned, wql_string, Requests, Wmi, WmiObject, WmiValue};
+use super::wmi::{
+    on_wmi, string, unsigned, wql_string, Requests, Wmi, WmiObject, WmiValue, STORAGE,
+};
 use crate::api::{
     check_name, impl_group_api, iscsi_group, to_backend, IscsiAuth, IscsiBackend, Secret,
     TargetPortal,
@@ -16,12 +19,10 @@ use crate::api::{
 use crate::capability::Operation as Op;
 use crate::error::Result;
 
-pub(super) const NAMESPACE: &str = r"Root\Microsoft\Windows\Storage";
 pub(super) const PORTAL: &str = "MSFT_iSCSITargetPortal";
 pub(super) const TARGET: &str = "MSFT_iSCSITarget";
 pub(super) const SESSION: &str = "MSFT_iSCSISession";
 pub(super) const CONNECTION: &str = "MSFT_iSCSIConnection";
-pub(super) const DISK: &str = "MSFT_Disk";
 pub(super) const TO_PORTAL: &str = "MSFT_iSCSITargetToiSCSITargetPortal";
 pub(super) const TO_SESSION: &str = "MSFT_iSCSITargetToiSCSISession";
 pub(super) const TO_CONNECTION: &str = "MSFT_iSCSITargetToiSCSIConnection";
@@ -44,7 +45,7 @@ impl HostIscsi {
         T: Send + 'static,
         F: FnOnce(&Initiator<'_>) -> Result<T> + Send + 'static,
     {
-        on_wmi(op, NAMESPACE, &self.wmi, |wmi| work(&Initiator { wmi })).await
+        on_wmi(op, STORAGE, &self.wmi, |wmi| work(&Initiator { wmi })).await
     }
 }
 

@@ -8,20 +8,20 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use super::disk::{DISK, PARTITION};
 use super::links::{Entry, Links};
 use super::mounts::Mounts;
 use super::on_host::io_error;
-use super::wmi::{on_wmi, string, unsigned, wql_string, Requests, Wmi, WmiObject, WmiValue};
+use super::wmi::{
+    on_wmi, string, uint64, unsigned, wql_string, Requests, Wmi, WmiObject, WmiValue, STORAGE,
+};
 use crate::api::{
     impl_group_api, to_backend, volume_group, VolumeBackend, VolumeId, VolumeStats, WindowsPath,
 };
 use crate::capability::Operation as Op;
 use crate::error::Result;
 
-pub(super) const NAMESPACE: &str = r"Root\Microsoft\Windows\Storage";
 pub(super) const VOLUME: &str = "MSFT_Volume";
-pub(super) const PARTITION: &str = "MSFT_Partition";
-pub(super) const DISK: &str = "MSFT_Disk";
 pub(super) const TO_VOLUME: &str = "MSFT_PartitionToVolume";
 /// A resize that would grow the partition by less is skipped, a shrink
 /// included: CSI Proxy never shrinks, and skips growth this small.
@@ -50,7 +50,7 @@ impl HostVolume {
         F: FnOnce(&Volumes<'_>) -> Result<T> + Send + 'static,
     {
         let (mounts, links) = (self.mounts.clone(), self.links.clone());
-        on_wmi(op, NAMESPACE, &self.wmi, move |wmi| {
+        on_wmi(op, STORAGE, &self.wmi, move |wmi| {
             work(&Volumes {
                 wmi,
                 mounts: &*mounts,
@@ -107,11 +107,7 @@ impl Volumes<'_> {
 
     /// A `uint64` property, which WMI may hand over as text.
     fn size(&self, object: &WmiObject, property: &str) -> Result<u64> {
-        let size = match object.get(property) {
-            Some(WmiValue::String(text)) => text.parse().ok(),
-            Some(other) => unsigned(other),
-            None => None,
-        };
+        let size = object.get(property).and_then(uint64);
         size.ok_or_else(|| {
             self.error(format!(
                 "{property} is not a size: {:?}",

@@ -320,6 +320,17 @@ pub(crate) fn unsigned(value: &WmiValue) -> Option<u64> {
     }
 }
 
+/// A `uint64` property: WMI hands those over as decimal text, or a number.
+pub(crate) fn uint64(value: &WmiValue) -> Option<u64> {
+    match value {
+        WmiValue::String(text) => text.parse().ok(),
+        other => unsigned(other),
+    }
+}
+
+/// The storage namespace: disks, partitions, volumes and iSCSI.
+pub(crate) const STORAGE: &str = r"Root\Microsoft\Windows\Storage";
+
 /// The string property `name` of `object`, if it is one.
 pub(crate) fn string<'a>(object: &'a WmiObject, name: &str) -> Option<&'a str> {
     match object.get(name) {
@@ -356,6 +367,17 @@ mod tests {
             }
         }
         assert!(check_return(op, "C.M", &WmiObject::new()).is_err());
+    }
+
+    #[test]
+    fn a_uint64_may_come_as_a_number_or_as_text() {
+        assert_eq!(
+            uint64(&WmiValue::String("10737418240".into())),
+            Some(10_737_418_240)
+        );
+        assert_eq!(uint64(&WmiValue::UInt(512)), Some(512));
+        assert_eq!(uint64(&WmiValue::String("ten".into())), None);
+        assert_eq!(uint64(&WmiValue::Null), None);
     }
 
     #[test]

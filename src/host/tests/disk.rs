@@ -8,15 +8,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::sync::{Arc, Mutex};
 
-use super::recorded::{object, returned, Method, RecordedWmi, Store};
+use super::recorded::{instance_path, object, returned, text, Method, RecordedWmi, Store};
 use crate::api::{DiskApi, DiskIds};
 use crate::capability::Operation;
 use crate::host::devices::tests::{descriptor, identifier, NAA};
 use crate::host::devices::{DeviceAnswer, Devices, CODE_SET_BINARY};
 use crate::host::disk::{
-    HostDisk, BASIC_DATA_GPT_TYPE, DISK, NAMESPACE, PARTITION, RESERVED_GPT_TYPE, STORAGE_SETTING,
+    HostDisk, BASIC_DATA_GPT_TYPE, DISK, PARTITION, RESERVED_GPT_TYPE, STORAGE_SETTING,
 };
-use crate::host::wmi::{WmiObject, WmiValue, PATH};
+use crate::host::wmi::{WmiObject, WmiValue, PATH, STORAGE};
 use crate::testing::conformance::{self, DiskFixture};
 use crate::Error;
 
@@ -28,12 +28,8 @@ const SIZE: u64 = 10 * 1024 * 1024 * 1024;
 const DEVICE_PATH: &str =
     r"\\?\scsi#disk&ven_msft&prod_virtual_disk#1#{53f56307-b6bf-11d0-94f2-00a0c91efb8b}";
 
-fn text(value: &str) -> WmiValue {
-    WmiValue::String(value.to_owned())
-}
-
 fn path(class: &str, key: &str) -> String {
-    format!(r#"\\HOST\{NAMESPACE}:{class}.ObjectId="{key}""#)
+    instance_path(STORAGE, class, "ObjectId", key)
 }
 
 /// Disk 3 of the recorded host: a data disk on LUN 2, RAW, offline.
@@ -87,7 +83,7 @@ fn create_partition(answer: u32) -> Method {
                 let number = store.of(PARTITION).len() as u64 + 1;
                 store.add(PARTITION, partition(number, &gpt_type));
             }
-            Ok(returned(answer))
+            Ok(returned(answer.into()))
         },
     )
 }
@@ -115,7 +111,7 @@ fn recorded(create_answer: u32) -> Arc<RecordedWmi> {
         Box::new(|_: &mut Store, _: &str, _: &HashMap<&str, WmiValue>| Ok(returned(0))) as Method
     };
     Arc::new(
-        RecordedWmi::new(NAMESPACE)
+        RecordedWmi::new(STORAGE)
             .with_object(DISK, recorded_disk())
             .with_method(DISK, "Initialize", initialize)
             .with_method(DISK, "CreatePartition", create_partition(create_answer))
@@ -277,7 +273,7 @@ async fn a_disk_in_the_state_asked_for_is_left_alone() {
 
 #[tokio::test]
 async fn what_wmi_does_not_say_is_an_error_not_a_guess() {
-    let wmi = Arc::new(RecordedWmi::new(NAMESPACE).with_object(
+    let wmi = Arc::new(RecordedWmi::new(STORAGE).with_object(
         DISK,
         object([
             ("Number", WmiValue::UInt(4)),

@@ -8,16 +8,16 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use wmi::WMIError;
-
-use super::recorded::{object, returned, Method, RecordedWmi, Store};
+use super::recorded::{
+    instance_path, not_found, object, returned, text, Method, RecordedWmi, Store,
+};
 use crate::api::{IscsiApi, IscsiAuth, Secret, TargetPortal};
 use crate::capability::Operation;
+use crate::host::disk::DISK;
 use crate::host::iscsi::{
-    HostIscsi, CONNECTION, DISK, NAMESPACE, PORTAL, SESSION, TARGET, TO_CONNECTION, TO_DISK,
-    TO_PORTAL, TO_SESSION,
+    HostIscsi, CONNECTION, PORTAL, SESSION, TARGET, TO_CONNECTION, TO_DISK, TO_PORTAL, TO_SESSION,
 };
-use crate::host::wmi::{WmiObject, WmiValue, PATH};
+use crate::host::wmi::{WmiValue, PATH, STORAGE};
 use crate::testing::conformance::{self, IscsiFixture, IscsiTargetFixture};
 use crate::Error;
 
@@ -79,23 +79,13 @@ fn fixture(network: &Network) -> IscsiFixture {
 }
 
 fn path(class: &str, key: &str) -> String {
-    format!(r#"\\HOST\{NAMESPACE}:{class}.Key="{key}""#)
-}
-
-fn text(value: &str) -> WmiValue {
-    WmiValue::String(value.to_owned())
+    instance_path(STORAGE, class, "Key", key)
 }
 
 fn param<'a>(params: &'a HashMap<&str, WmiValue>, name: &str) -> Option<&'a str> {
     match params.get(name) {
         Some(WmiValue::String(value)) => Some(value),
         _ => None,
-    }
-}
-
-fn not_found() -> WMIError {
-    WMIError::HResultError {
-        hres: 0x8004_1002_u32 as i32, // WBEM_E_NOT_FOUND
     }
 }
 
@@ -107,7 +97,7 @@ fn new_portal(network: Arc<Network>) -> Method {
         let port = params.get("TargetPortalPortNumber").cloned();
         let expected = WmiValue::UInt(network.portal.port.into());
         if address != network.portal.address || port != Some(expected.clone()) {
-            return Ok(returned_u64(NO_RESPONSE));
+            return Ok(returned(NO_RESPONSE));
         }
         let portal_path = path(PORTAL, address);
         store.add(
@@ -139,10 +129,6 @@ fn new_portal(network: Arc<Network>) -> Method {
     })
 }
 
-fn returned_u64(code: u64) -> WmiObject {
-    object([("ReturnValue", WmiValue::UInt(code))])
-}
-
 /// `MSFT_iSCSITarget.Connect`: logs in when the authentication matches
 /// what the target expects, attaching its disk.
 fn connect(network: Arc<Network>) -> Method {
@@ -162,7 +148,7 @@ fn connect(network: Arc<Network>) -> Method {
             _ => false,
         };
         if !authenticated {
-            return Ok(returned_u64(LOGON_FAILURE));
+            return Ok(returned(LOGON_FAILURE));
         }
         let target_path = path(TARGET, iqn);
         let (session, connection, disk) = (
@@ -256,7 +242,7 @@ fn recorded(network: &Arc<Network>) -> Arc<RecordedWmi> {
         },
     ) as Method;
     Arc::new(
-        RecordedWmi::new(NAMESPACE)
+        RecordedWmi::new(STORAGE)
             .with_method(PORTAL, "New", new_portal(network.clone()))
             .with_method(PORTAL, "Remove", remove_portal)
             .with_method(TARGET, "Connect", connect(network.clone()))
@@ -444,7 +430,7 @@ async fn failures_carry_their_code_and_never_a_secret() {
 
 #[tokio::test]
 async fn a_portal_wmi_gives_without_a_port_is_an_error_not_a_guess() {
-    let wmi = Arc::new(RecordedWmi::new(NAMESPACE).with_object(
+    let wmi = Arc::new(RecordedWmi::new(STORAGE).with_object(
         PORTAL,
         object([("TargetPortalAddress", text("10.0.0.5")), (PATH, text("p"))]),
     ));

@@ -289,8 +289,20 @@ pub(crate) fn object<const N: usize>(properties: [(&str, WmiValue); N]) -> WmiOb
 }
 
 /// The output of a method that returned `code`.
-pub(crate) fn returned(code: u32) -> WmiObject {
-    object([("ReturnValue", WmiValue::UInt(code.into()))])
+pub(crate) fn returned(code: u64) -> WmiObject {
+    object([("ReturnValue", WmiValue::UInt(code))])
+}
+
+/// A string value.
+pub(crate) fn text(value: &str) -> WmiValue {
+    WmiValue::String(value.to_owned())
+}
+
+/// What WMI answers for an object or a path that is not there.
+pub(crate) fn not_found() -> WMIError {
+    WMIError::HResultError {
+        hres: 0x8004_1002_u32 as i32, // WBEM_E_NOT_FOUND
+    }
 }
 
 /// An instance's path, as WMI writes it: the class and its key.

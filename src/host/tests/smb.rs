@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use wmi::WMIError;
 
-use super::recorded::{instance_path, object, returned, RecordedWmi, Store};
+use super::recorded::{instance_path, not_found, object, returned, RecordedWmi, Store};
 use super::{fresh_root, LinksInMemory};
 use crate::api::{SmbApi, SmbMapping, SmbRemotePath, WindowsPath};
 use crate::capability::Operation;
@@ -24,7 +24,7 @@ const USER: &str = "node-user";
 const PASSWORD: &str = "correct horse battery staple";
 /// What `Create` answers for credentials the server refuses:
 /// `ERROR_LOGON_FAILURE`.
-const LOGON_FAILURE: u32 = 1326;
+const LOGON_FAILURE: u64 = 1326;
 
 /// A recorded mapping of `root` with `status`.
 fn mapping(root: &str, status: u32) -> WmiObject {
@@ -55,14 +55,11 @@ fn smb_wmi(existing: Vec<WmiObject>) -> Arc<RecordedWmi> {
         store.add(CLASS, mapping(root, 0));
         Ok(returned(0))
     };
-    let remove = |store: &mut Store, target: &str, _: &HashMap<&str, WmiValue>| {
-        match store.remove(target) {
+    let remove =
+        |store: &mut Store, target: &str, _: &HashMap<&str, WmiValue>| match store.remove(target) {
             true => Ok(returned(0)),
-            false => Err(WMIError::HResultError {
-                hres: 0x8004_1002_u32 as i32, // WBEM_E_NOT_FOUND
-            }),
-        }
-    };
+            false => Err(not_found()),
+        };
     let wmi = existing
         .into_iter()
         .fold(RecordedWmi::new(NAMESPACE), |wmi, m| {

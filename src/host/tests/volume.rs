@@ -9,14 +9,17 @@ use std::io;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use super::recorded::{object, returned, Method, RecordedWmi, Store};
+use super::recorded::{
+    instance_path, not_found, object, returned, text, Method, RecordedWmi, Store,
+};
 use super::{fresh_root, LinksInMemory};
 use crate::api::{VolumeApi, VolumeId, WindowsPath};
 use crate::capability::Operation;
+use crate::host::disk::{DISK, PARTITION};
 use crate::host::links::{Entry, Links};
 use crate::host::mounts::Mounts;
-use crate::host::volume::{HostVolume, DISK, NAMESPACE, PARTITION, TO_VOLUME, VOLUME};
-use crate::host::wmi::{WmiObject, WmiValue, PATH};
+use crate::host::volume::{HostVolume, TO_VOLUME, VOLUME};
+use crate::host::wmi::{WmiObject, WmiValue, PATH, STORAGE};
 use crate::testing::conformance::{self, VolumeFixture};
 use crate::Error;
 
@@ -29,12 +32,8 @@ const MAX_SIZE: u64 = 4096 * MIB;
 /// What a fresh NTFS takes of a volume.
 const NTFS_OVERHEAD: u64 = 20 * MIB;
 
-fn text(value: &str) -> WmiValue {
-    WmiValue::String(value.to_owned())
-}
-
 fn path(class: &str, key: &str) -> String {
-    format!(r#"\\HOST\{NAMESPACE}:{class}.ObjectId="{key}""#)
+    instance_path(STORAGE, class, "ObjectId", key)
 }
 
 /// A volume as WMI gives it: sizes as text, as `uint64`s come.
@@ -74,7 +73,7 @@ fn recorded() -> Arc<RecordedWmi> {
         ("Number", WmiValue::UInt(3)),
         (PATH, text(&path(DISK, "3"))),
     ]);
-    let wmi = RecordedWmi::new(NAMESPACE)
+    let wmi = RecordedWmi::new(STORAGE)
         .with_object(PARTITION, data)
         .with_object(PARTITION, system)
         .with_object(VOLUME, volume(DATA_VOLUME, "data", SIZE, 0))
@@ -155,12 +154,6 @@ fn recorded() -> Arc<RecordedWmi> {
             .with_method(PARTITION, "Resize", resize)
             .with_method(DISK, "Refresh", fine()),
     )
-}
-
-fn not_found() -> wmi::WMIError {
-    wmi::WMIError::HResultError {
-        hres: 0x8004_1002_u32 as i32, // WBEM_E_NOT_FOUND
-    }
 }
 
 /// Volume mount folders kept in memory over the host's real directories
@@ -399,7 +392,7 @@ async fn mount_folders_are_checked_before_they_are_made() {
 
 #[tokio::test]
 async fn what_wmi_does_not_say_is_an_error_not_a_guess() {
-    let wmi = Arc::new(RecordedWmi::new(NAMESPACE).with_object(
+    let wmi = Arc::new(RecordedWmi::new(STORAGE).with_object(
         VOLUME,
         object([
             ("UniqueId", text(DATA_VOLUME)),
