@@ -37,7 +37,7 @@ mod bench {
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
-    use tokio::runtime::Runtime;
+    use tokio::runtime::{Runtime, RuntimeFlavor};
 
     use csi_proxy_client::testing::FakeProxy;
     use csi_proxy_client::wire::disk::v1 as wire;
@@ -198,27 +198,87 @@ mod bench {
         cpu_per_call: Duration,
     }
 
+    /// Where the calling tasks run on the runtime.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum Placement {
+        /// Spawned tasks, on the runtime's workers (as a tonic handler runs).
+        Spawned,
+        /// The runtime's own `block_on` future (`#[tokio::main]`'s body,
+        /// `Handle::block_on` from synchronous code): one caller.
+        BlockOn,
+    }
+
+    /// One measured configuration of a runtime.
+    #[derive(Clone, Copy)]
+    struct Case {
+        placement: Placement,
+        callers: usize,
+    }
+
+    /// What each runtime measures: 1 and 16 spawned callers, and on the
+    /// multi-thread runtime also one caller on its `block_on` thread (on
+    /// the current-thread runtime the two placements are the same thread).
+    fn cases(multi_thread: bool) -> Vec<Case> {
+        let mut cases: Vec<Case> = CONCURRENCY
+            .iter()
+            .map(|&callers| Case {
+                placement: Placement::Spawned,
+                callers,
+            })
+            .collect();
+        if multi_thread {
+            cases.push(Case {
+                placement: Placement::BlockOn,
+                callers: 1,
+            });
+        }
+        cases
+    }
+
+    /// One run of `case` with `client`.
+    async fn measure_case(case: Case, client: impl Client) -> Run {
+        match case.placement {
+            Placement::Spawned => measure(case.callers, client).await,
+            Placement::BlockOn => measure_here(client).await,
+        }
+    }
+
+    /// `CALLS` calls of `call` made by the task that polls this future.
+    async fn measure_here(client: impl Client) -> Run {
+        let (cpu_before, started) = (cpu_ns(), Instant::now());
+        let latencies = calls(client).await;
+        summarize(latencies, started.elapsed(), cpu_ns() - cpu_before)
+    }
+
+    /// `CALLS` sequential calls; the latency of each.
+    async fn calls(client: impl Client) -> Vec<Duration> {
+        let mut latencies = Vec::with_capacity(CALLS);
+        for _ in 0..CALLS {
+            let t = Instant::now();
+            client.call().await;
+            latencies.push(t.elapsed());
+        }
+        latencies
+    }
+
     /// `callers` tasks each making `CALLS` calls of `call`.
     async fn measure(callers: usize, client: impl Client) -> Run {
         let (cpu_before, started) = (cpu_ns(), Instant::now());
         let mut tasks = tokio::task::JoinSet::new();
         for _ in 0..callers {
             let client = client.clone();
-            tasks.spawn(async move {
-                let mut latencies = Vec::with_capacity(CALLS);
-                for _ in 0..CALLS {
-                    let t = Instant::now();
-                    client.call().await;
-                    latencies.push(t.elapsed());
-                }
-                latencies
-            });
+            tasks.spawn(calls(client));
         }
         let mut all = Vec::with_capacity(callers * CALLS);
         while let Some(done) = tasks.join_next().await {
             all.extend(done.unwrap());
         }
-        let (elapsed, cpu) = (started.elapsed(), cpu_ns() - cpu_before);
+        summarize(all, started.elapsed(), cpu_ns() - cpu_before)
+    }
+
+    /// The figures of one run: every call's latency, its wall time and the
+    /// process's CPU time in nanoseconds.
+    fn summarize(mut all: Vec<Duration>, elapsed: Duration, cpu: u64) -> Run {
         all.sort();
         let calls = all.len();
         Run {
@@ -278,12 +338,22 @@ mod bench {
 
     /// Profiling mode, for `valgrind --tool=callgrind` or `strace -c -f`:
     /// one measured run of `callers` callers through one client only.
-    pub async fn profile(through_sdk: bool, callers: usize) {
+    /// One caller on the `block_on` thread when `here`, else `callers`
+    /// spawned tasks.
+    pub async fn profile(through_sdk: bool, callers: usize, here: bool) {
         let all = Node::start("all");
+        let case = Case {
+            placement: if here {
+                Placement::BlockOn
+            } else {
+                Placement::Spawned
+            },
+            callers,
+        };
         let run = if through_sdk {
-            measure(callers, sdk(&all).await).await
+            measure_case(case, sdk(&all).await).await
         } else {
-            measure(callers, raw(&all).await).await
+            measure_case(case, raw(&all).await).await
         };
         println!(
             "{} callers: p50 {:.1} µs, {:.0} calls/s, cpu {:.1} µs/call",
@@ -332,31 +402,44 @@ mod bench {
         Raw(wire::disk_client::DiskClient::new(channel))
     }
 
-    /// Per-call figures of SDK and raw client on one runtime:
-    /// `(callers, sdk, raw)` per concurrency.
-    fn per_call(runtime: &Runtime, node: &Node) -> Vec<(usize, Run, Run)> {
+    /// The SDK's and the raw client's figures for one case.
+    struct Figures {
+        case: Case,
+        sdk: Run,
+        raw: Run,
+    }
+
+    /// Per-call figures of SDK and raw client on one runtime, per case.
+    /// Every round measures every case with both clients, alternating which
+    /// client goes first, so that the machine's load falls on all alike.
+    fn per_call(runtime: &Runtime, node: &Node) -> Vec<Figures> {
+        let multi_thread = runtime.handle().runtime_flavor() != RuntimeFlavor::CurrentThread;
+        let cases = cases(multi_thread);
         runtime.block_on(async {
             let (sdk, raw) = (sdk(node).await, raw(node).await);
             // Warm up both paths.
             measure(4, sdk.clone()).await;
             measure(4, raw.clone()).await;
-            let mut figures = Vec::new();
-            for callers in CONCURRENCY {
-                let mut runs: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
-                for round in 0..ROUNDS {
-                    // Alternate which client goes first, too.
+            let mut runs: Vec<[Vec<Run>; 2]> = cases.iter().map(|_| [vec![], vec![]]).collect();
+            for round in 0..ROUNDS {
+                for (case, runs) in cases.iter().zip(&mut runs) {
                     if round % 2 == 0 {
-                        runs[0].push(measure(callers, sdk.clone()).await);
-                        runs[1].push(measure(callers, raw.clone()).await);
+                        runs[0].push(measure_case(*case, sdk.clone()).await);
+                        runs[1].push(measure_case(*case, raw.clone()).await);
                     } else {
-                        runs[1].push(measure(callers, raw.clone()).await);
-                        runs[0].push(measure(callers, sdk.clone()).await);
+                        runs[1].push(measure_case(*case, raw.clone()).await);
+                        runs[0].push(measure_case(*case, sdk.clone()).await);
                     }
                 }
-                let [sdk, raw] = runs.map(median_run);
-                figures.push((callers, sdk, raw));
             }
-            figures
+            cases
+                .into_iter()
+                .zip(runs)
+                .map(|(case, runs)| {
+                    let [sdk, raw] = runs.map(median_run);
+                    Figures { case, sdk, raw }
+                })
+                .collect()
         })
     }
 
@@ -396,13 +479,17 @@ mod bench {
         times[RESTARTS / 2]
     }
 
-    fn print_runs(runtime: &str, figures: &[(usize, Run, Run)]) {
-        for (callers, sdk, raw) in figures {
+    fn print_runs(runtime: &str, figures: &[Figures]) {
+        for Figures { case, sdk, raw } in figures {
+            let runtime = match case.placement {
+                Placement::Spawned => runtime,
+                Placement::BlockOn => "block_on",
+            };
             for (name, r) in [("sdk", sdk), ("raw", raw)] {
                 println!(
                     "{:>8} {:>7} {:>6} {:>10.1} {:>10.1} {:>12.0} {:>12.1}",
                     runtime,
-                    callers,
+                    case.callers,
                     name,
                     us(r.p50),
                     us(r.p99),
@@ -413,15 +500,32 @@ mod bench {
         }
     }
 
-    /// SDK / raw ratios: sequential p50 and CPU, 16-caller throughput.
-    fn ratios(figures: &[(usize, Run, Run)]) -> (f64, f64, f64) {
-        let (_, sdk1, raw1) = &figures[0];
-        let (_, sdk16, raw16) = &figures[1];
+    /// The figures of `placement` with `callers`.
+    fn find(figures: &[Figures], placement: Placement, callers: usize) -> &Figures {
+        figures
+            .iter()
+            .find(|f| f.case.placement == placement && f.case.callers == callers)
+            .expect("a measured case")
+    }
+
+    /// SDK / raw ratios of spawned callers: sequential p50 and CPU,
+    /// 16-caller throughput.
+    fn ratios(figures: &[Figures]) -> (f64, f64, f64) {
+        let one = find(figures, Placement::Spawned, 1);
+        let sixteen = find(figures, Placement::Spawned, 16);
         (
-            us(sdk1.p50) / us(raw1.p50),
-            sdk1.cpu_per_call.as_secs_f64() / raw1.cpu_per_call.as_secs_f64(),
-            sdk16.per_second / raw16.per_second,
+            p50_ratio(&one.sdk, &one.raw),
+            cpu_ratio(&one.sdk, &one.raw),
+            sixteen.sdk.per_second / sixteen.raw.per_second,
         )
+    }
+
+    fn p50_ratio(a: &Run, b: &Run) -> f64 {
+        us(a.p50) / us(b.p50)
+    }
+
+    fn cpu_ratio(a: &Run, b: &Run) -> f64 {
+        a.cpu_per_call.as_secs_f64() / b.cpu_per_call.as_secs_f64()
     }
 
     /// Runs every part; the driver's build's memory only with its
@@ -466,12 +570,24 @@ mod bench {
         let (overhead_p50, overhead_cpu) = [&ct, &mt]
             .iter()
             .flat_map(|figures| figures.iter())
-            .fold((0.0f64, 0.0f64), |(p, c), (_, sdk, raw)| {
+            .fold((0.0f64, 0.0f64), |(p, c), f| {
                 (
-                    p.max(us(sdk.p50) / us(raw.p50)),
-                    c.max(sdk.cpu_per_call.as_secs_f64() / raw.cpu_per_call.as_secs_f64()),
+                    p.max(p50_ratio(&f.sdk, &f.raw)),
+                    c.max(cpu_ratio(&f.sdk, &f.raw)),
                 )
             });
+        // The caller on the multi-thread runtime's block_on thread: SDK /
+        // raw there, and the SDK there / the SDK on a worker (one caller).
+        let block_on = find(&mt, Placement::BlockOn, 1);
+        let worker = find(&mt, Placement::Spawned, 1);
+        let (bo_p50, bo_cpu) = (
+            p50_ratio(&block_on.sdk, &block_on.raw),
+            cpu_ratio(&block_on.sdk, &block_on.raw),
+        );
+        let (bo_vs_worker_p50, bo_vs_worker_cpu) = (
+            p50_ratio(&block_on.sdk, &worker.sdk),
+            cpu_ratio(&block_on.sdk, &worker.sdk),
+        );
 
         multi_thread.block_on(async {
             println!("\nNegotiation of all six groups (median of {NEGOTIATIONS})");
@@ -536,11 +652,16 @@ mod bench {
             println!(
                 "\nSDK / raw tonic Channel: multi-thread p50 {mt_p50:.3}, cpu {mt_cpu:.3}, \
                  16-caller throughput {mt_tput:.3}; current-thread p50 {ct_p50:.3}, cpu {ct_cpu:.3}, \
-                 16-caller throughput {ct_tput:.3}"
+                 16-caller throughput {ct_tput:.3}; block_on thread p50 {bo_p50:.3}, cpu {bo_cpu:.3}"
+            );
+            println!(
+                "SDK on the block_on thread / SDK on a worker: p50 {bo_vs_worker_p50:.3}, cpu {bo_vs_worker_cpu:.3}"
             );
             println!(
                 "bench: mt_p50_ratio={mt_p50:.3} mt_cpu_ratio={mt_cpu:.3} mt_tput16_ratio={mt_tput:.3} \
                  ct_p50_ratio={ct_p50:.3} ct_cpu_ratio={ct_cpu:.3} ct_tput16_ratio={ct_tput:.3} \
+                 bo_p50_ratio={bo_p50:.3} bo_cpu_ratio={bo_cpu:.3} \
+                 bo_vs_worker_p50={bo_vs_worker_p50:.3} bo_vs_worker_cpu={bo_vs_worker_cpu:.3} \
                  overhead_p50_ratio={overhead_p50:.3} overhead_cpu_ratio={overhead_cpu:.3} \
                  negotiate_all_ms={:.2} negotiate_oldest_ms={:.2} direct_connect_ms={:.2} \
                  cold_start_ms={:.2} recover_ms={:.1} rss_idle_mib={shipped_rss} \
@@ -568,17 +689,19 @@ fn main() {
         Some("--serve") => {
             runtime().block_on(bench::serve(std::path::Path::new(&args[2]), &args[3]))
         }
-        // --profile sdk|raw [callers] [current]
+        // --profile sdk|raw [callers] [current|block_on]
         Some("--profile") => {
             let callers = args.get(3).map_or(1, |c| c.parse().unwrap());
-            let runtime = match args.get(4).map(String::as_str) {
+            let placement = args.get(4).map(String::as_str);
+            let runtime = match placement {
                 Some("current") => tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
                     .unwrap(),
                 _ => runtime(),
             };
-            runtime.block_on(bench::profile(args[2] == "sdk", callers))
+            let here = placement == Some("block_on");
+            runtime.block_on(bench::profile(args[2] == "sdk", callers, here))
         }
         Some("--shipped-client") => bench::run(Some(args[2].clone().into())),
         _ => bench::run(None),

@@ -2,7 +2,7 @@
 //! gRPC framework), which shows what the client puts on the wire frame by
 //! frame and lets a test choose the server's settings: a limit of
 //! concurrent streams, responses larger than the flow-control window,
-//! request bodies that come in pieces.
+//! request bodies that come in pieces, calls dropped at any point.
 //!
 //! Unix sockets here, named pipes when built for Windows.
 
@@ -37,6 +37,9 @@ struct Settings {
     delay: Duration,
     /// The response message (protobuf bytes) for every request.
     answer: Bytes,
+    /// Answers wait until the server's `peak_open` reaches this (0: they
+    /// do not wait). Read at each answer.
+    answer_when_open: Arc<AtomicUsize>,
 }
 
 impl Default for Settings {
@@ -45,6 +48,7 @@ impl Default for Settings {
             max_streams: None,
             delay: Duration::ZERO,
             answer: Bytes::new(),
+            answer_when_open: Arc::default(),
         }
     }
 }
@@ -53,6 +57,12 @@ struct BareServer {
     seen: Arc<Mutex<Vec<Seen>>>,
     /// The most requests it was answering at once on one connection.
     most_at_once: Arc<AtomicUsize>,
+    /// Requests open now (not yet answered or reset), on all connections.
+    open: Arc<AtomicUsize>,
+    /// The most requests open at once, on all connections.
+    peak_open: Arc<AtomicUsize>,
+    /// Connections accepted.
+    connections: Arc<AtomicUsize>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -71,13 +81,29 @@ impl BareServer {
             .unwrap();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let most_at_once = Arc::new(AtomicUsize::new(0));
-        let (s, m) = (seen.clone(), most_at_once.clone());
+        let open = Arc::new(AtomicUsize::new(0));
+        let peak_open = Arc::new(AtomicUsize::new(0));
+        let connections = Arc::new(AtomicUsize::new(0));
+        let (s, m, o, p, c) = (
+            seen.clone(),
+            most_at_once.clone(),
+            open.clone(),
+            peak_open.clone(),
+            connections.clone(),
+        );
         let task = tokio::spawn(async move {
             while let Some(Ok(stream)) = incoming.next().await {
+                c.fetch_add(1, Ordering::SeqCst);
                 let (settings, seen, most) = (settings.clone(), s.clone(), m.clone());
+                let (open, peak) = (o.clone(), p.clone());
                 let in_flight = Arc::new(AtomicUsize::new(0));
                 tokio::spawn(async move {
                     let mut builder = h2::server::Builder::new();
+                    // No limit on the client's resets (h2's defence against
+                    // floods of them): a test sees the client's own doing.
+                    builder
+                        .max_pending_accept_reset_streams(usize::MAX)
+                        .max_local_error_reset_streams(None);
                     if let Some(max) = settings.max_streams {
                         builder.max_concurrent_streams(max);
                     }
@@ -87,12 +113,15 @@ impl BareServer {
                     while let Some(Ok((request, respond))) = connection.accept().await {
                         let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
                         most.fetch_max(now, Ordering::SeqCst);
+                        peak.fetch_max(open.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
                         let (settings, seen, in_flight) =
                             (settings.clone(), seen.clone(), in_flight.clone());
+                        let (open, peak) = (open.clone(), peak.clone());
                         tokio::spawn(async move {
-                            let request = answer(request, respond, &settings).await;
+                            let request = answer(request, respond, &settings, &peak).await;
                             seen.lock().unwrap().push(request);
                             in_flight.fetch_sub(1, Ordering::SeqCst);
+                            open.fetch_sub(1, Ordering::SeqCst);
                         });
                     }
                 });
@@ -101,6 +130,9 @@ impl BareServer {
         Self {
             seen,
             most_at_once,
+            open,
+            peak_open,
+            connections,
             task,
         }
     }
@@ -115,6 +147,7 @@ async fn answer(
     request: tonic::codegen::http::Request<h2::RecvStream>,
     mut respond: h2::server::SendResponse<Bytes>,
     settings: &Settings,
+    peak_open: &AtomicUsize,
 ) -> Seen {
     let path = request.uri().path().to_owned();
     let mut body = request.into_body();
@@ -124,6 +157,9 @@ async fn answer(
         frames.push(data.len());
     }
     tokio::time::sleep(settings.delay).await;
+    while peak_open.load(Ordering::SeqCst) < settings.answer_when_open.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
     let head = tonic::codegen::http::Response::builder()
         .header("content-type", "application/grpc")
         .body(())
@@ -289,4 +325,158 @@ async fn a_request_body_that_comes_in_pieces_is_sent_as_it_comes() {
     // Each message framed as it came, and the last one ended the stream
     // (the server answers only after the end).
     assert_eq!(seen[0].frames, [15, 25, 35]);
+}
+
+/// A ListDiskIDs answer of about `bytes` bytes (`n` disks).
+fn disks_answer(bytes: usize) -> (Bytes, usize) {
+    let n = bytes / 140;
+    let response = wire::ListDiskIDsResponse {
+        disk_i_ds: (0..n as u32)
+            .map(|n| {
+                let ids = wire::DiskIDs {
+                    page83: format!("{n:0>120}"),
+                    serial_number: format!("sn-{n}"),
+                };
+                (n, ids)
+            })
+            .collect(),
+    };
+    (Bytes::from(response.encode_to_vec()), n)
+}
+
+/// A call that is dropped at a point chosen by `rng`: before its first
+/// poll, or after some turns of the runtime (while it sends, waits for the
+/// answer's head, or reads its body part-way), or not at all. Whether it
+/// was answered.
+async fn call_dropped_at_random(disk: &Arc<dyn csi_proxy_client::DiskApi>, rng: &mut u64) -> bool {
+    // xorshift64: the same points on every run.
+    *rng ^= *rng << 13;
+    *rng ^= *rng >> 7;
+    *rng ^= *rng << 17;
+    let turns = *rng % 64;
+    let call = disk.list_disk_ids();
+    if turns == 0 {
+        drop(call);
+        return false;
+    }
+    let later = async {
+        for _ in 0..turns {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::select! {
+        biased;
+        answer = call => answer.is_ok(),
+        () = later => false,
+    }
+}
+
+/// `calls` calls dropped at random points, one after the other; how many
+/// were answered.
+async fn calls_dropped_at_random(
+    disk: Arc<dyn csi_proxy_client::DiskApi>,
+    seed: u64,
+    calls: usize,
+) -> usize {
+    let mut rng = seed;
+    let mut answered = 0;
+    for _ in 0..calls {
+        answered += usize::from(call_dropped_at_random(&disk, &mut rng).await);
+    }
+    answered
+}
+
+/// 10,000 calls dropped at random points, alone on the connection (the
+/// caller drives it) and side by side (the connection's task drives it),
+/// leave nothing behind: the proxy ends up with no stream open, the
+/// connection is the same one, and afterwards as many calls as the proxy's
+/// stream limit allows are answered at once. A dropped call that kept its
+/// stream would hold one of the four streams forever; one that kept the
+/// flow-control window of its unread answer (up to 20 KiB) would have shut
+/// the 4 MiB connection window long before the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_calls_dropped_at_random_points_leave_nothing_behind() {
+    let node = TestNode::new();
+    let transport = node.transport();
+    let (answer, disks) = disks_answer(20 << 10);
+    let answer_when_open = Arc::new(AtomicUsize::new(0));
+    let server = BareServer::start(
+        &transport,
+        Settings {
+            max_streams: Some(4),
+            answer,
+            answer_when_open: answer_when_open.clone(),
+            ..Settings::default()
+        },
+    )
+    .await;
+    let disk = connect(&transport).await.disk().unwrap();
+    disk.list_disk_ids().await.unwrap();
+    let connections = server.connections.load(Ordering::SeqCst);
+
+    let answered = tokio::time::timeout(Duration::from_secs(120), async {
+        // Alone: on the runtime's block_on thread, one call at a time.
+        let mut answered =
+            calls_dropped_at_random(disk.clone(), 0x9E37_79B9_7F4A_7C15, 4_000).await;
+        // Side by side: four spawned callers and this one.
+        let mut callers = tokio::task::JoinSet::new();
+        for seed in 1..=4u64 {
+            callers.spawn(calls_dropped_at_random(
+                disk.clone(),
+                seed * 0x2545_F491_4F6C_DD1D,
+                1_000,
+            ));
+        }
+        answered += calls_dropped_at_random(disk.clone(), 0x6A09_E667_F3BC_C909, 2_000).await;
+        while let Some(done) = callers.join_next().await {
+            answered += done.unwrap();
+        }
+        answered
+    })
+    .await
+    .expect("the dropped calls stalled the connection");
+    // Calls were dropped at every stage: before the proxy saw them (one in
+    // 64 is dropped unpolled), after, and some were answered before their
+    // turn came.
+    let reached = server.seen().len();
+    assert!(
+        answered > 100 && reached > answered + 1_000 && reached < 9_950,
+        "{answered} answered, {reached} reached the proxy"
+    );
+
+    // The proxy sees every dropped stream end.
+    let open = || server.open.load(Ordering::SeqCst);
+    for _ in 0..500 {
+        if open() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(open(), 0, "streams left open on the proxy");
+    // Four calls at once, held by the proxy until all four are open: only
+    // possible with all four streams free.
+    server.peak_open.store(0, Ordering::SeqCst);
+    answer_when_open.store(4, Ordering::SeqCst);
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..4 {
+        let disk = disk.clone();
+        calls.spawn(async move { disk.list_disk_ids().await.map(|ids| ids.len()) });
+    }
+    let answered = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut answered = Vec::new();
+        while let Some(done) = calls.join_next().await {
+            answered.push(done.unwrap().unwrap());
+        }
+        answered
+    })
+    .await
+    .unwrap_or_else(|_| {
+        panic!(
+            "four calls at once on the proxy's four streams; open: {}, seen {}",
+            open(),
+            server.seen().len()
+        )
+    });
+    assert_eq!(answered, [disks; 4]);
+    assert_eq!(server.connections.load(Ordering::SeqCst), connections);
 }

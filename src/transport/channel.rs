@@ -6,26 +6,26 @@
 //! per-stream layers, and hyper's client dispatcher would add a task per
 //! request and three channel hops; the SDK already negotiates again,
 //! reconnects by negotiating and applies deadlines itself, so none of that
-//! is needed here. A call is driven by the task that makes it, and the one
-//! connection task reads and writes the stream. What this layer adds is
-//! exact knowledge of the connection's state: the end of the connection
-//! task says that the connection broke, and a request that h2 did not take
+//! is needed here. A call is driven by the task that makes it: alone on the
+//! connection, it also reads and writes the stream itself; beside other
+//! calls, the connection's one task does (see [`super::driver`]). What
+//! this layer adds is exact knowledge of the connection's state: the end of
+//! the connection says that it broke, and a request that h2 did not take
 //! was certainly not sent.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{ready, Context, Poll, Waker};
 
 use bytes::Bytes;
 use h2::client::{ResponseFuture, SendRequest};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::Notify;
 use tonic::body::Body;
 use tonic::codegen::http::uri::{Authority, Scheme};
 use tonic::codegen::http::{Request, Response, Uri};
 
+use super::driver::{Caller, Driver};
 use super::exchange::{BodyPipe, ResponseBody};
 use super::failure::{ConnectionError, PeerStatus};
 
@@ -45,7 +45,7 @@ use super::failure::{ConnectionError, PeerStatus};
 #[derive(Clone)]
 pub struct ProxyChannel {
     sender: SendRequest<Bytes>,
-    state: Arc<ConnectionState>,
+    driver: Arc<Driver>,
     /// The largest response message the SDK's calls accept on it.
     max_response_size: usize,
 }
@@ -53,13 +53,6 @@ pub struct ProxyChannel {
 /// gRPC's conventional limit of a received message, and the default of
 /// [`CsiProxyBuilder::max_response_size`](crate::CsiProxyBuilder::max_response_size).
 pub const DEFAULT_MAX_RESPONSE_SIZE: usize = 4 << 20;
-
-/// What the connection task reports when it ends.
-#[derive(Default)]
-struct ConnectionState {
-    closed: AtomicBool,
-    ended: Notify,
-}
 
 /// The `:authority` every request carries: the stream already decides where
 /// bytes go, but HTTP/2 requires one.
@@ -79,8 +72,8 @@ impl ProxyChannel {
     /// - The default 4 KiB header table: a gRPC client repeats the same
     ///   request headers, which are all indexed after the first call.
     /// - No keep-alive pings: a local pipe has no idle timeout to defeat, and
-    ///   a broken pipe ends the connection task at once, which is the signal
-    ///   this type relies on.
+    ///   a broken pipe ends the connection at once, which is the signal this
+    ///   type relies on.
     /// - No server push (gRPC never uses it), and a header list bound that
     ///   holds any error message the proxy sends in its trailers.
     pub(crate) async fn handshake<T>(stream: T, max_response_size: usize) -> Result<Self, h2::Error>
@@ -94,20 +87,11 @@ impl ProxyChannel {
             .enable_push(false)
             .handshake::<_, Bytes>(stream)
             .await?;
-        let state = Arc::new(ConnectionState::default());
-        let watcher = state.clone();
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                // The reason only: a GOAWAY's debug data is the proxy's
-                // text, which may echo a request (and its secrets).
-                tracing::debug!(reason = ?e.reason(), io = e.is_io(), "CSI Proxy connection ended");
-            }
-            watcher.closed.store(true, Ordering::Release);
-            watcher.ended.notify_waiters();
-        });
+        let driver = Driver::new(Box::pin(connection));
+        tokio::spawn(driver.clone().run());
         Ok(Self {
             sender,
-            state,
+            driver,
             max_response_size,
         })
     }
@@ -120,37 +104,20 @@ impl ProxyChannel {
     /// Whether the connection has ended (the proxy went away or closed it).
     /// A closed channel sends nothing again.
     pub fn is_closed(&self) -> bool {
-        self.state.closed.load(Ordering::Acquire)
+        self.driver.is_closed()
     }
 
     /// Resolves when the connection task has ended. Unlike
     /// [`closed`](Self::closed) it borrows nothing: the future can be
     /// spawned.
     pub(crate) fn ended(&self) -> impl Future<Output = ()> + Send + 'static {
-        let state = self.state.clone();
-        async move {
-            let ended = state.ended.notified();
-            if !state.closed.load(Ordering::Acquire) {
-                ended.await;
-            }
-        }
+        let driver = self.driver.clone();
+        async move { driver.ended().await }
     }
 
     /// Waits until the connection has ended.
     pub async fn closed(&self) {
         self.ended().await;
-    }
-
-    /// Starts `request` on a new stream, or says why it certainly was not
-    /// sent.
-    fn start(
-        sender: &mut SendRequest<Bytes>,
-        request: Request<()>,
-        end_of_stream: bool,
-    ) -> Result<(ResponseFuture, h2::SendStream<Bytes>), ConnectionError> {
-        sender
-            .send_request(request, end_of_stream)
-            .map_err(ConnectionError::not_sent)
     }
 }
 
@@ -190,73 +157,119 @@ impl tower::Service<Request<Body>> for ProxyChannel {
         }
         let witness = head.extensions.get::<PeerStatus>().cloned();
         let head = Request::from_parts(head, ());
-        let end_of_stream = http_body::Body::is_end_stream(&body);
+        let caller = self.driver.caller();
         // A sender that is not ready (its last request waits for a free
         // stream, and nobody called `poll_ready`) sends on a clone once
-        // that is ready; otherwise the request starts here and now.
-        let start = match self
+        // that is ready; otherwise the request starts here and now, and a
+        // caller alone on the connection writes it at once.
+        let ready = self
             .sender
-            .poll_ready(&mut Context::from_waker(Waker::noop()))
-        {
-            Poll::Ready(Ok(())) => Start::Now(Self::start(&mut self.sender, head, end_of_stream)),
-            Poll::Ready(Err(e)) => Start::Now(Err(ConnectionError::not_sent(e))),
-            Poll::Pending => Start::WhenReady(self.sender.clone(), head),
-        };
-        Box::pin(async move {
-            let (response, stream) = match start {
-                Start::Now(started) => started?,
-                Start::WhenReady(sender, head) => {
-                    let mut sender = sender.ready().await.map_err(ConnectionError::not_sent)?;
-                    Self::start(&mut sender, head, end_of_stream)?
+            .poll_ready(&mut Context::from_waker(Waker::noop()));
+        let (started, waiting) = match ready {
+            Poll::Ready(Ok(())) => {
+                match caller.start(|| Started::begin(&mut self.sender, head, body)) {
+                    Ok(started) => (Some(started), None),
+                    Err(e) => return Box::pin(std::future::ready(Err(e))),
                 }
-            };
-            exchange(
-                response,
-                (!end_of_stream).then(|| BodyPipe::new(body, stream)),
-                witness,
-            )
-            .await
+            }
+            Poll::Ready(Err(e)) => {
+                return Box::pin(std::future::ready(Err(ConnectionError::not_sent(e))))
+            }
+            Poll::Pending => (None, Some((self.sender.clone(), head, body))),
+        };
+        Box::pin(Exchange {
+            started,
+            waiting,
+            witness,
+            caller: Some(caller),
         })
     }
 }
 
-/// A request started at once, or to start once a stream is free.
-enum Start {
-    Now(Result<(ResponseFuture, h2::SendStream<Bytes>), ConnectionError>),
-    WhenReady(SendRequest<Bytes>, Request<()>),
+/// A request handed to h2: its response to come, and the rest of its body
+/// to send, if any.
+struct Started {
+    response: ResponseFuture,
+    sending: Option<BodyPipe>,
 }
 
-/// Sends the body (if any) while waiting for the response head. A body that
-/// is still sending when the response comes (the proxy answered early) goes
-/// on in a task of its own.
-async fn exchange(
-    mut response: ResponseFuture,
-    mut pipe: Option<BodyPipe>,
-    witness: Option<PeerStatus>,
-) -> Result<Response<ResponseBody>, ConnectionError> {
-    let head = std::future::poll_fn(|cx| {
-        if let Some(sending) = &mut pipe {
-            if let Poll::Ready(sent) = sending.poll_send(cx) {
-                pipe = None;
+impl Started {
+    /// Starts `head` on a new stream and sends what its body has ready (a
+    /// unary request's whole body), or says why it certainly was not sent.
+    fn begin(
+        sender: &mut SendRequest<Bytes>,
+        head: Request<()>,
+        body: Body,
+    ) -> Result<Self, ConnectionError> {
+        let end_of_stream = http_body::Body::is_end_stream(&body);
+        let (response, stream) = sender
+            .send_request(head, end_of_stream)
+            .map_err(ConnectionError::not_sent)?;
+        let mut sending = (!end_of_stream).then(|| BodyPipe::new(body, stream));
+        // The body is polled again, with the caller's waker, if it is not
+        // all here yet.
+        if let Some(pipe) = &mut sending {
+            if let Poll::Ready(sent) = pipe.poll_send(&mut Context::from_waker(Waker::noop())) {
+                sending = None;
                 sent?;
             }
         }
-        Pin::new(&mut response)
-            .poll(cx)
-            .map_err(ConnectionError::during_call)
-    })
-    .await?;
-    if let Some(mut sending) = pipe {
-        tokio::spawn(std::future::poll_fn(move |cx| {
-            sending.poll_send(cx).map(drop)
-        }));
+        Ok(Self { response, sending })
     }
-    check_grpc_head(&head)?;
-    if let Some(witness) = &witness {
-        // A trailers-only answer carries its status in the head.
-        witness.saw(head.headers());
+}
+
+/// One call: its request sent (or waiting for a free stream), until the
+/// head of its response.
+struct Exchange {
+    /// `None` only while waiting for a free stream.
+    started: Option<Started>,
+    waiting: Option<(SendRequest<Bytes>, Request<()>, Body)>,
+    witness: Option<PeerStatus>,
+    /// Goes with the response body; dropped last.
+    caller: Option<Caller>,
+}
+
+impl Future for Exchange {
+    type Output = Result<Response<ResponseBody>, ConnectionError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        let caller = this.caller.as_mut().expect("a call polled after it ended");
+        // The waker for the call's stream; the rest waits on the task's own.
+        let waker = caller.before_wait(cx.waker());
+        if let Some((sender, _, _)) = &mut this.waiting {
+            let ready = ready!(sender.poll_ready(cx));
+            let (mut sender, head, body) = this.waiting.take().expect("waiting");
+            ready.map_err(ConnectionError::not_sent)?;
+            this.started = Some(caller.start(|| Started::begin(&mut sender, head, body))?);
+        }
+        let started = this.started.as_mut().expect("started or waiting");
+        // Sends the body (if any) while waiting for the response head.
+        if let Some(sending) = &mut started.sending {
+            if let Poll::Ready(sent) = sending.poll_send(cx) {
+                started.sending = None;
+                sent?;
+            }
+        }
+        let head = ready!(Pin::new(&mut started.response).poll(&mut Context::from_waker(&waker)));
+        // A body that is still sending when the response comes (the proxy
+        // answered early) goes on in a task of its own.
+        if let Some(mut sending) = started.sending.take() {
+            tokio::spawn(std::future::poll_fn(move |cx| {
+                sending.poll_send(cx).map(drop)
+            }));
+        }
+        let head = head.map_err(ConnectionError::during_call)?;
+        check_grpc_head(&head)?;
+        if let Some(witness) = &this.witness {
+            // A trailers-only answer carries its status in the head.
+            witness.saw(head.headers());
+        }
+        let (witness, caller) = (this.witness.take(), this.caller.take());
+        Poll::Ready(Ok(
+            head.map(|stream| ResponseBody::new(stream, witness, caller))
+        ))
     }
-    Ok(head.map(|stream| ResponseBody::new(stream, witness)))
 }
 
 /// A gRPC answer is HTTP 200 with a `application/grpc` content type; what

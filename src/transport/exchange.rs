@@ -3,8 +3,8 @@
 //! comes, and the response body is read from it as tonic asks.
 //!
 //! Nothing here is spawned for a call that has its whole request at hand
-//! (every unary call does), so a call costs its own task and the
-//! connection task, and nothing more.
+//! (every unary call does): a call costs its own task, and the connection
+//! task's polls only when other calls are under way beside it.
 
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
@@ -14,6 +14,7 @@ use h2::{RecvStream, SendStream};
 use http_body::{Body as _, Frame};
 use tonic::body::Body;
 
+use super::driver::Caller;
 use super::failure::{ConnectionError, PeerStatus};
 
 /// Writes a request body into its stream. Done once the body has ended (or
@@ -100,10 +101,13 @@ impl BodyPipe {
 /// The body of a response: its DATA frames, then its trailers (where gRPC
 /// puts the status).
 pub struct ResponseBody {
-    stream: RecvStream,
+    /// `None` once read to the end.
+    stream: Option<RecvStream>,
     state: Reading,
     /// Where the proxy's own `grpc-status` is told, for the SDK's calls.
     witness: Option<PeerStatus>,
+    /// The call's part in driving the connection; dropped after the stream.
+    caller: Option<Caller>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -114,12 +118,56 @@ enum Reading {
 }
 
 impl ResponseBody {
-    pub(crate) fn new(stream: RecvStream, witness: Option<PeerStatus>) -> Self {
+    pub(crate) fn new(
+        stream: RecvStream,
+        witness: Option<PeerStatus>,
+        caller: Option<Caller>,
+    ) -> Self {
         Self {
-            stream,
+            stream: Some(stream),
             state: Reading::Data,
             witness,
+            caller,
         }
+    }
+
+    /// The next frame, as far as it has arrived.
+    fn read(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, ConnectionError>>> {
+        let Some(stream) = &mut self.stream else {
+            return Poll::Ready(None);
+        };
+        if self.state == Reading::Data {
+            match ready!(stream.poll_data(cx)) {
+                Some(Ok(data)) => {
+                    // Read, so the proxy may send as much again.
+                    let _ = stream.flow_control().release_capacity(data.len());
+                    return Poll::Ready(Some(Ok(Frame::data(data))));
+                }
+                Some(Err(e)) => {
+                    self.state = Reading::Done;
+                    return Poll::Ready(Some(Err(ConnectionError::during_call(e))));
+                }
+                None => self.state = Reading::Trailers,
+            }
+        }
+        if self.state == Reading::Done {
+            return Poll::Ready(None);
+        }
+        let trailers = ready!(stream.poll_trailers(cx));
+        self.state = Reading::Done;
+        Poll::Ready(match trailers {
+            Ok(Some(trailers)) => {
+                if let Some(witness) = &self.witness {
+                    witness.saw(&trailers);
+                }
+                Some(Ok(Frame::trailers(trailers)))
+            }
+            Ok(None) => None,
+            Err(e) => Some(Err(ConnectionError::during_call(e))),
+        })
     }
 }
 
@@ -140,35 +188,23 @@ impl http_body::Body for ResponseBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, ConnectionError>>> {
         let this = &mut *self;
-        if this.state == Reading::Data {
-            match ready!(this.stream.poll_data(cx)) {
-                Some(Ok(data)) => {
-                    // Read, so the proxy may send as much again.
-                    let _ = this.stream.flow_control().release_capacity(data.len());
-                    return Poll::Ready(Some(Ok(Frame::data(data))));
-                }
-                Some(Err(e)) => {
-                    this.state = Reading::Done;
-                    return Poll::Ready(Some(Err(ConnectionError::during_call(e))));
-                }
-                None => this.state = Reading::Trailers,
+        let frame = match &mut this.caller {
+            Some(caller) => {
+                // The caller may be the one to read the rest.
+                let waker = caller.before_wait(cx.waker());
+                this.read(&mut Context::from_waker(&waker))
             }
-        }
+            None => this.read(cx),
+        };
         if this.state == Reading::Done {
-            return Poll::Ready(None);
-        }
-        let trailers = ready!(this.stream.poll_trailers(cx));
-        this.state = Reading::Done;
-        Poll::Ready(match trailers {
-            Ok(Some(trailers)) => {
-                if let Some(witness) = &this.witness {
-                    witness.saw(&trailers);
-                }
-                Some(Ok(Frame::trailers(trailers)))
+            // The call is over: its stream goes first, then its caller.
+            let stream = this.stream.take();
+            match this.caller.take() {
+                Some(caller) => caller.finish(|| drop(stream)),
+                None => drop(stream),
             }
-            Ok(None) => None,
-            Err(e) => Some(Err(ConnectionError::during_call(e))),
-        })
+        }
+        frame
     }
 
     fn is_end_stream(&self) -> bool {

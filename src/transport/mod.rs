@@ -7,6 +7,7 @@
 
 mod channel;
 mod connect;
+mod driver;
 mod exchange;
 mod failure;
 #[cfg(windows)]

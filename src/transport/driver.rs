@@ -1,0 +1,724 @@
+//! Who polls a connection's HTTP/2 state machine (h2's `Connection`): the
+//! task of a caller that is alone on the connection, or else the
+//! connection's own task.
+//!
+//! # Why
+//!
+//! h2 does a connection's socket I/O only when its `Connection` future is
+//! polled. If only a task of its own polls it, every call crosses to that
+//! task and back: the request wakes it to write, and it wakes the caller
+//! with the answer. On a runtime worker both tasks share the thread and the
+//! crossing is cheap; a caller on a multi-thread runtime's `block_on`
+//! thread pays two thread wake-ups per call. So a caller that is alone on
+//! the connection polls the connection itself: it writes its request at
+//! once, and the readiness of the socket wakes the caller, which reads its
+//! own answer. When several calls are under way, the connection's task
+//! polls, as before, and writes the requests of all of them together.
+//!
+//! # How
+//!
+//! The connection is always polled with one waker of this module's own,
+//! whoever polls it, so whatever h2 or the socket wakes comes here first.
+//! [`Driver::notify`] marks the connection as notified and wakes whoever
+//! drives now: the caller that drives (the *claim*), or else the
+//! connection's task.
+//!
+//! One poller at a time: the `POLLING` bit. Whoever sets it polls until no
+//! wake-up came during its poll (`NOTIFIED` cleared before each poll,
+//! checked after with a compare-exchange of the whole state). A wake-up
+//! that finds `POLLING` set only marks `NOTIFIED`; the poller sees it and
+//! polls once more. So no wake-up is lost to a poll in progress.
+//!
+//! # Why no wake-up is lost
+//!
+//! Every wake-up sets `NOTIFIED` and then reads the route under its lock;
+//! every change of the route is made under that lock and then reads
+//! `NOTIFIED`. So a wake-up either reaches whoever drives after the change,
+//! or the change sees it:
+//! - A caller that claims the route drives at once if `NOTIFIED` is set.
+//! - A caller that gives up the route (its call is done or dropped, or
+//!   another call started beside it) wakes the connection's task if
+//!   `NOTIFIED` is set, so what was meant for the caller is not left
+//!   unread.
+//! - A caller drives only while its call waits, and a call that waits is
+//!   polled again when woken, or dropped. A call future that its owner
+//!   keeps without polling it holds up the connection's reading until it
+//!   is polled or dropped, or another call starts (which takes the route
+//!   back to the connection's task).
+//!
+//! A caller that reads the connection itself wakes its own call's stream
+//! (h2 wakes whoever waits on a stream when its frames arrive). Its task is
+//! running then, and tokio would poll it again, and on a multi-thread
+//! runtime wake another worker to share the "new" work. So while a caller
+//! drives, h2 gets a waker of the call's own ([`CallWake`]) that drops the
+//! wake-ups the caller's own poll of the connection makes: the caller polls
+//! its stream right after that poll, in the same poll of its task. Only a
+//! poll of the connection wakes a stream's waiter (the call's handles are
+//! its own), so no other wake-up is dropped.
+//!
+//! The connection's end: whoever's poll finds the connection finished
+//! drops it (h2 then fails every open stream, waking their callers), sets
+//! the closed flag and wakes the `ended` waiters and the connection's task,
+//! which ends. A caller cancelled mid-call only drops its own h2 handles
+//! and its claim; the claim's drop hands any unread wake-up to the
+//! connection's task.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed, Ordering::SeqCst};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::task::{Context, Poll, Wake, Waker};
+
+use tokio::sync::Notify;
+
+/// h2's connection future, of whatever stream it runs on.
+pub(crate) type ConnectionFuture =
+    Pin<Box<dyn Future<Output = Result<(), h2::Error>> + Send + 'static>>;
+
+/// Someone polls the connection now.
+const POLLING: u8 = 1;
+/// A wake-up came since the last poll began.
+const NOTIFIED: u8 = 2;
+
+/// Polls in a row before the connection is left to its task: each poll
+/// after the first is for a wake-up during the one before, and a caller
+/// whose cooperative budget is spent would otherwise poll on and on.
+const POLLS_IN_A_ROW: usize = 8;
+
+/// Who polls: the connection's task, or a caller by its id (from 1).
+type Poller = u64;
+const TASK: Poller = 0;
+
+/// The shared state of one connection.
+pub(crate) struct Driver {
+    /// `POLLING` and `NOTIFIED`.
+    state: AtomicU8,
+    /// `None` once the connection has ended. Locked only by the holder of
+    /// `POLLING`, so never waited for.
+    connection: Mutex<Option<ConnectionFuture>>,
+    route: Mutex<Route>,
+    /// The waker the connection is always polled with.
+    waker: Waker,
+    /// The caller whose poll of the connection runs now, or [`TASK`].
+    polling_for: Arc<AtomicU64>,
+    next_caller: AtomicU64,
+    closed: AtomicBool,
+    ended: Notify,
+}
+
+/// Who is woken when the connection needs a poll.
+#[derive(Default)]
+struct Route {
+    /// The caller that drives, by id, and its waker (`None` until its call
+    /// is first polled: it polls soon, and drives then).
+    caller: Option<(u64, Option<Waker>)>,
+    /// The connection's own task.
+    task: Option<Waker>,
+    /// Calls under way on the connection.
+    in_flight: usize,
+}
+
+impl Driver {
+    /// Shared state for `connection`, which has not been polled yet.
+    pub fn new(connection: ConnectionFuture) -> Arc<Self> {
+        Arc::new_cyclic(|this: &Weak<Self>| Self {
+            // The first poll is due.
+            state: AtomicU8::new(NOTIFIED),
+            connection: Mutex::new(Some(connection)),
+            route: Mutex::new(Route::default()),
+            // Weak: the connection holds its waker, and must not keep
+            // itself alive.
+            waker: Waker::from(Arc::new(Wakeup(this.clone()))),
+            polling_for: Arc::new(AtomicU64::new(TASK)),
+            next_caller: AtomicU64::new(TASK + 1),
+            closed: AtomicBool::new(false),
+            ended: Notify::new(),
+        })
+    }
+
+    /// The connection's own task: polls whenever no caller drives, and ends
+    /// with the connection.
+    pub async fn run(self: Arc<Self>) {
+        std::future::poll_fn(|cx| {
+            {
+                let mut route = self.route();
+                if !route.task.as_ref().is_some_and(|t| t.will_wake(cx.waker())) {
+                    route.task = Some(cx.waker().clone());
+                }
+            }
+            self.drive(TASK);
+            if self.is_closed() {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await
+    }
+
+    /// Whether the connection has ended.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(SeqCst)
+    }
+
+    /// Resolves once the connection has ended.
+    pub async fn ended(&self) {
+        let ended = self.ended.notified();
+        if !self.is_closed() {
+            ended.await;
+        }
+    }
+
+    /// A call starts. Alone on the connection, its caller drives; beside
+    /// other calls, the connection's task does, for all of them.
+    pub fn caller(self: &Arc<Self>) -> Caller {
+        let id = self.next_caller.fetch_add(1, SeqCst);
+        let given_up = {
+            let mut route = self.route();
+            route.in_flight += 1;
+            let given_up = route.caller.is_some();
+            route.caller = (route.in_flight == 1).then_some((id, None));
+            given_up
+        };
+        if given_up {
+            self.hand_to_task();
+        }
+        Caller {
+            driver: self.clone(),
+            id,
+            own: None,
+        }
+    }
+
+    /// Polls the connection if a wake-up came since its last poll and
+    /// nobody polls it now.
+    fn drive(&self, by: Poller) {
+        if self.state.load(SeqCst) & NOTIFIED == 0 {
+            return;
+        }
+        if self.state.fetch_or(POLLING, SeqCst) & POLLING == 0 {
+            self.poll_while_notified(by);
+        }
+    }
+
+    /// Runs `f` (which gives h2 something to send), then polls the
+    /// connection, so that it goes out now. The wake-ups that `f` causes
+    /// wake nobody: the poll after it is theirs.
+    fn drive_after<R>(&self, by: Poller, f: impl FnOnce() -> R) -> R {
+        let polling_already = self.state.fetch_or(POLLING, SeqCst) & POLLING != 0;
+        let result = f();
+        if !polling_already {
+            self.poll_while_notified(by);
+        }
+        result
+    }
+
+    /// Polls while wake-ups come during the polls. Called with `POLLING`
+    /// set by the caller; clears it.
+    fn poll_while_notified(&self, by: Poller) {
+        self.polling_for.store(by, Relaxed);
+        for _ in 0..POLLS_IN_A_ROW {
+            self.state.fetch_and(!NOTIFIED, SeqCst);
+            self.poll_connection();
+            self.polling_for.store(TASK, Relaxed);
+            if self
+                .state
+                .compare_exchange(POLLING, 0, SeqCst, SeqCst)
+                .is_ok()
+            {
+                return;
+            }
+            self.polling_for.store(by, Relaxed);
+        }
+        self.polling_for.store(TASK, Relaxed);
+        // Still notified: the rest is the connection task's, on a poll of
+        // its own (`NOTIFIED` stays set for it).
+        self.state.fetch_and(!POLLING, SeqCst);
+        self.wake_task();
+    }
+
+    /// One poll of the connection, by the holder of `POLLING`.
+    fn poll_connection(&self) {
+        let mut slot = self
+            .connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let Some(connection) = slot.as_mut() else {
+            return;
+        };
+        let mut cx = Context::from_waker(&self.waker);
+        // A panic in h2 ends the connection, not the caller that polled.
+        let outcome =
+            std::panic::catch_unwind(AssertUnwindSafe(|| connection.as_mut().poll(&mut cx)));
+        match outcome {
+            Ok(Poll::Pending) => return,
+            Ok(Poll::Ready(Ok(()))) => {}
+            // The reason only: a GOAWAY's debug data is the proxy's text,
+            // which may echo a request (and its secrets).
+            Ok(Poll::Ready(Err(e))) => {
+                tracing::debug!(reason = ?e.reason(), io = e.is_io(), "CSI Proxy connection ended")
+            }
+            Err(_) => tracing::warn!("the HTTP/2 connection to CSI Proxy panicked; it is closed"),
+        }
+        // Dropped outside the lock: h2 fails the open streams, which wakes
+        // their callers.
+        let finished = slot.take();
+        drop(slot);
+        drop(finished);
+        self.closed.store(true, SeqCst);
+        self.ended.notify_waiters();
+        self.wake_task();
+    }
+
+    /// A wake-up from h2 or the socket: to whoever drives now.
+    fn notify(&self) {
+        if self.state.fetch_or(NOTIFIED, SeqCst) & POLLING != 0 {
+            // The poller polls again.
+            return;
+        }
+        let target = {
+            let route = self.route();
+            match &route.caller {
+                Some((_, waker)) => waker.clone(),
+                None => route.task.clone(),
+            }
+        };
+        if let Some(waker) = target {
+            waker.wake();
+        }
+    }
+
+    /// After the route left a caller: a wake-up it had not read yet is the
+    /// connection task's.
+    fn hand_to_task(&self) {
+        if self.state.load(SeqCst) & (NOTIFIED | POLLING) == NOTIFIED {
+            self.wake_task();
+        }
+    }
+
+    fn wake_task(&self) {
+        let task = self.route().task.clone();
+        if let Some(task) = task {
+            task.wake();
+        }
+    }
+
+    fn route(&self) -> MutexGuard<'_, Route> {
+        // The route is consistent between statements; a panic elsewhere
+        // cannot leave it half-changed.
+        self.route.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The waker the connection is polled with.
+struct Wakeup(Weak<Driver>);
+
+impl Wake for Wakeup {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if let Some(driver) = self.0.upgrade() {
+            driver.notify();
+        }
+    }
+}
+
+/// The waker h2 gets for a call's stream while its caller drives: it wakes
+/// the caller, except from the caller's own poll of the connection.
+struct CallWake {
+    id: Poller,
+    polling_for: Arc<AtomicU64>,
+    caller: Mutex<Option<Waker>>,
+}
+
+impl CallWake {
+    fn set(&self, waker: &Waker) {
+        let mut caller = self.caller.lock().unwrap_or_else(PoisonError::into_inner);
+        if !caller.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            *caller = Some(waker.clone());
+        }
+    }
+}
+
+impl Wake for CallWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        // Only the poller of the connection wakes a stream's waiter, and
+        // the poller's own writes of `polling_for` are the ones it reads.
+        if self.polling_for.load(Relaxed) == self.id {
+            return;
+        }
+        let caller = self
+            .caller
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(caller) = caller {
+            caller.wake();
+        }
+    }
+}
+
+/// One call under way: whether its caller drives the connection. Its drop
+/// ends the call's part in driving.
+pub(crate) struct Caller {
+    driver: Arc<Driver>,
+    id: Poller,
+    /// Made when the caller first drives.
+    own: Option<(Arc<CallWake>, Waker)>,
+}
+
+impl Caller {
+    /// Whether the route is this caller's.
+    fn claims(&self, route: &Route) -> bool {
+        matches!(route.caller, Some((id, _)) if id == self.id)
+    }
+
+    /// Runs `f`, which hands h2 the request; a caller that drives sends it
+    /// at once.
+    pub fn start<R>(&self, f: impl FnOnce() -> R) -> R {
+        if self.claims(&self.driver.route()) {
+            self.driver.drive_after(self.id, f)
+        } else {
+            f()
+        }
+    }
+
+    /// Before the call waits (or after it was woken): a caller alone on
+    /// the connection takes the route, with `waker`, and polls the
+    /// connection if a wake-up came. Returns the waker to poll the call's
+    /// h2 stream with, right after this.
+    pub fn before_wait(&mut self, waker: &Waker) -> Waker {
+        {
+            let mut route = self.driver.route();
+            let alone = route.in_flight == 1;
+            match &mut route.caller {
+                Some((id, slot)) if *id == self.id => {
+                    if !slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
+                        *slot = Some(waker.clone());
+                    }
+                }
+                // The other calls are done: alone again.
+                caller @ None if alone => *caller = Some((self.id, Some(waker.clone()))),
+                _ => return waker.clone(),
+            }
+        }
+        let (wake, own) = self.own.get_or_insert_with(|| {
+            let wake = Arc::new(CallWake {
+                id: self.id,
+                polling_for: self.driver.polling_for.clone(),
+                caller: Mutex::new(None),
+            });
+            (wake.clone(), Waker::from(wake))
+        });
+        wake.set(waker);
+        self.driver.drive(self.id);
+        own.clone()
+    }
+
+    /// Runs `f`, which drops the call's last h2 handles; a caller that
+    /// drives polls the connection for what that leaves to do (h2 wakes the
+    /// connection for a closed stream), rather than waking its task.
+    pub fn finish(self, f: impl FnOnce()) {
+        self.start(f);
+    }
+}
+
+impl Drop for Caller {
+    fn drop(&mut self) {
+        let claimed = {
+            let mut route = self.driver.route();
+            route.in_flight -= 1;
+            let claimed = self.claims(&route);
+            if claimed {
+                route.caller = None;
+            }
+            claimed
+        };
+        if claimed {
+            self.driver.hand_to_task();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    /// The h2 side of a connection, as far as the driver sees it.
+    #[derive(Default)]
+    struct FakeConnection {
+        polls: AtomicUsize,
+        /// The waker of the last poll: what the socket's readiness wakes.
+        waker: Mutex<Option<Waker>>,
+        /// Woken by the next poll: a call's stream, as h2 wakes it when
+        /// the call's frames arrive.
+        stream: Mutex<Option<Waker>>,
+        /// How many polls to come wake their own waker during the poll.
+        waking_itself: AtomicUsize,
+        ended: AtomicBool,
+        panics: AtomicBool,
+    }
+
+    impl FakeConnection {
+        fn future(self: &Arc<Self>) -> ConnectionFuture {
+            let fake = self.clone();
+            Box::pin(std::future::poll_fn(move |cx| {
+                fake.polls.fetch_add(1, SeqCst);
+                assert!(!fake.panics.load(SeqCst), "h2 broke");
+                *fake.waker.lock().unwrap() = Some(cx.waker().clone());
+                if let Some(stream) = fake.stream.lock().unwrap().take() {
+                    stream.wake();
+                }
+                let waking = fake.waking_itself.load(SeqCst);
+                if waking > 0 {
+                    fake.waking_itself.store(waking - 1, SeqCst);
+                    cx.waker().wake_by_ref();
+                }
+                if fake.ended.load(SeqCst) {
+                    return Poll::Ready(Ok(()));
+                }
+                Poll::Pending
+            }))
+        }
+
+        /// The socket turns ready: the last poll's waker is woken.
+        fn turns_ready(&self) {
+            let waker = self.waker.lock().unwrap().clone();
+            waker.expect("polled once").wake();
+        }
+
+        fn polls(&self) -> usize {
+            self.polls.load(SeqCst)
+        }
+    }
+
+    /// A waker that counts its wake-ups.
+    #[derive(Default)]
+    struct Counted(AtomicUsize);
+
+    impl Wake for Counted {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, SeqCst);
+        }
+    }
+
+    impl Counted {
+        fn new() -> (Arc<Self>, Waker) {
+            let counted = Arc::new(Self::default());
+            (counted.clone(), Waker::from(counted))
+        }
+
+        fn wakes(&self) -> usize {
+            self.0.load(SeqCst)
+        }
+    }
+
+    type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+    /// A driver whose task has run once (polling the connection once), and
+    /// that task with its waker's count.
+    fn started() -> (Arc<FakeConnection>, Arc<Driver>, Task, Arc<Counted>) {
+        let fake = Arc::new(FakeConnection::default());
+        let driver = Driver::new(fake.future());
+        let (woken, waker) = Counted::new();
+        let mut task: Task = Box::pin(driver.clone().run());
+        assert!(task
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+        assert_eq!(fake.polls(), 1);
+        (fake, driver, task, woken)
+    }
+
+    #[test]
+    fn with_no_call_under_way_the_task_is_woken() {
+        let (fake, _driver, _task, task_woken) = started();
+        fake.turns_ready();
+        assert_eq!(task_woken.wakes(), 1);
+    }
+
+    #[test]
+    fn a_caller_alone_sends_at_once_and_is_woken_instead_of_the_task() {
+        let (fake, driver, _task, task_woken) = started();
+        let mut caller = driver.caller();
+        caller.start(|| fake.turns_ready());
+        assert_eq!(fake.polls(), 2, "sent at once");
+        let (caller_woken, waker) = Counted::new();
+        caller.before_wait(&waker);
+        assert_eq!(fake.polls(), 2, "nothing new to poll for");
+        fake.turns_ready();
+        assert_eq!((caller_woken.wakes(), task_woken.wakes()), (1, 0));
+        caller.before_wait(&waker);
+        assert_eq!(fake.polls(), 3, "the woken caller reads");
+    }
+
+    #[test]
+    fn a_wake_up_before_a_calls_first_poll_waits_for_that_poll() {
+        let (fake, driver, _task, task_woken) = started();
+        let mut caller = driver.caller();
+        fake.turns_ready();
+        assert_eq!(task_woken.wakes(), 0);
+        let (_, waker) = Counted::new();
+        caller.before_wait(&waker);
+        assert_eq!(fake.polls(), 2);
+    }
+
+    #[test]
+    fn a_caller_dropped_with_an_unread_wake_up_hands_it_to_the_task() {
+        let (fake, driver, _task, task_woken) = started();
+        let mut caller = driver.caller();
+        let (caller_woken, waker) = Counted::new();
+        caller.before_wait(&waker);
+        fake.turns_ready();
+        assert_eq!(caller_woken.wakes(), 1);
+        drop(caller);
+        assert_eq!(task_woken.wakes(), 1);
+    }
+
+    #[test]
+    fn a_caller_done_with_nothing_unread_leaves_the_task_asleep() {
+        let (fake, driver, _task, task_woken) = started();
+        let mut caller = driver.caller();
+        let (_, waker) = Counted::new();
+        caller.before_wait(&waker);
+        fake.turns_ready();
+        caller.before_wait(&waker);
+        // Dropping the call's stream makes h2 ask for a poll; the caller
+        // makes it.
+        caller.finish(|| fake.turns_ready());
+        assert_eq!(task_woken.wakes(), 0);
+        assert_eq!(fake.polls(), 3);
+    }
+
+    #[test]
+    fn a_second_call_hands_the_connection_back_to_the_task() {
+        let (fake, driver, _task, task_woken) = started();
+        let mut first = driver.caller();
+        let (first_woken, waker) = Counted::new();
+        first.before_wait(&waker);
+        let mut second = driver.caller();
+        fake.turns_ready();
+        assert_eq!((first_woken.wakes(), task_woken.wakes()), (0, 1));
+        // Neither caller drives while both are under way.
+        let (_, other) = Counted::new();
+        second.before_wait(&other);
+        first.before_wait(&waker);
+        assert_eq!(fake.polls(), 1);
+        // Alone again, the second caller drives.
+        drop(first);
+        fake.turns_ready();
+        second.before_wait(&other);
+        assert_eq!(fake.polls(), 2);
+    }
+
+    #[test]
+    fn a_second_call_takes_over_a_wake_up_the_first_caller_had_not_read() {
+        let (fake, driver, _task, task_woken) = started();
+        let mut first = driver.caller();
+        let (first_woken, waker) = Counted::new();
+        first.before_wait(&waker);
+        fake.turns_ready();
+        assert_eq!(first_woken.wakes(), 1);
+        let _second = driver.caller();
+        assert_eq!(task_woken.wakes(), 1);
+    }
+
+    #[test]
+    fn a_wake_up_during_a_poll_is_polled_for_by_the_poller() {
+        let (fake, driver, _task, task_woken) = started();
+        let mut caller = driver.caller();
+        let (caller_woken, waker) = Counted::new();
+        caller.before_wait(&waker);
+        fake.waking_itself.store(2, SeqCst);
+        fake.turns_ready();
+        caller.before_wait(&waker);
+        assert_eq!(
+            fake.polls(),
+            4,
+            "one poll, and one for each wake-up during a poll"
+        );
+        assert_eq!((caller_woken.wakes(), task_woken.wakes()), (1, 0));
+    }
+
+    #[test]
+    fn a_connection_that_keeps_waking_itself_is_left_to_its_task() {
+        let (fake, driver, _task, task_woken) = started();
+        let mut caller = driver.caller();
+        let (_, waker) = Counted::new();
+        caller.before_wait(&waker);
+        fake.waking_itself.store(usize::MAX, SeqCst);
+        fake.turns_ready();
+        caller.before_wait(&waker);
+        assert_eq!(fake.polls(), 1 + POLLS_IN_A_ROW);
+        assert_eq!(task_woken.wakes(), 1);
+    }
+
+    #[test]
+    fn the_callers_own_poll_does_not_wake_it_and_anyone_elses_does() {
+        let (fake, driver, mut task, _) = started();
+        let mut caller = driver.caller();
+        let (caller_woken, waker) = Counted::new();
+        let own = caller.before_wait(&waker);
+        // The caller's own poll reads its answer: no wake-up, the caller
+        // polls its stream next.
+        *fake.stream.lock().unwrap() = Some(own.clone());
+        fake.turns_ready();
+        caller.before_wait(&waker);
+        assert_eq!(caller_woken.wakes(), 1, "the socket's wake-up only");
+        // The task reads it (the caller is no longer alone): woken.
+        let _second = driver.caller();
+        *fake.stream.lock().unwrap() = Some(own);
+        fake.turns_ready();
+        let (_, task_waker) = Counted::new();
+        assert!(task
+            .as_mut()
+            .poll(&mut Context::from_waker(&task_waker))
+            .is_pending());
+        assert_eq!(caller_woken.wakes(), 2);
+    }
+
+    #[test]
+    fn the_end_is_told_whoever_polls() {
+        let (fake, driver, mut task, task_woken) = started();
+        let mut ended = Box::pin(driver.ended());
+        let (ended_woken, ended_waker) = Counted::new();
+        assert!(ended
+            .as_mut()
+            .poll(&mut Context::from_waker(&ended_waker))
+            .is_pending());
+        let mut caller = driver.caller();
+        let (_, waker) = Counted::new();
+        caller.before_wait(&waker);
+        fake.ended.store(true, SeqCst);
+        fake.turns_ready();
+        caller.before_wait(&waker);
+        assert!(driver.is_closed());
+        assert_eq!((ended_woken.wakes(), task_woken.wakes()), (1, 1));
+        let (_, task_waker) = Counted::new();
+        assert!(task
+            .as_mut()
+            .poll(&mut Context::from_waker(&task_waker))
+            .is_ready());
+        // Nothing is polled after the end.
+        caller.start(|| ());
+        assert_eq!(fake.polls(), 2);
+    }
+
+    #[test]
+    fn a_panic_in_the_connection_ends_it_and_not_the_caller() {
+        let (fake, driver, _task, _) = started();
+        let caller = driver.caller();
+        fake.panics.store(true, SeqCst);
+        caller.start(|| fake.turns_ready());
+        assert!(driver.is_closed());
+    }
+}
