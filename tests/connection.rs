@@ -440,7 +440,7 @@ async fn ten_thousand_calls_dropped_at_random_points_leave_nothing_behind() {
     // turn came.
     let reached = server.seen().len();
     assert!(
-        answered > 100 && reached > answered + 1_000 && reached < 9_950,
+        answered > 10 && reached > answered + 1_000 && reached < 9_950,
         "{answered} answered, {reached} reached the proxy"
     );
 

@@ -42,6 +42,14 @@ use super::failure::{ConnectionError, PeerStatus};
 /// every call fails at once without being sent. Negotiate again to reach
 /// whatever the proxy serves now; [`CsiProxy`](crate::CsiProxy) does that
 /// by itself.
+///
+/// A call alone on the connection does the connection's reading and
+/// writing in the task that awaits it, so that its answer wakes that task
+/// directly; calls side by side leave it to the connection's own task.
+/// Like any future, a call that has started waiting is to be polled again
+/// when woken, or dropped: one kept aside unpolled (say, the losing branch
+/// of a `select!` held for later) delays what the connection reads until
+/// it is polled or dropped, or another call starts.
 #[derive(Clone)]
 pub struct ProxyChannel {
     sender: SendRequest<Bytes>,
@@ -76,6 +84,13 @@ impl ProxyChannel {
     ///   type relies on.
     /// - No server push (gRPC never uses it), and a header list bound that
     ///   holds any error message the proxy sends in its trailers.
+    /// - Up to 65,536 resets a connection's life for frames that arrive on
+    ///   streams the client reset and has forgotten (h2 keeps 50, for a
+    ///   second), not h2's 1,024: a proxy may send on a stream until the
+    ///   reset reaches it, h2 answers each such frame with a reset of its
+    ///   own, and at the limit h2 closes the connection with every call on
+    ///   it. Under Wine, a burst of dropped calls reached 1,024 within a
+    ///   second. The limit stays, against a proxy that never stops.
     pub(crate) async fn handshake<T>(stream: T, max_response_size: usize) -> Result<Self, h2::Error>
     where
         T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -85,6 +100,7 @@ impl ProxyChannel {
             .initial_connection_window_size(4 << 20)
             .max_header_list_size(1 << 20)
             .enable_push(false)
+            .max_local_error_reset_streams(Some(1 << 16))
             .handshake::<_, Bytes>(stream)
             .await?;
         let driver = Driver::new(Box::pin(connection));

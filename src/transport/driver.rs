@@ -40,11 +40,11 @@
 //!   another call started beside it) wakes the connection's task if
 //!   `NOTIFIED` is set, so what was meant for the caller is not left
 //!   unread.
-//! - A caller drives only while its call waits, and a call that waits is
-//!   polled again when woken, or dropped. A call future that its owner
-//!   keeps without polling it holds up the connection's reading until it
-//!   is polled or dropped, or another call starts (which takes the route
-//!   back to the connection's task).
+//! - A caller holds the route between polls only while its call waits, and
+//!   a call that waits is polled again when woken, or dropped. A call
+//!   future that its owner keeps without polling it holds up the
+//!   connection's reading until it is polled or dropped, or another call
+//!   starts (which takes the route back to the connection's task).
 //!
 //! A caller that reads the connection itself wakes its own call's stream
 //! (h2 wakes whoever waits on a stream when its frames arrive). Its task is
@@ -56,12 +56,17 @@
 //! poll of the connection wakes a stream's waiter (the call's handles are
 //! its own), so no other wake-up is dropped.
 //!
+//! A caller cancelled mid-call: a poll of the connection runs within one
+//! poll of the caller's task, so a call is never dropped while it polls
+//! the connection (`POLLING` is never left set; a panic in h2, or in what a
+//! caller hands h2, is caught long enough to clear it). Dropped between
+//! polls, a call drops its own h2 handles (h2 then resets its stream) and
+//! its claim, whose drop hands any unread wake-up to the connection's task.
+//!
 //! The connection's end: whoever's poll finds the connection finished
 //! drops it (h2 then fails every open stream, waking their callers), sets
 //! the closed flag and wakes the `ended` waiters and the connection's task,
-//! which ends. A caller cancelled mid-call only drops its own h2 handles
-//! and its claim; the claim's drop hands any unread wake-up to the
-//! connection's task.
+//! which ends.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -112,7 +117,7 @@ pub(crate) struct Driver {
 struct Route {
     /// The caller that drives, by id, and its waker (`None` until its call
     /// is first polled: it polls soon, and drives then).
-    caller: Option<(u64, Option<Waker>)>,
+    caller: Option<(Poller, Option<Waker>)>,
     /// The connection's own task.
     task: Option<Waker>,
     /// Calls under way on the connection.
@@ -207,11 +212,12 @@ impl Driver {
     /// wake nobody: the poll after it is theirs.
     fn drive_after<R>(&self, by: Poller, f: impl FnOnce() -> R) -> R {
         let polling_already = self.state.fetch_or(POLLING, SeqCst) & POLLING != 0;
-        let result = f();
+        // A panic in `f` goes on after the poll, which clears `POLLING`.
+        let result = std::panic::catch_unwind(AssertUnwindSafe(f));
         if !polling_already {
             self.poll_while_notified(by);
         }
-        result
+        result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     }
 
     /// Polls while wake-ups come during the polls. Called with `POLLING`
