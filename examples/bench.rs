@@ -7,9 +7,10 @@
 //! 1. per-call latency (p50, p99), calls per second and client CPU time per
 //!    call of `ListDiskIDs`, through the SDK's trait and through the raw
 //!    client on the same server, on the current-thread and on the
-//!    multi-thread runtime, with 1 and 16 concurrent callers; the two
-//!    clients alternate, round by round, and each figure is the median of
-//!    the rounds;
+//!    multi-thread runtime, with 1 and 16 concurrent callers in spawned
+//!    tasks, and with one caller on the multi-thread runtime's `block_on`
+//!    thread; every case and both clients alternate, round by round, and
+//!    each figure is the median of the rounds;
 //! 2. negotiation: time to a connected client for all six groups on a node
 //!    that serves every version and on one that serves only the oldest
 //!    (worst-case fallback), against connecting six known sockets

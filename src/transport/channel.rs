@@ -183,7 +183,7 @@ impl tower::Service<Request<Body>> for ProxyChannel {
             .poll_ready(&mut Context::from_waker(Waker::noop()));
         let (started, waiting) = match ready {
             Poll::Ready(Ok(())) => {
-                match caller.start(|| Started::begin(&mut self.sender, head, body)) {
+                match caller.hand_over(|| Started::begin(&mut self.sender, head, body)) {
                     Ok(started) => (Some(started), None),
                     Err(e) => return Box::pin(std::future::ready(Err(e))),
                 }
@@ -252,12 +252,12 @@ impl Future for Exchange {
         let this = &mut *self;
         let caller = this.caller.as_mut().expect("a call polled after it ended");
         // The waker for the call's stream; the rest waits on the task's own.
-        let waker = caller.before_wait(cx.waker());
+        let waker = caller.drive_if_alone(cx.waker());
         if let Some((sender, _, _)) = &mut this.waiting {
             let ready = ready!(sender.poll_ready(cx));
             let (mut sender, head, body) = this.waiting.take().expect("waiting");
             ready.map_err(ConnectionError::not_sent)?;
-            this.started = Some(caller.start(|| Started::begin(&mut sender, head, body))?);
+            this.started = Some(caller.hand_over(|| Started::begin(&mut sender, head, body))?);
         }
         let started = this.started.as_mut().expect("started or waiting");
         // Sends the body (if any) while waiting for the response head.
@@ -268,15 +268,17 @@ impl Future for Exchange {
             }
         }
         let head = ready!(Pin::new(&mut started.response).poll(&mut Context::from_waker(&waker)));
-        // A body that is still sending when the response comes (the proxy
+        caller.returned();
+        let sending = started.sending.take();
+        let head = head.map_err(ConnectionError::during_call)?;
+        check_grpc_head(&head)?;
+        // A body that is still sending when a gRPC answer comes (the proxy
         // answered early) goes on in a task of its own.
-        if let Some(mut sending) = started.sending.take() {
+        if let Some(mut sending) = sending {
             tokio::spawn(std::future::poll_fn(move |cx| {
                 sending.poll_send(cx).map(drop)
             }));
         }
-        let head = head.map_err(ConnectionError::during_call)?;
-        check_grpc_head(&head)?;
         if let Some(witness) = &this.witness {
             // A trailers-only answer carries its status in the head.
             witness.saw(head.headers());

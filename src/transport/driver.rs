@@ -36,37 +36,45 @@
 //! `NOTIFIED`. So a wake-up either reaches whoever drives after the change,
 //! or the change sees it:
 //! - A caller that claims the route drives at once if `NOTIFIED` is set.
-//! - A caller that gives up the route (its call is done or dropped, or
-//!   another call started beside it) wakes the connection's task if
-//!   `NOTIFIED` is set, so what was meant for the caller is not left
-//!   unread.
-//! - A caller holds the route between polls only while its call waits, and
-//!   a call that waits is polled again when woken, or dropped. A call
-//!   future that its owner keeps without polling it holds up the
-//!   connection's reading until it is polled or dropped, or another call
-//!   starts (which takes the route back to the connection's task).
+//! - A caller that gives up the route (its call is done, dropped or has
+//!   returned what it waited for, or another call started beside it)
+//!   wakes the connection's task if `NOTIFIED` is set, so what was meant
+//!   for the caller is not left unread.
+//! - A caller is woken through the route only while its call waits (its
+//!   last poll returned `Pending`): a call that returns anything gives the
+//!   route back, and one started but not yet polled leaves wake-ups to the
+//!   task. A call that waits is polled again when woken, or dropped; one
+//!   that its owner keeps without polling it holds up the connection's
+//!   reading until it is polled or dropped, or another call starts (which
+//!   takes the route back to the connection's task).
 //!
 //! A caller that reads the connection itself wakes its own call's stream
 //! (h2 wakes whoever waits on a stream when its frames arrive). Its task is
 //! running then, and tokio would poll it again, and on a multi-thread
 //! runtime wake another worker to share the "new" work. So while a caller
 //! drives, h2 gets a waker of the call's own ([`CallWake`]) that drops the
-//! wake-ups the caller's own poll of the connection makes: the caller polls
-//! its stream right after that poll, in the same poll of its task. Only a
-//! poll of the connection wakes a stream's waiter (the call's handles are
-//! its own), so no other wake-up is dropped.
+//! wake-ups of its stream that come while the caller polls the connection:
+//! the caller polls its stream right after that poll, in the same poll of
+//! its task, and sees whatever they were for (h2's lock orders the two).
+//! Nearly all such wake-ups come from the caller's own poll of the
+//! connection; one from another thread in that window (h2 also wakes a
+//! stream's waiter when a failing request body resets the stream) is seen
+//! by that same poll of the stream.
 //!
 //! A caller cancelled mid-call: a poll of the connection runs within one
 //! poll of the caller's task, so a call is never dropped while it polls
-//! the connection (`POLLING` is never left set; a panic in h2, or in what a
-//! caller hands h2, is caught long enough to clear it). Dropped between
-//! polls, a call drops its own h2 handles (h2 then resets its stream) and
-//! its claim, whose drop hands any unread wake-up to the connection's task.
+//! the connection, and `POLLING` is never left set (a guard clears it if
+//! anything in the poll unwinds). Dropped between polls, a call drops its
+//! own h2 handles (h2 then resets its stream) and its claim, whose drop
+//! hands any unread wake-up to the connection's task.
 //!
-//! The connection's end: whoever's poll finds the connection finished
-//! drops it (h2 then fails every open stream, waking their callers), sets
-//! the closed flag and wakes the `ended` waiters and the connection's task,
-//! which ends.
+//! The connection's end: whoever's poll finds the connection finished sets
+//! the closed flag, drops it (h2 then fails every open stream, waking their
+//! callers), and wakes the `ended` waiters and the connection's task, which
+//! ends. A panic in h2's poll ends the connection the same way rather than
+//! unwinding through the caller (h2's own lock may be poisoned by it, and
+//! h2 may then panic at the next use of a call's handles). If the runtime
+//! drops the connection's task (it shuts down), the connection ends too.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -87,8 +95,10 @@ const POLLING: u8 = 1;
 const NOTIFIED: u8 = 2;
 
 /// Polls in a row before the connection is left to its task: each poll
-/// after the first is for a wake-up during the one before, and a caller
-/// whose cooperative budget is spent would otherwise poll on and on.
+/// after the first is for a wake-up during the one before. Within a tokio
+/// task, a spent cooperative budget defers its wake-up to after the poll;
+/// on the `block_on` thread, or for an h2 that keeps waking itself, the
+/// bound is what stops the polling.
 const POLLS_IN_A_ROW: usize = 8;
 
 /// Who polls: the connection's task, or a caller by its id (from 1).
@@ -100,12 +110,14 @@ pub(crate) struct Driver {
     /// `POLLING` and `NOTIFIED`.
     state: AtomicU8,
     /// `None` once the connection has ended. Locked only by the holder of
-    /// `POLLING`, so never waited for.
+    /// `POLLING` (or by the end of the connection's task), so hardly ever
+    /// waited for.
     connection: Mutex<Option<ConnectionFuture>>,
     route: Mutex<Route>,
     /// The waker the connection is always polled with.
     waker: Waker,
-    /// The caller whose poll of the connection runs now, or [`TASK`].
+    /// The caller whose poll of the connection runs now; [`TASK`] when the
+    /// connection's task polls, or nobody does.
     polling_for: Arc<AtomicU64>,
     next_caller: AtomicU64,
     closed: AtomicBool,
@@ -115,8 +127,9 @@ pub(crate) struct Driver {
 /// Who is woken when the connection needs a poll.
 #[derive(Default)]
 struct Route {
-    /// The caller that drives, by id, and its waker (`None` until its call
-    /// is first polled: it polls soon, and drives then).
+    /// The caller that drives, by id, and its waker while its call waits
+    /// (`None` before its first poll and after it returned: wake-ups go to
+    /// the task then).
     caller: Option<(Poller, Option<Waker>)>,
     /// The connection's own task.
     task: Option<Waker>,
@@ -145,15 +158,32 @@ impl Driver {
     /// The connection's own task: polls whenever no caller drives, and ends
     /// with the connection.
     pub async fn run(self: Arc<Self>) {
+        /// Ends the connection if the task is dropped before it ended: the
+        /// runtime shuts down, and with it the connection's I/O.
+        struct EndsWithTask(Arc<Driver>);
+
+        impl Drop for EndsWithTask {
+            fn drop(&mut self) {
+                if !self.0.is_closed() {
+                    let mut slot = self.0.connection();
+                    let connection = slot.take();
+                    drop(slot);
+                    self.0.end(connection);
+                }
+            }
+        }
+
+        let this = EndsWithTask(self);
+        let this = &this.0;
         std::future::poll_fn(|cx| {
             {
-                let mut route = self.route();
+                let mut route = this.route();
                 if !route.task.as_ref().is_some_and(|t| t.will_wake(cx.waker())) {
                     route.task = Some(cx.waker().clone());
                 }
             }
-            self.drive(TASK);
-            if self.is_closed() {
+            this.drive(TASK);
+            if this.is_closed() {
                 Poll::Ready(())
             } else {
                 Poll::Pending
@@ -202,59 +232,33 @@ impl Driver {
         if self.state.load(SeqCst) & NOTIFIED == 0 {
             return;
         }
-        if self.state.fetch_or(POLLING, SeqCst) & POLLING == 0 {
-            self.poll_while_notified(by);
+        if let Some(polling) = Polling::begin(self, by) {
+            polling.poll_while_notified();
         }
     }
 
     /// Runs `f` (which gives h2 something to send), then polls the
     /// connection, so that it goes out now. The wake-ups that `f` causes
-    /// wake nobody: the poll after it is theirs.
+    /// wake nobody: the poll after it is theirs (or, if another poller
+    /// polls now, that poller's).
     fn drive_after<R>(&self, by: Poller, f: impl FnOnce() -> R) -> R {
-        let polling_already = self.state.fetch_or(POLLING, SeqCst) & POLLING != 0;
-        // A panic in `f` goes on after the poll, which clears `POLLING`.
-        let result = std::panic::catch_unwind(AssertUnwindSafe(f));
-        if !polling_already {
-            self.poll_while_notified(by);
+        let polling = Polling::begin(self, by);
+        let result = f();
+        if let Some(polling) = polling {
+            polling.poll_while_notified();
         }
-        result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    }
-
-    /// Polls while wake-ups come during the polls. Called with `POLLING`
-    /// set by the caller; clears it.
-    fn poll_while_notified(&self, by: Poller) {
-        self.polling_for.store(by, Relaxed);
-        for _ in 0..POLLS_IN_A_ROW {
-            self.state.fetch_and(!NOTIFIED, SeqCst);
-            self.poll_connection();
-            self.polling_for.store(TASK, Relaxed);
-            if self
-                .state
-                .compare_exchange(POLLING, 0, SeqCst, SeqCst)
-                .is_ok()
-            {
-                return;
-            }
-            self.polling_for.store(by, Relaxed);
-        }
-        self.polling_for.store(TASK, Relaxed);
-        // Still notified: the rest is the connection task's, on a poll of
-        // its own (`NOTIFIED` stays set for it).
-        self.state.fetch_and(!POLLING, SeqCst);
-        self.wake_task();
+        result
     }
 
     /// One poll of the connection, by the holder of `POLLING`.
     fn poll_connection(&self) {
-        let mut slot = self
-            .connection
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut slot = self.connection();
         let Some(connection) = slot.as_mut() else {
             return;
         };
         let mut cx = Context::from_waker(&self.waker);
-        // A panic in h2 ends the connection, not the caller that polled.
+        // A panic in h2 ends the connection rather than unwinding through
+        // the caller that polled it.
         let outcome =
             std::panic::catch_unwind(AssertUnwindSafe(|| connection.as_mut().poll(&mut cx)));
         match outcome {
@@ -267,12 +271,17 @@ impl Driver {
             }
             Err(_) => tracing::warn!("the HTTP/2 connection to CSI Proxy panicked; it is closed"),
         }
-        // Dropped outside the lock: h2 fails the open streams, which wakes
-        // their callers.
         let finished = slot.take();
         drop(slot);
-        drop(finished);
+        self.end(finished);
+    }
+
+    /// The connection has ended: closed before `finished` is dropped
+    /// (outside the lock: h2 then fails the open streams, waking their
+    /// callers, who find it closed), then the waiters are told.
+    fn end(&self, finished: Option<ConnectionFuture>) {
         self.closed.store(true, SeqCst);
+        drop(finished);
         self.ended.notify_waiters();
         self.wake_task();
     }
@@ -286,8 +295,8 @@ impl Driver {
         let target = {
             let route = self.route();
             match &route.caller {
-                Some((_, waker)) => waker.clone(),
-                None => route.task.clone(),
+                Some((_, Some(waker))) => Some(waker.clone()),
+                _ => route.task.clone(),
             }
         };
         if let Some(waker) = target {
@@ -310,10 +319,63 @@ impl Driver {
         }
     }
 
+    /// Locked only by the holder of `POLLING`, or by the task's end.
+    fn connection(&self) -> MutexGuard<'_, Option<ConnectionFuture>> {
+        self.connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn route(&self) -> MutexGuard<'_, Route> {
         // The route is consistent between statements; a panic elsewhere
         // cannot leave it half-changed.
         self.route.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The holder of `POLLING`. Dropped without finishing (something in the
+/// poll unwound), it clears `POLLING` and leaves what is left to the
+/// connection's task.
+struct Polling<'a> {
+    driver: &'a Driver,
+    by: Poller,
+}
+
+impl<'a> Polling<'a> {
+    /// Takes `POLLING`, unless someone holds it (who then sees what comes
+    /// meanwhile, as `NOTIFIED`).
+    fn begin(driver: &'a Driver, by: Poller) -> Option<Self> {
+        let taken = driver.state.fetch_or(POLLING, SeqCst) & POLLING == 0;
+        taken.then_some(Self { driver, by })
+    }
+
+    /// Polls while wake-ups come during the polls; clears `POLLING`.
+    fn poll_while_notified(self) {
+        let driver = self.driver;
+        for _ in 0..POLLS_IN_A_ROW {
+            driver.state.fetch_and(!NOTIFIED, SeqCst);
+            driver.polling_for.store(self.by, Relaxed);
+            driver.poll_connection();
+            driver.polling_for.store(TASK, Relaxed);
+            if driver
+                .state
+                .compare_exchange(POLLING, 0, SeqCst, SeqCst)
+                .is_ok()
+            {
+                std::mem::forget(self);
+                return;
+            }
+        }
+        // Still notified: the rest is the connection task's, on a poll of
+        // its own (`NOTIFIED` stays set for it); the drop hands it over.
+    }
+}
+
+impl Drop for Polling<'_> {
+    fn drop(&mut self) {
+        self.driver.polling_for.store(TASK, Relaxed);
+        self.driver.state.fetch_and(!POLLING, SeqCst);
+        self.driver.wake_task();
     }
 }
 
@@ -355,8 +417,12 @@ impl Wake for CallWake {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        // Only the poller of the connection wakes a stream's waiter, and
-        // the poller's own writes of `polling_for` are the ones it reads.
+        // Its caller polls the connection now, and its stream right after
+        // (module docs). Relaxed is enough: the poller reads its own
+        // writes, and a wake-up from another thread comes under h2's lock,
+        // which orders it against the caller's next poll of its stream:
+        // before that poll, the poll sees what it was for; after it, this
+        // reads what the caller wrote before it.
         if self.polling_for.load(Relaxed) == self.id {
             return;
         }
@@ -386,9 +452,11 @@ impl Caller {
         matches!(route.caller, Some((id, _)) if id == self.id)
     }
 
-    /// Runs `f`, which hands h2 the request; a caller that drives sends it
-    /// at once.
-    pub fn start<R>(&self, f: impl FnOnce() -> R) -> R {
+    /// Runs `f`, which hands h2 a request to send or drops the call's last
+    /// h2 handles; a caller that drives polls the connection right after,
+    /// so that the request goes out now (or what the end of the stream
+    /// leaves to do is done now), rather than waking the connection's task.
+    pub fn hand_over<R>(&self, f: impl FnOnce() -> R) -> R {
         if self.claims(&self.driver.route()) {
             self.driver.drive_after(self.id, f)
         } else {
@@ -396,11 +464,11 @@ impl Caller {
         }
     }
 
-    /// Before the call waits (or after it was woken): a caller alone on
-    /// the connection takes the route, with `waker`, and polls the
-    /// connection if a wake-up came. Returns the waker to poll the call's
-    /// h2 stream with, right after this.
-    pub fn before_wait(&mut self, waker: &Waker) -> Waker {
+    /// Before the call polls its h2 stream (after it was woken, or for the
+    /// first time): a caller alone on the connection takes the route, with
+    /// `waker`, and polls the connection if a wake-up came. Returns the
+    /// waker to poll the call's h2 stream with, right after this.
+    pub fn drive_if_alone(&mut self, waker: &Waker) -> Waker {
         {
             let mut route = self.driver.route();
             let alone = route.in_flight == 1;
@@ -428,11 +496,19 @@ impl Caller {
         own.clone()
     }
 
-    /// Runs `f`, which drops the call's last h2 handles; a caller that
-    /// drives polls the connection for what that leaves to do (h2 wakes the
-    /// connection for a closed stream), rather than waking its task.
-    pub fn finish(self, f: impl FnOnce()) {
-        self.start(f);
+    /// The call returned what it waited for: until it waits again, its
+    /// owner may not poll it, so wake-ups go to the connection's task.
+    pub fn returned(&self) {
+        let had_waker = {
+            let mut route = self.driver.route();
+            match &mut route.caller {
+                Some((id, waker)) if *id == self.id => waker.take().is_some(),
+                _ => false,
+            }
+        };
+        if had_waker {
+            self.driver.hand_to_task();
+        }
     }
 }
 
@@ -556,26 +632,53 @@ mod tests {
     fn a_caller_alone_sends_at_once_and_is_woken_instead_of_the_task() {
         let (fake, driver, _task, task_woken) = started();
         let mut caller = driver.caller();
-        caller.start(|| fake.turns_ready());
+        caller.hand_over(|| fake.turns_ready());
         assert_eq!(fake.polls(), 2, "sent at once");
         let (caller_woken, waker) = Counted::new();
-        caller.before_wait(&waker);
+        caller.drive_if_alone(&waker);
         assert_eq!(fake.polls(), 2, "nothing new to poll for");
         fake.turns_ready();
         assert_eq!((caller_woken.wakes(), task_woken.wakes()), (1, 0));
-        caller.before_wait(&waker);
+        caller.drive_if_alone(&waker);
         assert_eq!(fake.polls(), 3, "the woken caller reads");
     }
 
     #[test]
-    fn a_wake_up_before_a_calls_first_poll_waits_for_that_poll() {
+    fn before_a_calls_first_poll_wake_ups_go_to_the_task() {
         let (fake, driver, _task, task_woken) = started();
         let mut caller = driver.caller();
         fake.turns_ready();
-        assert_eq!(task_woken.wakes(), 0);
+        assert_eq!(task_woken.wakes(), 1);
+        // The task has not polled yet: the caller's first poll does.
         let (_, waker) = Counted::new();
-        caller.before_wait(&waker);
+        caller.drive_if_alone(&waker);
         assert_eq!(fake.polls(), 2);
+    }
+
+    #[test]
+    fn a_call_that_returned_leaves_wake_ups_to_the_task_until_it_waits_again() {
+        let (fake, driver, _task, task_woken) = started();
+        let mut caller = driver.caller();
+        let (caller_woken, waker) = Counted::new();
+        caller.drive_if_alone(&waker);
+        caller.returned();
+        fake.turns_ready();
+        assert_eq!((caller_woken.wakes(), task_woken.wakes()), (0, 1));
+        caller.drive_if_alone(&waker);
+        fake.turns_ready();
+        assert_eq!((caller_woken.wakes(), task_woken.wakes()), (1, 1));
+    }
+
+    #[test]
+    fn a_call_that_returned_with_a_wake_up_unread_hands_it_to_the_task() {
+        let (fake, driver, _task, task_woken) = started();
+        let mut caller = driver.caller();
+        let (caller_woken, waker) = Counted::new();
+        caller.drive_if_alone(&waker);
+        fake.turns_ready();
+        assert_eq!(caller_woken.wakes(), 1);
+        caller.returned();
+        assert_eq!(task_woken.wakes(), 1);
     }
 
     #[test]
@@ -583,7 +686,7 @@ mod tests {
         let (fake, driver, _task, task_woken) = started();
         let mut caller = driver.caller();
         let (caller_woken, waker) = Counted::new();
-        caller.before_wait(&waker);
+        caller.drive_if_alone(&waker);
         fake.turns_ready();
         assert_eq!(caller_woken.wakes(), 1);
         drop(caller);
@@ -595,12 +698,12 @@ mod tests {
         let (fake, driver, _task, task_woken) = started();
         let mut caller = driver.caller();
         let (_, waker) = Counted::new();
-        caller.before_wait(&waker);
+        caller.drive_if_alone(&waker);
         fake.turns_ready();
-        caller.before_wait(&waker);
+        caller.drive_if_alone(&waker);
         // Dropping the call's stream makes h2 ask for a poll; the caller
         // makes it.
-        caller.finish(|| fake.turns_ready());
+        caller.hand_over(|| fake.turns_ready());
         assert_eq!(task_woken.wakes(), 0);
         assert_eq!(fake.polls(), 3);
     }
@@ -610,19 +713,19 @@ mod tests {
         let (fake, driver, _task, task_woken) = started();
         let mut first = driver.caller();
         let (first_woken, waker) = Counted::new();
-        first.before_wait(&waker);
+        first.drive_if_alone(&waker);
         let mut second = driver.caller();
         fake.turns_ready();
         assert_eq!((first_woken.wakes(), task_woken.wakes()), (0, 1));
         // Neither caller drives while both are under way.
         let (_, other) = Counted::new();
-        second.before_wait(&other);
-        first.before_wait(&waker);
+        second.drive_if_alone(&other);
+        first.drive_if_alone(&waker);
         assert_eq!(fake.polls(), 1);
         // Alone again, the second caller drives.
         drop(first);
         fake.turns_ready();
-        second.before_wait(&other);
+        second.drive_if_alone(&other);
         assert_eq!(fake.polls(), 2);
     }
 
@@ -631,7 +734,7 @@ mod tests {
         let (fake, driver, _task, task_woken) = started();
         let mut first = driver.caller();
         let (first_woken, waker) = Counted::new();
-        first.before_wait(&waker);
+        first.drive_if_alone(&waker);
         fake.turns_ready();
         assert_eq!(first_woken.wakes(), 1);
         let _second = driver.caller();
@@ -643,10 +746,10 @@ mod tests {
         let (fake, driver, _task, task_woken) = started();
         let mut caller = driver.caller();
         let (caller_woken, waker) = Counted::new();
-        caller.before_wait(&waker);
+        caller.drive_if_alone(&waker);
         fake.waking_itself.store(2, SeqCst);
         fake.turns_ready();
-        caller.before_wait(&waker);
+        caller.drive_if_alone(&waker);
         assert_eq!(
             fake.polls(),
             4,
@@ -660,10 +763,10 @@ mod tests {
         let (fake, driver, _task, task_woken) = started();
         let mut caller = driver.caller();
         let (_, waker) = Counted::new();
-        caller.before_wait(&waker);
+        caller.drive_if_alone(&waker);
         fake.waking_itself.store(usize::MAX, SeqCst);
         fake.turns_ready();
-        caller.before_wait(&waker);
+        caller.drive_if_alone(&waker);
         assert_eq!(fake.polls(), 1 + POLLS_IN_A_ROW);
         assert_eq!(task_woken.wakes(), 1);
     }
@@ -673,12 +776,12 @@ mod tests {
         let (fake, driver, mut task, _) = started();
         let mut caller = driver.caller();
         let (caller_woken, waker) = Counted::new();
-        let own = caller.before_wait(&waker);
+        let own = caller.drive_if_alone(&waker);
         // The caller's own poll reads its answer: no wake-up, the caller
         // polls its stream next.
         *fake.stream.lock().unwrap() = Some(own.clone());
         fake.turns_ready();
-        caller.before_wait(&waker);
+        caller.drive_if_alone(&waker);
         assert_eq!(caller_woken.wakes(), 1, "the socket's wake-up only");
         // The task reads it (the caller is no longer alone): woken.
         let _second = driver.caller();
@@ -703,10 +806,10 @@ mod tests {
             .is_pending());
         let mut caller = driver.caller();
         let (_, waker) = Counted::new();
-        caller.before_wait(&waker);
+        caller.drive_if_alone(&waker);
         fake.ended.store(true, SeqCst);
         fake.turns_ready();
-        caller.before_wait(&waker);
+        caller.drive_if_alone(&waker);
         assert!(driver.is_closed());
         assert_eq!((ended_woken.wakes(), task_woken.wakes()), (1, 1));
         let (_, task_waker) = Counted::new();
@@ -715,8 +818,35 @@ mod tests {
             .poll(&mut Context::from_waker(&task_waker))
             .is_ready());
         // Nothing is polled after the end.
-        caller.start(|| ());
+        caller.hand_over(|| ());
         assert_eq!(fake.polls(), 2);
+    }
+
+    #[test]
+    fn the_connection_ends_with_its_task() {
+        let (_fake, driver, task, _) = started();
+        let mut ended = Box::pin(driver.ended());
+        let (ended_woken, ended_waker) = Counted::new();
+        assert!(ended
+            .as_mut()
+            .poll(&mut Context::from_waker(&ended_waker))
+            .is_pending());
+        drop(task);
+        assert!(driver.is_closed());
+        assert_eq!(ended_woken.wakes(), 1);
+    }
+
+    #[test]
+    fn a_panic_in_what_a_caller_hands_h2_leaves_the_connection_to_poll() {
+        let (fake, driver, _task, task_woken) = started();
+        let caller = driver.caller();
+        let panicked = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            caller.hand_over(|| panic!("a request body broke"));
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(task_woken.wakes(), 1, "what is left goes to the task");
+        caller.hand_over(|| ());
+        assert_eq!(fake.polls(), 2, "and the next caller polls again");
     }
 
     #[test]
@@ -724,7 +854,7 @@ mod tests {
         let (fake, driver, _task, _) = started();
         let caller = driver.caller();
         fake.panics.store(true, SeqCst);
-        caller.start(|| fake.turns_ready());
+        caller.hand_over(|| fake.turns_ready());
         assert!(driver.is_closed());
     }
 }

@@ -191,7 +191,7 @@ impl http_body::Body for ResponseBody {
         let frame = match &mut this.caller {
             Some(caller) => {
                 // The caller may be the one to read the rest.
-                let waker = caller.before_wait(cx.waker());
+                let waker = caller.drive_if_alone(cx.waker());
                 this.read(&mut Context::from_waker(&waker))
             }
             None => this.read(cx),
@@ -200,9 +200,11 @@ impl http_body::Body for ResponseBody {
             // The call is over: its stream goes first, then its caller.
             let stream = this.stream.take();
             match this.caller.take() {
-                Some(caller) => caller.finish(|| drop(stream)),
+                Some(caller) => caller.hand_over(|| drop(stream)),
                 None => drop(stream),
             }
+        } else if let (Poll::Ready(_), Some(caller)) = (&frame, &this.caller) {
+            caller.returned();
         }
         frame
     }
