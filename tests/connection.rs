@@ -273,19 +273,8 @@ async fn a_response_larger_than_the_flow_control_window_arrives_whole() {
     let transport = node.transport();
     // About 3 MiB, three times the stream's receive window: it only
     // arrives if the client hands back window as it reads.
-    let disks = 24_000u32;
-    let response = wire::ListDiskIDsResponse {
-        disk_i_ds: (0..disks)
-            .map(|n| {
-                let ids = wire::DiskIDs {
-                    page83: format!("{n:0>120}"),
-                    serial_number: format!("sn-{n}"),
-                };
-                (n, ids)
-            })
-            .collect(),
-    };
-    let answer = Bytes::from(response.encode_to_vec());
+    let disks = 24_000;
+    let answer = disks_answer(disks);
     assert!(answer.len() > 3 << 20, "{}", answer.len());
     let _server = BareServer::start(
         &transport,
@@ -327,11 +316,10 @@ async fn a_request_body_that_comes_in_pieces_is_sent_as_it_comes() {
     assert_eq!(seen[0].frames, [15, 25, 35]);
 }
 
-/// A ListDiskIDs answer of about `bytes` bytes (`n` disks).
-fn disks_answer(bytes: usize) -> (Bytes, usize) {
-    let n = bytes / 140;
+/// A ListDiskIDs answer of `disks` disks, about 140 bytes each.
+fn disks_answer(disks: u32) -> Bytes {
     let response = wire::ListDiskIDsResponse {
-        disk_i_ds: (0..n as u32)
+        disk_i_ds: (0..disks)
             .map(|n| {
                 let ids = wire::DiskIDs {
                     page83: format!("{n:0>120}"),
@@ -341,7 +329,7 @@ fn disks_answer(bytes: usize) -> (Bytes, usize) {
             })
             .collect(),
     };
-    (Bytes::from(response.encode_to_vec()), n)
+    Bytes::from(response.encode_to_vec())
 }
 
 /// A call that is dropped at a point chosen by `rng`: before its first
@@ -398,7 +386,9 @@ async fn calls_dropped_at_random(
 async fn ten_thousand_calls_dropped_at_random_points_leave_nothing_behind() {
     let node = TestNode::new();
     let transport = node.transport();
-    let (answer, disks) = disks_answer(20 << 10);
+    // About 20 KiB.
+    let disks = 146;
+    let answer = disks_answer(disks);
     let answer_when_open = Arc::new(AtomicUsize::new(0));
     let server = BareServer::start(
         &transport,
@@ -477,6 +467,6 @@ async fn ten_thousand_calls_dropped_at_random_points_leave_nothing_behind() {
             server.seen().len()
         )
     });
-    assert_eq!(answered, [disks; 4]);
+    assert_eq!(answered, [disks as usize; 4]);
     assert_eq!(server.connections.load(Ordering::SeqCst), connections);
 }
