@@ -678,7 +678,9 @@ mod tests {
 
     #[test]
     fn a_caller_that_gives_up_the_route_hands_an_unread_wake_up_to_the_task() {
-        let give_ups: [(&str, fn(&Arc<Driver>, Caller)); 3] = [
+        /// A way for a caller to give up the route.
+        type GiveUp = fn(&Arc<Driver>, Caller);
+        let give_ups: [(&str, GiveUp); 3] = [
             ("its call returned", |_, caller| caller.returned()),
             ("its call was dropped", |_, caller| drop(caller)),
             ("a second call started", |driver, caller| {
