@@ -37,8 +37,8 @@ struct Settings {
     delay: Duration,
     /// The response message (protobuf bytes) for every request.
     answer: Bytes,
-    /// Answers wait until the server's `peak_open` reaches this (0: they
-    /// do not wait). Read at each answer.
+    /// Answers wait until the server's `most_at_once` reaches this (0:
+    /// they do not wait). Read at each answer.
     answer_when_open: Arc<AtomicUsize>,
 }
 
@@ -59,8 +59,6 @@ struct BareServer {
     most_at_once: Arc<AtomicUsize>,
     /// Requests open now (not yet answered or reset), on all connections.
     open: Arc<AtomicUsize>,
-    /// The most requests open at once, on all connections.
-    peak_open: Arc<AtomicUsize>,
     /// Connections accepted.
     connections: Arc<AtomicUsize>,
     task: tokio::task::JoinHandle<()>,
@@ -82,20 +80,18 @@ impl BareServer {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let most_at_once = Arc::new(AtomicUsize::new(0));
         let open = Arc::new(AtomicUsize::new(0));
-        let peak_open = Arc::new(AtomicUsize::new(0));
         let connections = Arc::new(AtomicUsize::new(0));
-        let (s, m, o, p, c) = (
+        let (s, m, o, c) = (
             seen.clone(),
             most_at_once.clone(),
             open.clone(),
-            peak_open.clone(),
             connections.clone(),
         );
         let task = tokio::spawn(async move {
             while let Some(Ok(stream)) = incoming.next().await {
                 c.fetch_add(1, Ordering::SeqCst);
                 let (settings, seen, most) = (settings.clone(), s.clone(), m.clone());
-                let (open, peak) = (o.clone(), p.clone());
+                let open = o.clone();
                 let in_flight = Arc::new(AtomicUsize::new(0));
                 tokio::spawn(async move {
                     let mut builder = h2::server::Builder::new();
@@ -113,12 +109,12 @@ impl BareServer {
                     while let Some(Ok((request, respond))) = connection.accept().await {
                         let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
                         most.fetch_max(now, Ordering::SeqCst);
-                        peak.fetch_max(open.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+                        open.fetch_add(1, Ordering::SeqCst);
                         let (settings, seen, in_flight) =
                             (settings.clone(), seen.clone(), in_flight.clone());
-                        let (open, peak) = (open.clone(), peak.clone());
+                        let (open, most) = (open.clone(), most.clone());
                         tokio::spawn(async move {
-                            let request = answer(request, respond, &settings, &peak).await;
+                            let request = answer(request, respond, &settings, &most).await;
                             seen.lock().unwrap().push(request);
                             in_flight.fetch_sub(1, Ordering::SeqCst);
                             open.fetch_sub(1, Ordering::SeqCst);
@@ -131,7 +127,6 @@ impl BareServer {
             seen,
             most_at_once,
             open,
-            peak_open,
             connections,
             task,
         }
@@ -147,7 +142,7 @@ async fn answer(
     request: tonic::codegen::http::Request<h2::RecvStream>,
     mut respond: h2::server::SendResponse<Bytes>,
     settings: &Settings,
-    peak_open: &AtomicUsize,
+    most_at_once: &AtomicUsize,
 ) -> Seen {
     let path = request.uri().path().to_owned();
     let mut body = request.into_body();
@@ -157,7 +152,7 @@ async fn answer(
         frames.push(data.len());
     }
     tokio::time::sleep(settings.delay).await;
-    while peak_open.load(Ordering::SeqCst) < settings.answer_when_open.load(Ordering::SeqCst) {
+    while most_at_once.load(Ordering::SeqCst) < settings.answer_when_open.load(Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     let head = tonic::codegen::http::Response::builder()
@@ -445,7 +440,7 @@ async fn ten_thousand_calls_dropped_at_random_points_leave_nothing_behind() {
     assert_eq!(open(), 0, "streams left open on the proxy");
     // Four calls at once, held by the proxy until all four are open: only
     // possible with all four streams free.
-    server.peak_open.store(0, Ordering::SeqCst);
+    server.most_at_once.store(0, Ordering::SeqCst);
     answer_when_open.store(4, Ordering::SeqCst);
     let mut calls = tokio::task::JoinSet::new();
     for _ in 0..4 {

@@ -177,10 +177,7 @@ impl Driver {
         let this = &this.0;
         std::future::poll_fn(|cx| {
             {
-                let mut route = this.route();
-                if !route.task.as_ref().is_some_and(|t| t.will_wake(cx.waker())) {
-                    route.task = Some(cx.waker().clone());
-                }
+                keep_waker(&mut this.route().task, cx.waker());
             }
             this.drive(TASK);
             if this.is_closed() {
@@ -379,6 +376,14 @@ impl Drop for Polling<'_> {
     }
 }
 
+/// Stores `waker` in `slot`, unless what is there wakes the same task
+/// (which saves a clone on every poll).
+fn keep_waker(slot: &mut Option<Waker>, waker: &Waker) {
+    if !slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
+        *slot = Some(waker.clone());
+    }
+}
+
 /// The waker the connection is polled with.
 struct Wakeup(Weak<Driver>);
 
@@ -404,10 +409,10 @@ struct CallWake {
 
 impl CallWake {
     fn set(&self, waker: &Waker) {
-        let mut caller = self.caller.lock().unwrap_or_else(PoisonError::into_inner);
-        if !caller.as_ref().is_some_and(|w| w.will_wake(waker)) {
-            *caller = Some(waker.clone());
-        }
+        keep_waker(
+            &mut self.caller.lock().unwrap_or_else(PoisonError::into_inner),
+            waker,
+        );
     }
 }
 
@@ -473,11 +478,7 @@ impl Caller {
             let mut route = self.driver.route();
             let alone = route.in_flight == 1;
             match &mut route.caller {
-                Some((id, slot)) if *id == self.id => {
-                    if !slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
-                        *slot = Some(waker.clone());
-                    }
-                }
+                Some((id, slot)) if *id == self.id => keep_waker(slot, waker),
                 // The other calls are done: alone again.
                 caller @ None if alone => *caller = Some((self.id, Some(waker.clone()))),
                 _ => return waker.clone(),
