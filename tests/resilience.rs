@@ -13,7 +13,7 @@ use common::scenario::seeded_host;
 use common::slow::serve_slow_volumes;
 use common::TestNode;
 use csi_proxy_client::testing::sample::volume;
-use csi_proxy_client::testing::FakeProxy;
+use csi_proxy_client::testing::{FakeProxy, StartOrder, Startup};
 use csi_proxy_client::{
     ApiGroup, ApiVersion as V, CallOptions, CsiProxy, Error, GroupStatus, Operation, Result,
     RetryPolicy, VersionChange,
@@ -784,4 +784,140 @@ async fn sixty_four_tasks_share_one_client() {
         done.unwrap().unwrap();
     }
     assert_eq!(fake.calls().len(), 64 * 10 * 2);
+}
+
+/// The disk versions, oldest first.
+fn disk_versions() -> Vec<(ApiGroup, V)> {
+    ApiGroup::Disk
+        .versions()
+        .iter()
+        .map(|&v| (ApiGroup::Disk, v))
+        .collect()
+}
+
+/// How long after a client adopted a version it may take to end on the
+/// newest one that its proxy, starting meanwhile, serves: the grace for a
+/// proxy creating its pipes, one look, and room for a loaded machine.
+const SETTLE: Duration = Duration::from_millis(1000 + 1000);
+
+/// A proxy that creates its disk endpoints `order`, 80 ms apart, while a
+/// client that requires the disk group waits for it: the client ends on
+/// disk v1 within [`SETTLE`] of connecting, and tells the move. Returns
+/// the version the client first adopted.
+async fn settles_on_the_newest(order: StartOrder) -> V {
+    let node = TestNode::new();
+    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
+    fake.set_startup(Startup::staged(order, Duration::from_millis(80)));
+    let starting = tokio::spawn(async move {
+        // The client looks first, and again while the endpoints appear.
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        fake.serve_all(disk_versions()).await.unwrap();
+        fake
+    });
+    let proxy = connect_requiring_disk(&node, Duration::from_secs(10))
+        .await
+        .unwrap();
+    let connected = Instant::now();
+    let mut changes = proxy.version_changes();
+    let first = proxy.version(ApiGroup::Disk).expect("disk is served");
+    while proxy.version(ApiGroup::Disk) != Some(V::V1) {
+        assert!(
+            connected.elapsed() < SETTLE,
+            "{order:?}: still on {first} after {:?}",
+            connected.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    if first != V::V1 {
+        let seen = received(&mut changes);
+        assert_eq!(seen.last(), Some(&(Some(first), Some(V::V1))), "{order:?}");
+    }
+    // Calls go to the newest version.
+    let fake = starting.await.unwrap();
+    fake.clear_calls();
+    proxy.disk().unwrap().list_disk_ids().await.unwrap();
+    assert!(fake.calls().iter().all(|c| c.version == V::V1));
+    first
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_looks_while_the_proxy_starts_oldest_first_moves_to_the_newest() {
+    let first = settles_on_the_newest(StartOrder::OldestFirst).await;
+    // The window was hit: v1 is created 320 ms after v1alpha1.
+    assert!(first < V::V1, "adopted {first} first");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_looks_while_the_proxy_starts_newest_first_stays_on_the_newest() {
+    let first = settles_on_the_newest(StartOrder::NewestFirst).await;
+    assert_eq!(first, V::V1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_looks_while_the_proxy_starts_in_a_random_order_ends_on_the_newest() {
+    for seed in [1, 2, 3] {
+        settles_on_the_newest(StartOrder::Shuffled { seed }).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_its_first_version_lacks_goes_to_the_newer_one_that_appears() {
+    let node = TestNode::new();
+    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
+    fake.serve(ApiGroup::Disk, V::V1ALPHA1).await.unwrap();
+    let proxy = connect_requiring_disk(&node, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(proxy.version(ApiGroup::Disk), Some(V::V1ALPHA1));
+    let starting = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
+        fake
+    });
+    // v1alpha1 lacks ListDiskIDs: within the grace, the call waits for v1.
+    let ids = proxy.disk().unwrap().list_disk_ids().await.unwrap();
+    assert!(ids.contains_key(&1));
+    assert_eq!(proxy.version(ApiGroup::Disk), Some(V::V1));
+    let fake = starting.await.unwrap();
+    let calls = fake.calls();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(
+        (calls[0].version, calls[0].rpc.as_str()),
+        (V::V1, "ListDiskIDs")
+    );
+}
+
+#[tokio::test]
+async fn a_call_its_version_lacks_is_unsupported_once_no_newer_version_came_within_the_grace() {
+    let (_node, fake, proxy) = serving(ApiGroup::Disk, V::V1ALPHA1).await;
+    let asked = Instant::now();
+    let result = proxy.disk().unwrap().list_disk_ids().await;
+    assert!(
+        matches!(
+            result,
+            Err(Error::Unsupported {
+                served: V::V1ALPHA1,
+                ..
+            })
+        ),
+        "{result:?}"
+    );
+    assert!(asked.elapsed() < SETTLE, "{:?}", asked.elapsed());
+    assert!(fake.calls().is_empty());
+    // Past the grace it is answered at once.
+    let asked = Instant::now();
+    let again = proxy.disk().unwrap().list_disk_ids().await;
+    assert!(matches!(again, Err(Error::Unsupported { .. })), "{again:?}");
+    assert!(asked.elapsed() < Duration::from_millis(500));
+}
+
+#[tokio::test]
+async fn a_call_with_a_short_deadline_that_its_version_lacks_is_still_told_unsupported() {
+    let (_node, _fake, proxy) = serving(ApiGroup::Disk, V::V1ALPHA1).await;
+    let hasty = proxy.with_call_options(CallOptions::default().deadline(Duration::from_millis(50)));
+    let result = hasty.disk().unwrap().list_disk_ids().await;
+    assert!(
+        matches!(result, Err(Error::Unsupported { .. })),
+        "{result:?}"
+    );
 }

@@ -73,9 +73,7 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
             // The fast path: served, and the connection is open.
             let failure = match state.usable() {
                 Some(api) => {
-                    progress.in_flight = true;
-                    let result = call(api.clone()).await;
-                    progress.in_flight = false;
+                    let result = self.attempt(api.clone(), &call, &mut progress).await;
                     match result {
                         Err(error) if is_connection_failure(&error) => Some(error),
                         other => return other,
@@ -135,12 +133,41 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
             let api = self
                 .wait_until_served(&mut pace, WaitLimit::QUIET, Patience::WhileProxyAway)
                 .await?;
+            match self.attempt(api, call, progress).await {
+                Err(error) if is_connection_failure(&error) => failure = Some(error),
+                other => return other,
+            }
+        }
+    }
+
+    /// One attempt on `api`. An operation that its version lacks, while a
+    /// newer version may still be appearing (a proxy creating its pipes),
+    /// goes to the newer version once one is in use; it is
+    /// [`Error::Unsupported`] once the grace has passed without one.
+    /// Nothing was sent for an unsupported operation, so it may go again
+    /// whatever it does.
+    async fn attempt<T, F, Fut>(&self, api: Arc<A>, call: &F, progress: &mut Progress) -> Result<T>
+    where
+        F: Fn(Arc<A>) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let mut pace = Pace::default();
+        let mut api = api;
+        loop {
             progress.in_flight = true;
             let result = call(api).await;
             progress.in_flight = false;
-            match result {
-                Err(error) if is_connection_failure(&error) => failure = Some(error),
-                other => return other,
+            let served = match &result {
+                Err(error @ Error::Unsupported { served, .. }) => {
+                    // The answer if the deadline passes while it waits.
+                    progress.last_failure = Some(error.clone());
+                    *served
+                }
+                _ => return result,
+            };
+            match self.wait_for_newer(&mut pace, served).await {
+                Some(newer) => api = newer,
+                None => return result,
             }
         }
     }

@@ -171,7 +171,36 @@ impl Negotiator {
         for &group in groups {
             plans.push((group, self.policy.candidates(group)?));
         }
+        Ok(self.negotiate_plans(plans).await)
+    }
 
+    /// The versions of `group` that the policy prefers to `version`, best
+    /// first: what a group that settled on `version` could still move to.
+    pub(crate) fn newer_than(&self, group: ApiGroup, version: ApiVersion) -> Vec<ApiVersion> {
+        let candidates = self.policy.candidates(group).unwrap_or_default();
+        let rank = candidates.iter().position(|&v| v == version);
+        candidates[..rank.unwrap_or(0)].to_vec()
+    }
+
+    /// Looks for a version of `group` newer than `version` (one the policy
+    /// prefers): the connection to the best one served, if any. Endpoints
+    /// that are missing or fail are passed over: the group already has a
+    /// version.
+    pub(crate) async fn negotiate_newer(
+        &self,
+        group: ApiGroup,
+        version: ApiVersion,
+    ) -> Option<Negotiated> {
+        let newer = self.newer_than(group, version);
+        if newer.is_empty() || self.transport.check_usable().is_err() {
+            return None;
+        }
+        let negotiated = self.negotiate_plans(vec![(group, newer)]).await;
+        negotiated.connection(group).is_ok().then_some(negotiated)
+    }
+
+    /// Negotiates each group of `plans` over its candidates, concurrently.
+    async fn negotiate_plans(&self, plans: Vec<(ApiGroup, Vec<ApiVersion>)>) -> Negotiated {
         let mut tasks = JoinSet::new();
         for (group, candidates) in plans {
             let transport = self.transport.clone();
@@ -208,7 +237,7 @@ impl Negotiator {
             negotiated.report.groups.push(report);
         }
         negotiated.report.groups.sort_by_key(|r| r.group);
-        Ok(negotiated)
+        negotiated
     }
 }
 

@@ -10,6 +10,7 @@ use tonic::service::Routes;
 use tonic::transport::Server;
 
 use super::listen;
+use super::startup::Startup;
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
 use crate::transport::Transport;
@@ -31,12 +32,19 @@ pub(crate) trait ServeOne {
     ) -> impl std::future::Future<Output = Result<()>> + Send;
 }
 
-/// Serves each of `versions` in turn, stopping at the first failure.
+/// Serves each of `versions` in turn, in the order and with the gaps of
+/// `startup`, stopping at the first failure.
 pub(crate) async fn serve_each<P: ServeOne>(
     proxy: &mut P,
     versions: impl IntoIterator<Item = (ApiGroup, ApiVersion)>,
+    startup: Startup,
 ) -> Result<()> {
-    for (group, version) in versions {
+    let mut versions: Vec<_> = versions.into_iter().collect();
+    startup.order.arrange(&mut versions);
+    for (i, (group, version)) in versions.into_iter().enumerate() {
+        if i > 0 && !startup.gap.is_zero() {
+            tokio::time::sleep(startup.gap).await;
+        }
         proxy.serve_one(group, version).await?;
     }
     Ok(())

@@ -37,6 +37,7 @@ mod raw_codec;
 mod release;
 pub mod sample;
 mod scripted;
+mod startup;
 mod stub;
 
 pub use fake_host::{FakeDisk, FakeHost, FakeHostBuilder, FakeVolume, PathEntry};
@@ -46,4 +47,5 @@ pub use local::LocalEndpoints;
 pub use raw_codec::RawCodec;
 pub use release::ProxyRelease;
 pub use scripted::{RecordedRequest, Script, ScriptedServer};
+pub use startup::{StartOrder, Startup};
 pub use stub::{StubProxy, STUB_MESSAGE};

@@ -4,6 +4,7 @@
 use tonic::service::Routes;
 
 use super::endpoints::{serve_each, Endpoints, ServeOne};
+use super::startup::Startup;
 use crate::error::Result;
 use crate::group::ApiGroup;
 use crate::transport::Transport;
@@ -67,7 +68,7 @@ impl StubProxy {
         &mut self,
         versions: impl IntoIterator<Item = (ApiGroup, ApiVersion)>,
     ) -> Result<()> {
-        serve_each(self, versions).await
+        serve_each(self, versions, Startup::AT_ONCE).await
     }
 
     /// Stops serving `group` `version` and waits until its endpoint is gone.

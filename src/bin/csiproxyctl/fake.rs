@@ -2,8 +2,10 @@
 //! without a Windows node. Only in builds with the `testing` feature: an
 //! operator's csiproxyctl carries no fake proxy.
 
-use clap::Args;
-use csi_proxy_client::testing::{FakeHost, FakeProxy, ProxyRelease};
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use csi_proxy_client::testing::{FakeHost, FakeProxy, ProxyRelease, StartOrder, Startup};
 use csi_proxy_client::{ApiGroup, ApiVersion, ServiceStatus, StartType, TargetPortal};
 
 use crate::cli::Cli;
@@ -20,6 +22,51 @@ pub struct FakeArgs {
     /// Serve what this CSI Proxy release served: `v0.2.2`, `v1.1.0`, ...
     #[arg(long, value_name = "vX.Y.Z")]
     release: Option<String>,
+    /// The order in which the endpoints are created at start, as a real
+    /// proxy creates its pipes one after the other.
+    #[arg(long, value_enum, default_value_t = Order::AsGiven)]
+    start_order: Order,
+    /// The wait between creating one endpoint and the next, in ms.
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    start_gap: u64,
+    /// The seed of `--start-order random` (default: drawn from the clock,
+    /// and printed).
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+}
+
+/// `--start-order`.
+#[derive(Clone, Copy, ValueEnum)]
+enum Order {
+    /// Oldest group-versions first: groups by their version list, as given.
+    AsGiven,
+    /// Every group's oldest version first, the newest last.
+    OldestFirst,
+    /// The newest versions first.
+    NewestFirst,
+    /// A shuffle (see `--seed`).
+    Random,
+}
+
+impl FakeArgs {
+    /// How the endpoints are created, and the seed of a shuffle.
+    fn startup(&self) -> (Startup, Option<u64>) {
+        let seed = self.seed.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        });
+        let (order, seed) = match self.start_order {
+            Order::AsGiven => (StartOrder::AsGiven, None),
+            Order::OldestFirst => (StartOrder::OldestFirst, None),
+            Order::NewestFirst => (StartOrder::NewestFirst, None),
+            Order::Random => (StartOrder::Shuffled { seed }, Some(seed)),
+        };
+        (
+            Startup::staged(order, Duration::from_millis(self.start_gap)),
+            seed,
+        )
+    }
 }
 
 /// Parses `disk=v1beta2,volume=v1`.
@@ -80,6 +127,11 @@ pub async fn run(cli: &Cli, args: &FakeArgs) -> Outcome {
         .smb_share(FAKE_SHARE.0, FAKE_SHARE.1, FAKE_SHARE.2)
         .build();
     let mut proxy = FakeProxy::for_host(transport.clone(), &host);
+    let (startup, seed) = args.startup();
+    if let Some(seed) = seed {
+        eprintln!("csiproxyctl fake: endpoints in a random order, --seed {seed}");
+    }
+    proxy.set_startup(startup);
     proxy.serve_all(served.clone()).await?;
     let list: Vec<String> = served.iter().map(|(g, v)| format!("{g}={v}")).collect();
     emit(&format!(

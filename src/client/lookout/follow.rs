@@ -6,12 +6,14 @@ use tokio::sync::watch;
 
 use super::{Lookout, YOUNG};
 use crate::adapter::FromConnection;
-use crate::negotiate::{until_served, Found, Negotiator, Pace, WaitLimit, MAX_LOOK_INTERVAL};
+use crate::negotiate::{until_served, Found, Pace, WaitLimit, MAX_LOOK_INTERVAL};
 
 /// The background task of a negotiated group: follows the connection in
 /// use, marks the group not served when it ends, and then looks for the
 /// proxy, quietly and on the [`Pace`], until a look (its own or a
-/// caller's) finds it. One per group, for the life of the client: it holds
+/// caller's) finds it. A version older than the policy's best gets one
+/// look for a newer one when the grace of a proxy creating its pipes has
+/// passed ([`Lookout::look_for_newer`]). One per group, for the life of the client: it holds
 /// only a `Weak` between looks and stops once the client is dropped.
 ///
 /// A group that was not served at connect is not looked for here (its
@@ -19,11 +21,12 @@ use crate::negotiate::{until_served, Found, Negotiator, Pace, WaitLimit, MAX_LOO
 pub(super) async fn follow<A: ?Sized + FromConnection + Send + Sync + 'static>(
     lookout: Weak<Lookout<A>>,
     mut changes: watch::Receiver<u64>,
-    quiet: Negotiator,
 ) {
     let mut pace = Pace::default();
     let mut recovering = false;
     let mut warned = false;
+    // The generation whose version was looked past already.
+    let mut looked_past = None;
     loop {
         changes.borrow_and_update();
         let Some(state) = lookout.upgrade().map(|l| l.state()) else {
@@ -34,13 +37,30 @@ pub(super) async fn follow<A: ?Sized + FromConnection + Send + Sync + 'static>(
         if let Some(channel) = state.served().and_then(|s| s.channel.as_ref()) {
             let (generation, found_at) = (state.generation, state.found_at);
             let ended = channel.ended();
+            let newer_due = lookout
+                .upgrade()
+                .and_then(|l| l.newer_due(&state))
+                .filter(|_| looked_past != Some(generation));
             drop(state);
+            let look_for_newer = async {
+                match newer_due {
+                    Some(due) => tokio::time::sleep_until(due.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 () = ended => {}
                 changed = changes.changed() => match changed {
                     Ok(()) => continue,
                     Err(_) => return,
                 },
+                () = look_for_newer => {
+                    looked_past = Some(generation);
+                    if let Some(lookout) = lookout.upgrade() {
+                        lookout.look_for_newer(generation, false).await;
+                    }
+                    continue;
+                }
             }
             let Some(group) = lookout.upgrade().map(|l| {
                 l.connection_ended(generation);
@@ -78,7 +98,7 @@ pub(super) async fn follow<A: ?Sized + FromConnection + Send + Sync + 'static>(
                 return Found::Over(());
             };
             if lookout.state().served().is_none() {
-                lookout.look_in_background(&quiet).await;
+                lookout.look_in_background().await;
             }
             match lookout.state().served() {
                 Some(_) => Found::Served(()),

@@ -6,6 +6,18 @@
 //! until the group is served ([`Lookout::wait_until_served`]), for
 //! `connect` and for calls.
 //!
+//! A version adopted while the proxy may still be creating its pipes is
+//! not final: a proxy creates them one after the other, so a look in that
+//! moment can find an older version before the newest exists. The group
+//! looks once more for a newer version when [`PIPE_GRACE`] has passed
+//! since the adoption ([`Lookout::look_for_newer`], from the background
+//! task), and a call that its version lacks waits for that look within the
+//! grace instead of failing ([`Lookout::wait_for_newer`]). Nothing looks
+//! later on a slower schedule: CSI Proxy creates every pipe before it
+//! serves any and never adds one while it runs; a release that serves more
+//! versions is a restart, which ends the connection, and the group then
+//! negotiates afresh.
+//!
 //! Every wait, whoever waits, is the one loop of
 //! [`until_served`](crate::negotiate::until_served), paced by [`Pace`]:
 //! nothing here looks or sends twice without waiting, whatever an endpoint
@@ -19,7 +31,7 @@ use std::time::{Duration, Instant, SystemTime};
 use arc_swap::ArcSwap;
 use tokio::sync::{watch, Mutex};
 
-use super::behaviour::Behaviour;
+use super::behaviour::{Behaviour, PIPE_GRACE};
 use super::health::ServedBy;
 use super::options::VersionChange;
 use crate::adapter::FromConnection;
@@ -143,11 +155,16 @@ pub(crate) struct Lookout<A: ?Sized> {
     /// `None` for backends given directly (mocks, the host): nothing to
     /// look for.
     negotiator: Option<Negotiator>,
+    /// The negotiator of looks in the background and for newer versions:
+    /// quiet, one attempt per endpoint, each bounded.
+    quiet: Option<Negotiator>,
     served_by: ServedBy,
     /// One look at a time; the others share its result.
     looking: Mutex<()>,
     /// What the last look (or `connect`'s negotiation) tried and found.
     report: SyncMutex<Option<GroupReport>>,
+    /// The generation whose version was last looked past, and when.
+    newer_looked: SyncMutex<Option<(u64, Instant)>>,
     /// Changes of the state are made one at a time, each from the one
     /// before, so that generations and events follow each other.
     adopting: SyncMutex<()>,
@@ -184,7 +201,6 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
         negotiator: Negotiator,
         behaviour: Arc<Behaviour>,
     ) -> Arc<Self> {
-        let quiet = negotiator.for_background(BACKGROUND_CONNECT_TIMEOUT);
         let presence = presence_of(negotiated.connection(group));
         let lookout = Arc::new(Self::new(
             group,
@@ -197,7 +213,7 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
         let state = lookout.state();
         lookout.show(&state);
         let changes = lookout.changes.subscribe();
-        tokio::spawn(follow::follow(Arc::downgrade(&lookout), changes, quiet));
+        tokio::spawn(follow::follow(Arc::downgrade(&lookout), changes));
         lookout
     }
 
@@ -214,13 +230,18 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
             since: SystemTime::now(),
             found_at: Instant::now(),
         };
+        let quiet = negotiator
+            .as_ref()
+            .map(|n| n.for_background(BACKGROUND_CONNECT_TIMEOUT));
         Self {
             group,
             state: ArcSwap::from_pointee(state),
             negotiator,
+            quiet,
             served_by,
             looking: Mutex::new(()),
             report: SyncMutex::new(None),
+            newer_looked: SyncMutex::new(None),
             adopting: SyncMutex::new(()),
             changes: watch::Sender::new(0),
             behaviour,
@@ -313,10 +334,13 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
         }
     }
 
-    /// One look with the `quiet` negotiator: only a group found changes
-    /// the state (what is missing or failing is for callers' looks to
-    /// report). Skipped while a caller looks.
-    async fn look_in_background(&self, quiet: &Negotiator) {
+    /// One quiet look: only a group found changes the state (what is
+    /// missing or failing is for callers' looks to report). Skipped while
+    /// a caller looks.
+    async fn look_in_background(&self) {
+        let Some(quiet) = &self.quiet else {
+            return;
+        };
         let Ok(_only_one) = self.looking.try_lock() else {
             return;
         };
@@ -326,6 +350,82 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
         if let Ok(connection) = negotiated.connection(self.group) {
             self.adopt(presence_of(Ok(connection)), |now| now.usable().is_none());
         }
+    }
+
+    /// When the version of `state` is due a look for a newer one: when
+    /// [`PIPE_GRACE`] has passed since it was adopted, if the policy
+    /// prefers other versions to it. `None` when there is nothing newer to
+    /// look for (or the group is not served).
+    pub(super) fn newer_due(&self, state: &SlotState<A>) -> Option<Instant> {
+        let version = state.served()?.version?;
+        let newer = self.quiet.as_ref()?.newer_than(self.group, version);
+        (!newer.is_empty()).then(|| state.found_at + PIPE_GRACE)
+    }
+
+    /// Looks for a version newer than that of the state of `generation`,
+    /// and moves to the best one found: new calls go to it, calls in
+    /// flight finish on the connection they have, and
+    /// [`version_changes`](crate::CsiProxy::version_changes) tells the
+    /// move. Nothing changes if the state changed since, or nothing newer
+    /// is served. With `cool_down`, a look for a newer version of the same
+    /// state younger than [`LOOK_COOL_DOWN`] is shared instead.
+    pub(super) async fn look_for_newer(&self, generation: u64, cool_down: bool) {
+        let _only_one = self.looking.lock().await;
+        let state = self.state();
+        let version = state.open().and_then(|s| s.version);
+        let (Some(quiet), Some(version)) = (&self.quiet, version) else {
+            return;
+        };
+        if state.generation != generation {
+            return;
+        }
+        {
+            let mut last = self
+                .newer_looked
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if cool_down
+                && last.is_some_and(|(g, at)| g == generation && at.elapsed() < LOOK_COOL_DOWN)
+            {
+                return;
+            }
+            *last = Some((generation, Instant::now()));
+        }
+        let Some(negotiated) = quiet.negotiate_newer(self.group, version).await else {
+            return;
+        };
+        self.keep_report(&negotiated);
+        let presence = presence_of(negotiated.connection(self.group));
+        self.adopt(presence, |now| now.generation == generation);
+    }
+
+    /// For a call that the version in use lacks (it found `served`): while
+    /// a newer version may still be appearing (within [`PIPE_GRACE`] of the
+    /// adoption), looks for one on `pace`. The adapter of a version newer
+    /// than `served` once one is in use; `None` once the grace has passed
+    /// without one.
+    pub async fn wait_for_newer(&self, pace: &mut Pace, served: ApiVersion) -> Option<Arc<A>> {
+        let found = until_served(pace, WaitLimit::QUIET, || async {
+            let state = self.state();
+            if let Some(now) = state.open().filter(|s| s.version > Some(served)) {
+                return Found::Served(now.api.clone());
+            }
+            let still_young = self
+                .newer_due(&state)
+                .is_some_and(|due| Instant::now() < due);
+            if state.served().is_none() || !still_young {
+                return Found::Over(());
+            }
+            self.look_for_newer(state.generation, true).await;
+            match self.state().open().filter(|s| s.version > Some(served)) {
+                Some(now) => Found::Served(now.api.clone()),
+                None => Found::Absent {
+                    error: (),
+                    waiting_for: vec![self.group],
+                },
+            }
+        });
+        found.await.ok()
     }
 
     /// The connection of the state of `generation` ended: unless the state

@@ -21,6 +21,7 @@ use tonic::Status;
 
 use super::endpoints::{serve_each, Endpoints, ServeOne};
 use super::raw_codec::RawCodec;
+use super::startup::Startup;
 use super::{FakeHost, ProxyRelease};
 use crate::capability::{Operation, Support};
 use crate::client::Backends;
@@ -119,6 +120,7 @@ pub struct FakeProxy {
     endpoints: Endpoints,
     backends: Backends,
     calls: Arc<Mutex<Vec<Call>>>,
+    startup: Startup,
 }
 
 impl std::fmt::Debug for FakeProxy {
@@ -137,7 +139,33 @@ impl FakeProxy {
             endpoints: Endpoints::new(transport),
             backends,
             calls: Arc::default(),
+            startup: Startup::AT_ONCE,
         }
+    }
+
+    /// How it creates its endpoints from now on, whenever it serves several
+    /// at once ([`serve_all`](Self::serve_all), [`restart`](Self::restart)
+    /// and the like): in which order, and how far apart. A real proxy
+    /// creates its pipes one after the other; a staged start lets a test
+    /// look in between.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> csi_proxy_client::Result<()> {
+    /// use std::time::Duration;
+    /// use csi_proxy_client::testing::{
+    ///     FakeHost, FakeProxy, LocalEndpoints, ProxyRelease, StartOrder, Startup,
+    /// };
+    ///
+    /// let endpoints = LocalEndpoints::new()?;
+    /// let mut fake = FakeProxy::for_host(endpoints.transport(), &FakeHost::default());
+    /// fake.set_startup(Startup::staged(StartOrder::OldestFirst, Duration::from_millis(5)));
+    /// fake.serve_release(ProxyRelease::V1_1_0).await?; // v1alpha1 first, v1 last
+    /// # Ok(()) }
+    /// ```
+    pub fn set_startup(&mut self, startup: Startup) -> &mut Self {
+        self.startup = startup;
+        self
     }
 
     /// A fake proxy backed by `host` for every group.
@@ -173,12 +201,14 @@ impl FakeProxy {
         self.endpoints.serve(group, version, make_routes).await
     }
 
-    /// Serves every group-version in `versions`.
+    /// Serves every group-version in `versions`, as its
+    /// [startup](Self::set_startup) says.
     pub async fn serve_all(
         &mut self,
         versions: impl IntoIterator<Item = (ApiGroup, ApiVersion)>,
     ) -> Result<()> {
-        serve_each(self, versions).await
+        let startup = self.startup;
+        serve_each(self, versions, startup).await
     }
 
     /// Serves what CSI Proxy `release` serves: a node on that release.
