@@ -11,9 +11,10 @@ impl Error {
     /// table in the docs of [`From<Error> for tonic::Status`](#impl-From%3CError%3E-for-Status)).
     pub fn csi_code(&self) -> Code {
         match self {
-            Error::NotServed { .. } | Error::Transport { .. } | Error::ConnectTimeout { .. } => {
-                Code::Unavailable
-            }
+            Error::NotServed { .. }
+            | Error::UntrustedServer { .. }
+            | Error::Transport { .. }
+            | Error::ConnectTimeout { .. } => Code::Unavailable,
             Error::Timeout { .. } => Code::DeadlineExceeded,
             Error::Unsupported { .. }
             | Error::Configuration { .. }
@@ -37,6 +38,7 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::NotServed { .. }
+            | Error::UntrustedServer { .. }
             | Error::Transport { .. }
             | Error::ConnectTimeout { .. }
             | Error::Timeout { .. }
@@ -61,6 +63,7 @@ impl Error {
 /// | error | code | retrying may help | why |
 /// |---|---|---|---|
 /// | [`NotServed`](Error::NotServed) | `Unavailable` | yes | the proxy (or this group's pipe) is not there now; it may start, or be mounted, later |
+/// | [`UntrustedServer`](Error::UntrustedServer) | `Unavailable` | yes | only a server the client does not trust answered (a pipe squatter); the proxy itself may still start |
 /// | [`Transport`](Error::Transport) | `Unavailable` | yes | the connection failed; CSI calls are idempotent, so the CO's retry is safe even when the outcome was unknown |
 /// | [`ConnectTimeout`](Error::ConnectTimeout) | `Unavailable` | yes | the proxy did not answer in time; it may be starting or overloaded |
 /// | [`Timeout`](Error::Timeout) | `DeadlineExceeded` | yes | the call ran out of time; the host may still finish the work, which the retry then finds done |

@@ -38,6 +38,25 @@ pub enum Error {
         tried: Vec<String>,
     },
 
+    /// No acceptable version of a group is served by a trusted owner: the
+    /// only endpoints that answered belong to someone the client's
+    /// [`ServerTrust`](crate::ServerTrust) does not admit (a process
+    /// squatting a pipe name the proxy does not serve, or a proxy run under
+    /// an account not named there). Nothing was sent to them. Like
+    /// [`Error::NotServed`], it is waited for while the proxy is away.
+    #[error(
+        "no trusted server for the {group} API: {address} is served by {owner}, which is not \
+         trusted to be CSI Proxy (nothing was sent; see ServerTrust)"
+    )]
+    UntrustedServer {
+        /// The group.
+        group: ApiGroup,
+        /// The newest endpoint with an untrusted server.
+        address: String,
+        /// Who serves it.
+        owner: crate::ServerOwner,
+    },
+
     /// The negotiated wire version lacks an operation. Nothing was sent.
     #[error(
         "{} {} needs CSI Proxy API {needed} or newer, but the node serves {served}",
@@ -185,6 +204,7 @@ impl Error {
     pub(crate) fn outcome(&self) -> &'static str {
         match self {
             Error::NotServed { .. } => "not_served",
+            Error::UntrustedServer { .. } => "untrusted_server",
             Error::Unsupported { .. } => "unsupported",
             Error::NotImplemented { .. } => "not_implemented",
             Error::Host { .. } => "host_error",

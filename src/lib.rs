@@ -112,8 +112,8 @@ pub use negotiate::{
 };
 pub use retry::RetryPolicy;
 pub use transport::{
-    endpoint_name, ConnectionError, ProxyChannel, ResponseBody, Transport,
-    DEFAULT_MAX_RESPONSE_SIZE, LOCAL_PIPE_PREFIX,
+    endpoint_name, ConnectionError, ProxyChannel, ResponseBody, ServerOwner, ServerTrust,
+    Transport, DEFAULT_MAX_RESPONSE_SIZE, LOCAL_PIPE_PREFIX,
 };
 pub use version::{ApiVersion, Stability};
 
@@ -146,3 +146,7 @@ struct AvailabilityGuideDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/negotiation.md")]
 struct NegotiationGuideDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/security.md")]
+struct SecurityGuideDoctests;

@@ -50,6 +50,17 @@ impl Fake {
         }
     }
 
+    /// The flags that reach the fake: its endpoints, and (on Windows,
+    /// where its pipes are owned by the user running the tests) trust in
+    /// that user.
+    fn flags(&self) -> Vec<String> {
+        let mut flags = self.endpoint.to_vec();
+        if cfg!(windows) {
+            flags.extend(["--trust-owner".into(), "me".into()]);
+        }
+        flags
+    }
+
     /// Starts the fake and waits until it says it serves.
     fn spawn(args: &[&str]) -> Child {
         let mut child = Command::new(BIN)
@@ -67,7 +78,7 @@ impl Fake {
 
     fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(BIN);
-        command.args(&self.endpoint).args(args);
+        command.args(self.flags()).args(args);
         command
     }
 

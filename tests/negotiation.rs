@@ -459,3 +459,393 @@ async fn a_waiting_negotiation_waits_for_the_required_groups_and_no_longer() {
     assert_eq!(negotiated.report().chosen(Volume), Some(V::V1));
     assert_eq!(negotiated.report().chosen(Disk), Some(V::V1));
 }
+
+/// Trust: who may serve an endpoint. Squatters are real servers owned by
+/// someone else: on Unix, processes run as user `nobody` (the tests that
+/// need one say so and pass over when not run as root); on Windows, pipes
+/// that claim another owner (Wine lets a process name any owner).
+mod trust {
+    #[cfg(windows)]
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    #[cfg(windows)]
+    use csi_proxy_client::testing::LocalEndpoints;
+    use csi_proxy_client::testing::{FakeHost, FakeProxy};
+    use csi_proxy_client::{
+        ApiGroup, ApiVersion as V, AttemptOutcome, CsiProxy, Error, Secret, ServerOwner,
+        ServerTrust, SmbMapping, SmbRemotePath, Transport,
+    };
+
+    /// The user the squatters run as on Unix.
+    #[cfg(unix)]
+    const NOBODY: u32 = 65534;
+
+    const PASSWORD: &str = "squat-pa55";
+
+    /// A server at one endpoint that is not the proxy: it records every
+    /// byte it is sent.
+    struct Squatter {
+        #[cfg(windows)]
+        received: Arc<Mutex<Vec<u8>>>,
+        #[cfg(unix)]
+        child: std::process::Child,
+        #[cfg(unix)]
+        log: std::path::PathBuf,
+        #[cfg(windows)]
+        _task: tokio::task::JoinHandle<()>,
+    }
+
+    impl Squatter {
+        /// Everything sent to it so far.
+        fn received(&self) -> Vec<u8> {
+            #[cfg(unix)]
+            {
+                std::fs::read(&self.log).unwrap_or_default()
+            }
+            #[cfg(windows)]
+            {
+                self.received.lock().unwrap().clone()
+            }
+        }
+    }
+
+    #[cfg(unix)]
+    impl Drop for Squatter {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// Whether this process may start processes as another user; the
+    /// tests that need it pass over (saying so) when it may not.
+    #[cfg(unix)]
+    fn can_run_as_another_user() -> bool {
+        let root = std::fs::metadata("/proc/self").is_ok_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            m.uid() == 0
+        });
+        if !root {
+            eprintln!("not root: no process of another user can be started; passed over");
+        }
+        root
+    }
+
+    /// A socket directory that user `nobody` may create sockets in.
+    #[cfg(unix)]
+    fn shared_dir() -> tempfile::TempDir {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        dir
+    }
+
+    /// Starts a squatter at `group` `version` of `transport`: this test
+    /// binary again, as user `nobody`, running `squatter_process`.
+    #[cfg(unix)]
+    async fn squat(transport: &Transport, group: ApiGroup, version: V) -> Squatter {
+        use std::os::unix::process::CommandExt;
+        let address = transport.address(group, version);
+        let log = std::path::PathBuf::from(format!("{address}.log"));
+        let child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--ignored", "--exact", "trust::squatter_process"])
+            .env("CSI_SQUAT_AT", &address)
+            .env("CSI_SQUAT_LOG", &log)
+            .uid(NOBODY)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        for _ in 0..500 {
+            if std::path::Path::new(&address).exists() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(
+            std::path::Path::new(&address).exists(),
+            "no squatter at {address}"
+        );
+        Squatter { child, log }
+    }
+
+    /// The squatter of [`squat`], in a process of its own: listens at
+    /// `CSI_SQUAT_AT` and appends what it reads to `CSI_SQUAT_LOG`.
+    #[cfg(unix)]
+    #[test]
+    #[ignore = "run by the squatter tests, as another user"]
+    fn squatter_process() {
+        use std::io::{Read, Write};
+        let at = std::env::var("CSI_SQUAT_AT").expect("CSI_SQUAT_AT");
+        let log = std::env::var("CSI_SQUAT_LOG").expect("CSI_SQUAT_LOG");
+        let listener = std::os::unix::net::UnixListener::bind(&at).unwrap();
+        std::fs::File::create(&log).unwrap();
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut buffer = [0u8; 4096];
+            while let Ok(n @ 1..) = stream.read(&mut buffer) {
+                let mut file = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+                file.write_all(&buffer[..n]).unwrap();
+            }
+        }
+    }
+
+    /// A squatter at `group` `version` of `transport`: a pipe that claims
+    /// a user of no one's as its owner.
+    #[cfg(windows)]
+    async fn squat(transport: &Transport, group: ApiGroup, version: V) -> Squatter {
+        use tokio::io::AsyncReadExt;
+        let mut incoming = csi_proxy_client::testing::listen_owned_by(
+            transport,
+            group,
+            version,
+            "S-1-5-21-1-2-3-1001",
+        )
+        .await
+        .unwrap();
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let log = received.clone();
+        let task = tokio::spawn(async move {
+            use tokio_stream::StreamExt;
+            while let Some(Ok(mut stream)) = incoming.next().await {
+                let log = log.clone();
+                tokio::spawn(async move {
+                    let mut buffer = [0u8; 4096];
+                    while let Ok(n @ 1..) = stream.read(&mut buffer).await {
+                        log.lock().unwrap().extend_from_slice(&buffer[..n]);
+                    }
+                });
+            }
+        });
+        Squatter {
+            received,
+            _task: task,
+        }
+    }
+
+    fn host() -> FakeHost {
+        FakeHost::builder()
+            .disk(1, "pd-1", 1 << 30)
+            .smb_share(r"\\files\share", "user", PASSWORD)
+            .build()
+    }
+
+    fn mapping() -> SmbMapping {
+        SmbMapping::new(
+            SmbRemotePath::new(r"\\files\share").unwrap(),
+            "user",
+            Secret::new(PASSWORD),
+        )
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_squatter_on_a_newer_version_is_passed_over_and_never_sees_a_password() {
+        #[cfg(unix)]
+        if !can_run_as_another_user() {
+            return;
+        }
+        #[cfg(unix)]
+        let dir = shared_dir();
+        #[cfg(unix)]
+        let transport = Transport::unix_sockets(dir.path()).unwrap();
+        #[cfg(windows)]
+        let endpoints = LocalEndpoints::new().unwrap();
+        #[cfg(windows)]
+        let transport = endpoints.transport();
+        // The node's proxy serves smb v1beta1 only; v1 is squatted.
+        let mut fake = FakeProxy::for_host(transport.clone(), &host());
+        fake.serve(ApiGroup::Smb, V::V1BETA1).await.unwrap();
+        let squatter = squat(&transport, ApiGroup::Smb, V::V1).await;
+
+        let proxy = CsiProxy::builder()
+            .transport(transport.clone())
+            .require(ApiGroup::Smb)
+            .connect()
+            .await
+            .unwrap();
+        assert_eq!(proxy.version(ApiGroup::Smb), Some(V::V1BETA1));
+        proxy
+            .smb()
+            .unwrap()
+            .new_smb_global_mapping(&mapping())
+            .await
+            .unwrap();
+        let report = proxy.report();
+        let smb = report.group(ApiGroup::Smb).unwrap();
+        assert!(
+            matches!(&smb.attempts[0].outcome, AttemptOutcome::Untrusted(owner) if !owner.is_empty()),
+            "{report}"
+        );
+        assert!(report.to_string().contains("untrusted"), "{report}");
+        // After a restart of the proxy, the group goes back to v1beta1,
+        // never to the squatter.
+        fake.restart([(ApiGroup::Smb, V::V1BETA1)]).await.unwrap();
+        proxy
+            .smb()
+            .unwrap()
+            .new_smb_global_mapping(&mapping())
+            .await
+            .unwrap();
+        assert_eq!(proxy.version(ApiGroup::Smb), Some(V::V1BETA1));
+        tokio::time::sleep(Duration::from_millis(1200)).await; // past the look for newer
+        assert_eq!(proxy.version(ApiGroup::Smb), Some(V::V1BETA1));
+        assert!(fake.calls().iter().all(|c| c.version == V::V1BETA1));
+        let received = squatter.received();
+        assert!(
+            received.is_empty(),
+            "the squatter read {} bytes",
+            received.len()
+        );
+        assert!(!received
+            .windows(PASSWORD.len())
+            .any(|w| w == PASSWORD.as_bytes()));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_required_group_served_only_by_a_squatter_fails_connect_naming_pipe_and_owner() {
+        #[cfg(unix)]
+        if !can_run_as_another_user() {
+            return;
+        }
+        #[cfg(unix)]
+        let dir = shared_dir();
+        #[cfg(unix)]
+        let transport = Transport::unix_sockets(dir.path()).unwrap();
+        #[cfg(windows)]
+        let endpoints = LocalEndpoints::new().unwrap();
+        #[cfg(windows)]
+        let transport = endpoints.transport();
+        let squatter = squat(&transport, ApiGroup::Smb, V::V1).await;
+        let connected = CsiProxy::builder()
+            .transport(transport.clone())
+            .require(ApiGroup::Smb)
+            .wait_for_proxy(Duration::from_millis(300))
+            .connect()
+            .await;
+        match connected {
+            Err(Error::UntrustedServer {
+                group,
+                address,
+                owner,
+            }) => {
+                assert_eq!(group, ApiGroup::Smb);
+                assert_eq!(address, transport.address(ApiGroup::Smb, V::V1));
+                #[cfg(unix)]
+                assert_eq!(owner, ServerOwner::Uid(NOBODY));
+                #[cfg(windows)]
+                assert_eq!(owner, ServerOwner::Sid("S-1-5-21-1-2-3-1001".into()));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(squatter.received().is_empty());
+    }
+
+    /// A fake proxy run by a user the client does not trust by default is
+    /// refused, and served once the trust names that user.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_proxy_of_an_untrusted_owner_is_refused_until_the_trust_names_it() {
+        #[cfg(unix)]
+        if !can_run_as_another_user() {
+            return;
+        }
+        // On Unix, `csiproxyctl fake` as user nobody.
+        #[cfg(unix)]
+        let (dir, owner, _fake) = {
+            use std::os::unix::process::CommandExt;
+            let dir = shared_dir();
+            let fake = ChildGuard(
+                std::process::Command::new(env!("CARGO_BIN_EXE_csiproxyctl"))
+                    .args(["--socket-dir", dir.path().to_str().unwrap()])
+                    .args(["fake", "--versions", "disk=v1"])
+                    .uid(NOBODY)
+                    .stdout(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap(),
+            );
+            (dir, ServerTrust::default().trust_uid(NOBODY), fake)
+        };
+        #[cfg(unix)]
+        let transport = Transport::unix_sockets(dir.path()).unwrap();
+        // On Windows, a fake proxy in this process: its pipes are owned by
+        // this process's user.
+        #[cfg(windows)]
+        let (endpoints, owner) = (
+            LocalEndpoints::new().unwrap(),
+            ServerTrust::default().trust_current_user().unwrap(),
+        );
+        #[cfg(windows)]
+        let transport = endpoints.transport().trusting(ServerTrust::default());
+        #[cfg(windows)]
+        let _fake = {
+            let mut fake = FakeProxy::for_host(transport.clone(), &host());
+            fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
+            fake
+        };
+
+        let refused = CsiProxy::builder()
+            .transport(transport.clone())
+            .require(ApiGroup::Disk)
+            .wait_for_proxy(Duration::from_secs(3))
+            .connect()
+            .await;
+        assert!(
+            matches!(
+                refused,
+                Err(Error::UntrustedServer {
+                    group: ApiGroup::Disk,
+                    ..
+                })
+            ),
+            "{refused:?}"
+        );
+        let proxy = CsiProxy::builder()
+            .transport(transport)
+            .trust(owner)
+            .require(ApiGroup::Disk)
+            .wait_for_proxy(Duration::from_secs(10))
+            .connect()
+            .await
+            .unwrap();
+        assert_eq!(proxy.version(ApiGroup::Disk), Some(V::V1));
+        assert!(proxy.disk().unwrap().list_disk_ids().await.is_ok());
+    }
+
+    /// csiproxyctl's probe shows an untrusted pipe as such.
+    #[cfg(unix)]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_probe_shows_an_untrusted_endpoint() {
+        if !can_run_as_another_user() {
+            return;
+        }
+        let dir = shared_dir();
+        let transport = Transport::unix_sockets(dir.path()).unwrap();
+        let _squatter = squat(&transport, ApiGroup::Disk, V::V1).await;
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_csiproxyctl"))
+            .args(["--socket-dir", dir.path().to_str().unwrap()])
+            .args(["probe", "--json", "disk"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("untrusted: user 65534"), "{text}");
+        // Named, it is trusted (and then fails: it speaks no HTTP/2).
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_csiproxyctl"))
+            .args(["--socket-dir", dir.path().to_str().unwrap()])
+            .args(["--trust-owner", "65534", "probe", "--json", "disk"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(!text.contains("untrusted"), "{text}");
+    }
+
+    /// Kills a child process on drop.
+    #[cfg(unix)]
+    struct ChildGuard(std::process::Child);
+
+    #[cfg(unix)]
+    impl Drop for ChildGuard {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}

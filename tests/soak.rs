@@ -32,7 +32,7 @@ use csi_proxy_client::{
 };
 
 /// The soaks load the machine: one at a time.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The filesystem of the fake host, counting how often each directory
 /// was made.
@@ -172,7 +172,7 @@ fn report(name: &str, suffix: &str, ran: Duration, kills: usize, tally: &Tally, 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_never_fail_and_mutations_never_repeat_while_the_proxy_is_killed_and_restarted() {
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _alone = ONE_AT_A_TIME.lock().await;
     let host = seeded_host();
     let filesystem = Arc::new(CountingFilesystem {
         inner: host.backends().filesystem.unwrap(),
@@ -206,7 +206,7 @@ async fn reads_never_fail_and_mutations_never_repeat_while_the_proxy_is_killed_a
         kills += 1;
         // Away for a moment, as a service restart is.
         tokio::time::sleep(Duration::from_millis(100 + 100 * (kills % 4) as u64)).await;
-        let versions = if kills % 2 == 0 { new } else { old };
+        let versions = if kills.is_multiple_of(2) { new } else { old };
         fake.serve_all(versions).await.unwrap();
     }
     let tally = load.finish().await;
@@ -246,7 +246,13 @@ impl ProxyPlace {
     fn new() -> Self {
         let prefix = format!(r"\\.\pipe\csi-soak-{}-", std::process::id());
         Self {
-            transport: Transport::named_pipes_with_prefix(&prefix).unwrap(),
+            transport: Transport::named_pipes_with_prefix(&prefix)
+                .unwrap()
+                .trusting(
+                    csi_proxy_client::ServerTrust::default()
+                        .trust_current_user()
+                        .unwrap(),
+                ),
             flag: ["--pipe-prefix".into(), prefix],
         }
     }
@@ -267,7 +273,7 @@ impl ProxyPlace {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_never_fail_while_a_proxy_process_is_killed_and_restarts_in_any_order() {
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _alone = ONE_AT_A_TIME.lock().await;
     let place = ProxyPlace::new();
     // Every disk and filesystem version (v1alpha1 lacks ListDiskIDs), or
     // an older release's set.
@@ -286,14 +292,14 @@ async fn reads_never_fail_while_a_proxy_process_is_killed_and_restarts_in_any_or
 
     let load = Load::start(&proxy);
     let started = Instant::now();
-    let mut kills = 0;
+    let mut kills: usize = 0;
     while started.elapsed() < soak_duration(if cfg!(windows) { 10 } else { 20 }) {
         tokio::time::sleep(Duration::from_millis(2500)).await;
         fake.kill().unwrap();
         fake.wait().unwrap();
         kills += 1;
         tokio::time::sleep(Duration::from_millis(100 + 100 * (kills % 4) as u64)).await;
-        let versions = if kills % 2 == 0 { all } else { old };
+        let versions = if kills.is_multiple_of(2) { all } else { old };
         fake = place.start(versions, orders[kills % orders.len()]);
     }
     let tally = load.finish().await;

@@ -61,6 +61,7 @@ pub(crate) fn redact(error: Error, secret: &Secret) -> Error {
         },
         // No text that could hold a request's data.
         error @ (Error::NotServed { .. }
+        | Error::UntrustedServer { .. }
         | Error::Unsupported { .. }
         | Error::NotImplemented { .. }
         | Error::Timeout { .. }

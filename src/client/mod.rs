@@ -369,6 +369,8 @@ pub struct CsiProxyBuilder {
     wait_for_proxy: Option<Duration>,
     backend: Backend,
     working_dirs: Vec<String>,
+    /// Who may serve the endpoints, if set apart from the transport.
+    trust: Option<crate::ServerTrust>,
 }
 
 /// How long [`CsiProxyBuilder::connect`] waits for required groups unless
@@ -386,6 +388,7 @@ impl Default for CsiProxyBuilder {
             wait_for_proxy: None,
             backend: Backend::default(),
             working_dirs: vec![KUBELET_DIR.to_owned()],
+            trust: None,
         }
     }
 }
@@ -395,6 +398,16 @@ impl CsiProxyBuilder {
     pub fn transport(mut self, transport: Transport) -> Self {
         self.negotiator = self.negotiator.with_transport(transport);
         self.bad_transport = None;
+        self
+    }
+
+    /// Who may serve the proxy's endpoints (default: SYSTEM or
+    /// Administrators for pipes; root or this user for Unix sockets). An
+    /// endpoint whose server is not admitted is passed over before
+    /// anything is sent to it. Applies to the transport set before or
+    /// after this call; see [`ServerTrust`](crate::ServerTrust).
+    pub fn trust(mut self, trust: crate::ServerTrust) -> Self {
+        self.trust = Some(trust);
         self
     }
 
@@ -533,7 +546,13 @@ impl CsiProxyBuilder {
         };
         let host = host.unwrap_or_default();
         let behaviour = self.behaviour();
-        let negotiator = self.negotiator;
+        let negotiator = match self.trust {
+            Some(trust) => {
+                let transport = self.negotiator.transport().clone().trusting(trust);
+                self.negotiator.with_transport(transport)
+            }
+            None => self.negotiator,
+        };
         // Required groups the host serves are not waited for.
         let wait_for: Vec<ApiGroup> = (self.required.iter())
             .filter(|&&g| !host.has(g))

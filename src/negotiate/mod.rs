@@ -292,6 +292,7 @@ async fn negotiate_group(
     let started = Instant::now();
     let mut attempts = Vec::with_capacity(candidates.len());
     let mut outcome = None;
+    let mut untrusted = None;
     for &version in candidates {
         let address = transport.address(group, version);
         match connect(transport, &address, options).await {
@@ -309,6 +310,15 @@ async fn negotiate_group(
                 tracing::debug!(%version, %address, error = %e, "endpoint absent");
                 attempts.push(Attempt::new(version, &address, AttemptOutcome::Absent));
             }
+            Err(ConnectFailure::Untrusted(owner)) => {
+                crate::transport::report_untrusted(&address, &owner);
+                attempts.push(Attempt::new(
+                    version,
+                    &address,
+                    AttemptOutcome::Untrusted(owner.to_string()),
+                ));
+                untrusted.get_or_insert((address, owner));
+            }
             Err(ConnectFailure::Failed { error: e, .. }) => {
                 attempts.push(Attempt::new(
                     version,
@@ -320,11 +330,16 @@ async fn negotiate_group(
             }
         }
     }
-    let outcome = outcome.unwrap_or_else(|| {
-        Err(Error::NotServed {
+    let outcome = outcome.unwrap_or_else(|| match untrusted {
+        Some((address, owner)) => Err(Error::UntrustedServer {
+            group,
+            address,
+            owner,
+        }),
+        None => Err(Error::NotServed {
             group,
             tried: attempts.iter().map(|a| a.address.clone()).collect(),
-        })
+        }),
     });
     let report = GroupReport {
         group,
@@ -356,6 +371,7 @@ fn record(report: &GroupReport, outcome: &Result<Connection>, quiet: bool) {
         match outcome {
             Ok(_) => "served",
             Err(Error::NotServed { .. }) => "not_served",
+            Err(Error::UntrustedServer { .. }) => "untrusted",
             Err(_) => "failed",
         },
     );

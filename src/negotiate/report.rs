@@ -17,6 +17,10 @@ pub enum AttemptOutcome {
     Absent,
     /// It exists but could not be used; negotiation stopped here.
     Failed(String),
+    /// It answered, but its server is not trusted to be the proxy (who
+    /// serves it, as [`ServerOwner`](crate::ServerOwner) says): passed
+    /// over, nothing sent.
+    Untrusted(String),
 }
 
 /// One endpoint tried during negotiation.
@@ -124,6 +128,9 @@ impl fmt::Display for NegotiationReport {
                     AttemptOutcome::Connected => format!("{} (connected)", a.version),
                     AttemptOutcome::Absent => format!("{} (absent)", a.version),
                     AttemptOutcome::Failed(why) => format!("{} (failed: {why})", a.version),
+                    AttemptOutcome::Untrusted(owner) => {
+                        format!("{} (untrusted: {owner})", a.version)
+                    }
                 })
                 .collect();
             let line = format!("{:<11} {:<9} {}", report.group, chosen, tried.join(", "));

@@ -53,7 +53,11 @@ impl Pace {
 /// [`RetryPolicy`](crate::RetryPolicy) in that look; its error is the
 /// answer.
 pub(crate) fn is_worth_waiting_for(error: &Error) -> bool {
-    matches!(error, Error::NotServed { .. })
+    // Only untrusted servers answered: the proxy itself may still come.
+    matches!(
+        error,
+        Error::NotServed { .. } | Error::UntrustedServer { .. }
+    )
 }
 
 /// What one look found, for [`until_served`].

@@ -136,10 +136,38 @@ impl Drop for Incoming {
 /// behind by a crash) is replaced; one that is in use is an error. For
 /// named pipes, the first instance is created exclusively, so a second
 /// server on the same name is an error too, as for CSI Proxy itself.
+///
+/// A pipe is owned by the user this process runs as (so a client's
+/// transport must trust that user: [`LocalEndpoints`](super::LocalEndpoints)
+/// does); a socket's peer is this process's user.
 pub async fn listen(
     transport: &Transport,
     group: ApiGroup,
     version: ApiVersion,
+) -> Result<Incoming> {
+    listen_owned(transport, group, version, None).await
+}
+
+/// Like [`listen`], with pipes that claim `sid` as their owner: a server
+/// that the client's [`ServerTrust`](crate::ServerTrust) may refuse, such
+/// as a squatter. Windows only; Windows lets a process name as owner only
+/// itself or a group it may stand for, while Wine takes any SID.
+#[cfg(windows)]
+#[cfg_attr(docsrs, doc(cfg(windows)))]
+pub async fn listen_owned_by(
+    transport: &Transport,
+    group: ApiGroup,
+    version: ApiVersion,
+    sid: &str,
+) -> Result<Incoming> {
+    listen_owned(transport, group, version, Some(sid)).await
+}
+
+async fn listen_owned(
+    transport: &Transport,
+    group: ApiGroup,
+    version: ApiVersion,
+    #[cfg_attr(not(windows), allow(unused_variables))] owner: Option<&str>,
 ) -> Result<Incoming> {
     let address = transport.address(group, version);
     let (sender, accepted) = mpsc::channel(BACKLOG);
@@ -158,8 +186,14 @@ pub async fn listen(
     }
     #[cfg(windows)]
     {
-        let first = pipe::create(&address, true).map_err(|e| Error::connect_failed(&address, e))?;
-        let accept_loop = tokio::spawn(pipe::accept(address, first, sender)).abort_handle();
+        let owner = match owner {
+            Some(sid) => sid.to_owned(),
+            None => crate::transport::current_user_sid()
+                .map_err(|e| Error::connect_failed(&address, e))?,
+        };
+        let first =
+            pipe::create(&address, &owner, true).map_err(|e| Error::connect_failed(&address, e))?;
+        let accept_loop = tokio::spawn(pipe::accept(address, owner, first, sender)).abort_handle();
         Ok(Incoming {
             accepted,
             accept_loop,
@@ -219,15 +253,26 @@ mod pipe {
     use super::*;
     use tokio::net::windows::named_pipe::{NamedPipeServer, ServerOptions};
 
-    pub(super) fn create(name: &str, first: bool) -> io::Result<NamedPipeServer> {
-        ServerOptions::new()
-            .first_pipe_instance(first)
-            .reject_remote_clients(true)
-            .create(name)
+    use crate::transport::SecurityAttributes;
+
+    /// An instance of pipe `name` owned by `owner` (a SID), which it and
+    /// the local system may open.
+    pub(super) fn create(name: &str, owner: &str, first: bool) -> io::Result<NamedPipeServer> {
+        let attributes = SecurityAttributes::from_sddl(&format!(
+            "O:{owner}D:(A;;GA;;;{owner})(A;;GA;;;SY)(A;;GA;;;BA)(A;;GA;;;OW)"
+        ))?;
+        // SAFETY: the attributes outlive the call, which copies them.
+        unsafe {
+            ServerOptions::new()
+                .first_pipe_instance(first)
+                .reject_remote_clients(true)
+                .create_with_security_attributes_raw(name, attributes.as_ptr())
+        }
     }
 
     pub(super) async fn accept(
         name: String,
+        owner: String,
         mut listening: NamedPipeServer,
         sender: mpsc::Sender<io::Result<IoStream>>,
     ) {
@@ -236,7 +281,7 @@ mod pipe {
                 // Create the next instance before handing this one off, so
                 // that a client arriving meanwhile finds a pipe to open
                 // instead of "not found".
-                Ok(()) => match create(&name, false) {
+                Ok(()) => match create(&name, &owner, false) {
                     Ok(next) => Ok(IoStream(StreamInner::PipeServer(std::mem::replace(
                         &mut listening,
                         next,

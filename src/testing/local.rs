@@ -11,8 +11,10 @@ use crate::transport::Transport;
 /// over sockets on Linux and over pipes on Windows, and tests running at
 /// the same time never meet each other's endpoints.
 ///
-/// Dropping it removes the socket directory (named pipes go with their
-/// servers).
+/// Its transport trusts this process's own user to serve the endpoints
+/// (see [`ServerTrust`](crate::ServerTrust)): the fake proxies of tests run
+/// as that user. Dropping it removes the socket directory (named pipes go
+/// with their servers).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -72,8 +74,10 @@ impl LocalEndpoints {
         #[cfg(windows)]
         {
             let prefix = format!(r"{}{unique}-", crate::LOCAL_PIPE_PREFIX);
+            // The fake proxies of tests run as this user.
+            let trust = crate::ServerTrust::default().trust_current_user()?;
             Ok(Self {
-                transport: Transport::named_pipes_with_prefix(&prefix)?,
+                transport: Transport::named_pipes_with_prefix(&prefix)?.trusting(trust),
             })
         }
     }

@@ -42,6 +42,8 @@ mod stub;
 
 pub use fake_host::{FakeDisk, FakeHost, FakeHostBuilder, FakeVolume, PathEntry};
 pub use fake_proxy::{Call, FakeProxy};
+#[cfg(windows)]
+pub use listener::listen_owned_by;
 pub use listener::{listen, Incoming, ServerStream};
 pub use local::LocalEndpoints;
 pub use raw_codec::RawCodec;

@@ -45,6 +45,9 @@ pub(crate) enum ConnectFailure {
     /// Nothing listens there: the version is not served (or the pipe is not
     /// mounted into this container, which looks the same).
     Absent(io::Error),
+    /// Something is there, but its server is not trusted to be the proxy:
+    /// nothing was sent to it.
+    Untrusted(super::ServerOwner),
     /// Something is there, but it failed; falling back to an older version
     /// would hide a broken or inaccessible proxy.
     Failed {
@@ -139,6 +142,12 @@ async fn open_and_handshake(
         .open(address, options)
         .await
         .map_err(|e| ConnectFailure::from_io(address, options.connect_timeout, e))?;
+    // Before the first byte: a squatter on a version the node does not
+    // serve gets nothing, not even the preface.
+    let owner = stream.server_owner();
+    if !transport.trust().admits(&owner) {
+        return Err(ConnectFailure::Untrusted(owner));
+    }
     // The handshake only sends the client preface; the connection counts
     // once the server has sent its SETTINGS (an HTTP/2 server's first
     // frame), so that a listener that accepts but never answers is a

@@ -13,6 +13,7 @@ mod failure;
 #[cfg(windows)]
 mod pipe;
 mod stream;
+mod trust;
 
 use std::fmt;
 #[cfg(unix)]
@@ -29,6 +30,10 @@ pub use failure::ConnectionError;
 pub(crate) use failure::{ChannelFailure, PeerStatus};
 pub(crate) use stream::Inner as StreamInner;
 pub use stream::IoStream;
+pub(crate) use trust::report_untrusted;
+#[cfg(windows)]
+pub(crate) use trust::{current_user_sid, owner_of_handle, SecurityAttributes};
+pub use trust::{ServerOwner, ServerTrust};
 
 /// The prefix of every local Windows named pipe.
 pub const LOCAL_PIPE_PREFIX: &str = r"\\.\pipe\";
@@ -66,6 +71,8 @@ fn longest_endpoint_name() -> usize {
 #[derive(Clone, PartialEq, Eq)]
 pub struct Transport {
     kind: Kind,
+    /// Who may serve its endpoints.
+    trust: ServerTrust,
 }
 
 #[derive(Clone, PartialEq, Eq)]
@@ -86,6 +93,7 @@ impl Transport {
             kind: Kind::NamedPipes {
                 prefix: LOCAL_PIPE_PREFIX.to_owned(),
             },
+            trust: ServerTrust::default(),
         }
     }
 
@@ -121,6 +129,7 @@ impl Transport {
             kind: Kind::NamedPipes {
                 prefix: format!("{LOCAL_PIPE_PREFIX}{name_prefix}"),
             },
+            trust: ServerTrust::default(),
         })
     }
 
@@ -152,6 +161,7 @@ impl Transport {
             kind: Kind::UnixSockets {
                 dir: dir.to_owned(),
             },
+            trust: ServerTrust::default(),
         })
     }
 
@@ -181,6 +191,19 @@ impl Transport {
     }
 
     /// Opens one raw connection to `address` (as made by [`Self::address`]).
+    /// The same endpoints, served only by an owner `trust` admits (by
+    /// default SYSTEM or Administrators for pipes, root or the client's
+    /// own user for Unix sockets): see [`ServerTrust`].
+    pub fn trusting(mut self, trust: ServerTrust) -> Self {
+        self.trust = trust;
+        self
+    }
+
+    /// Who may serve these endpoints.
+    pub fn trust(&self) -> &ServerTrust {
+        &self.trust
+    }
+
     pub(crate) async fn open(
         &self,
         address: &str,

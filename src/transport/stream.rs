@@ -22,6 +22,29 @@ pub(crate) enum Inner {
     PipeServer(tokio::net::windows::named_pipe::NamedPipeServer),
 }
 
+impl IoStream {
+    /// Who serves the other end: the owner of a pipe (its security
+    /// descriptor, read through the open handle), or the user of a Unix
+    /// socket's peer (`SO_PEERCRED`).
+    pub(crate) fn server_owner(&self) -> super::ServerOwner {
+        use super::ServerOwner;
+        match &self.0 {
+            #[cfg(unix)]
+            Inner::Unix(s) => match s.peer_cred() {
+                Ok(cred) => ServerOwner::Uid(cred.uid()),
+                Err(e) => ServerOwner::Unknown(e.to_string()),
+            },
+            #[cfg(windows)]
+            Inner::Pipe(p) => {
+                use std::os::windows::io::AsRawHandle;
+                super::owner_of_handle(p.as_raw_handle())
+            }
+            #[cfg(all(windows, feature = "testing"))]
+            Inner::PipeServer(_) => ServerOwner::Unknown("the server end of a pipe".into()),
+        }
+    }
+}
+
 /// Forwards a call to whichever stream is inside.
 macro_rules! delegate {
     ($self:ident, $s:ident => $call:expr) => {

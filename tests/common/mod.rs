@@ -38,7 +38,13 @@ impl TestNode {
             static NEXT: AtomicUsize = AtomicUsize::new(0);
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
             let prefix = format!(r"\\.\pipe\csi-test-{}-{n}-", std::process::id());
-            let transport = Transport::named_pipes_with_prefix(&prefix).expect("pipe transport");
+            // The node's stub proxy runs as this user.
+            let trust = csi_proxy_client::ServerTrust::default()
+                .trust_current_user()
+                .expect("current user");
+            let transport = Transport::named_pipes_with_prefix(&prefix)
+                .expect("pipe transport")
+                .trusting(trust);
             Self {
                 proxy: StubProxy::new(transport),
             }

@@ -31,6 +31,13 @@ pub struct Cli {
     )]
     pub pipe_prefix: Option<String>,
 
+    /// Also trust this owner to serve the endpoints, besides SYSTEM and
+    /// Administrators (pipes) or root and you (sockets): a SID, a Unix
+    /// user id, or `me` for the user running the tool (a fake proxy you
+    /// started). Repeatable.
+    #[arg(long, global = true, value_name = "SID|UID|me")]
+    pub trust_owner: Vec<String>,
+
     /// Also negotiate preview versions (v2alpha1).
     #[arg(long, global = true)]
     pub preview: bool,

@@ -39,11 +39,14 @@ impl From<Error> for Failure {
     fn from(e: Error) -> Self {
         let code = match e {
             Error::InvalidArgument { .. } | Error::Configuration { .. } => 2,
-            Error::NotServed { .. } | Error::Unsupported { .. } => 3,
+            Error::NotServed { .. } | Error::UntrustedServer { .. } | Error::Unsupported { .. } => {
+                3
+            }
             _ => 1,
         };
         let kind = match e {
             Error::NotServed { .. } => "not_served",
+            Error::UntrustedServer { .. } => "untrusted_server",
             Error::Unsupported { .. } => "unsupported",
             Error::InvalidArgument { .. } => "invalid_argument",
             Error::Configuration { .. } => "configuration",

@@ -19,7 +19,8 @@ use std::time::Duration;
 
 use clap::Parser;
 use csi_proxy_client::{
-    ApiGroup, ApiVersion, CsiProxy, Operation, Transport, VersionPolicy, VolumeId, WindowsPath,
+    ApiGroup, ApiVersion, CsiProxy, Operation, ServerTrust, Transport, VersionPolicy, VolumeId,
+    WindowsPath,
 };
 use serde_json::json;
 
@@ -97,8 +98,28 @@ async fn run(cli: Cli) -> Outcome {
 }
 
 /// The endpoints the options name: CSI Proxy's named pipes unless told
-/// otherwise.
+/// otherwise, served by the owners they trust.
 fn transport(cli: &Cli) -> Outcome<Transport> {
+    Ok(endpoints(cli)?.trusting(trust(cli)?))
+}
+
+/// Whom `--trust-owner` adds to the default trust.
+fn trust(cli: &Cli) -> Outcome<ServerTrust> {
+    let mut trust = ServerTrust::default();
+    for owner in &cli.trust_owner {
+        trust = match owner.as_str() {
+            "me" => trust.trust_current_user()?,
+            uid if uid.bytes().all(|b| b.is_ascii_digit()) => trust.trust_uid(
+                uid.parse()
+                    .map_err(|_| Failure::usage(format!("{uid:?} is no user id")))?,
+            ),
+            sid => trust.trust_sid(sid)?,
+        };
+    }
+    Ok(trust)
+}
+
+fn endpoints(cli: &Cli) -> Outcome<Transport> {
     if let Some(prefix) = &cli.pipe_prefix {
         return Ok(Transport::named_pipes_with_prefix(prefix)?);
     }

@@ -102,6 +102,7 @@ fn outcome(outcome: &AttemptOutcome) -> String {
         AttemptOutcome::Connected => "connected".into(),
         AttemptOutcome::Absent => "absent".into(),
         AttemptOutcome::Failed(why) => format!("failed: {why}"),
+        AttemptOutcome::Untrusted(owner) => format!("untrusted: {owner}"),
         _ => "unknown".into(),
     }
 }
