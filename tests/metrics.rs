@@ -216,15 +216,8 @@ async fn an_operation_the_version_lacks_is_unsupported_and_a_missing_proxy_has_n
     let groups = [ApiGroup::Disk, ApiGroup::Volume];
     let (_node, _fake, proxy) = node_serving(&[(ApiGroup::Disk, old)], &groups).await;
 
-    let result = proxy.disk().unwrap().get_disk_state(1).await;
-    assert!(
-        matches!(result, Err(Error::Unsupported { .. })),
-        "{result:?}"
-    );
-    let unsupported = call_series("disk", "v1alpha1", "GetDiskState", "unsupported");
-    assert_eq!(calls(&recorder, &unsupported), 1);
-
-    // No volume endpoint: the call waits for one until its deadline.
+    // No volume endpoint: the call waits for one until its deadline (it
+    // comes within the grace of a proxy that just appeared).
     let quick = CallOptions::default().deadline(Duration::from_millis(100));
     let waited = proxy
         .with_call_options(quick)
@@ -239,6 +232,14 @@ async fn an_operation_the_version_lacks_is_unsupported_and_a_missing_proxy_has_n
         ("outcome", "timeout"),
     ];
     assert_eq!(calls(&recorder, &away), 1);
+
+    let result = proxy.disk().unwrap().get_disk_state(1).await;
+    assert!(
+        matches!(result, Err(Error::Unsupported { .. })),
+        "{result:?}"
+    );
+    let unsupported = call_series("disk", "v1alpha1", "GetDiskState", "unsupported");
+    assert_eq!(calls(&recorder, &unsupported), 1);
     let looked = [("group", "volume"), ("result", "not_served")];
     assert!(
         recorder.count(NEGOTIATIONS_TOTAL, &looked) >= 2,
@@ -377,6 +378,7 @@ async fn no_label_ever_carries_a_path_a_secret_or_a_message() {
         "timeout",
         "transport_error",
         "not_served",
+        "untrusted_server",
         "unsupported",
         "invalid_argument",
         "invalid_response",

@@ -371,7 +371,7 @@ fn record(report: &GroupReport, outcome: &Result<Connection>, quiet: bool) {
         match outcome {
             Ok(_) => "served",
             Err(Error::NotServed { .. }) => "not_served",
-            Err(Error::UntrustedServer { .. }) => "untrusted",
+            Err(Error::UntrustedServer { .. }) => "untrusted_server",
             Err(_) => "failed",
         },
     );
