@@ -532,6 +532,17 @@ mod trust {
         root
     }
 
+    /// A copy of the program `exe` at `{at}.exe`, in a folder every user
+    /// may reach: the build's own folders may be closed to `nobody`.
+    #[cfg(unix)]
+    fn runnable_by_nobody(exe: &std::path::Path, at: &str) -> std::path::PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let copy = std::path::PathBuf::from(format!("{at}.exe"));
+        std::fs::copy(exe, &copy).unwrap();
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+        copy
+    }
+
     /// A socket directory that user `nobody` may create sockets in.
     #[cfg(unix)]
     fn shared_dir() -> tempfile::TempDir {
@@ -548,7 +559,8 @@ mod trust {
         use std::os::unix::process::CommandExt;
         let address = transport.address(group, version);
         let log = std::path::PathBuf::from(format!("{address}.log"));
-        let child = std::process::Command::new(std::env::current_exe().unwrap())
+        let exe = runnable_by_nobody(&std::env::current_exe().unwrap(), &address);
+        let child = std::process::Command::new(exe)
             .args(["--ignored", "--exact", "trust::squatter_process"])
             .env("CSI_SQUAT_AT", &address)
             .env("CSI_SQUAT_LOG", &log)
@@ -773,8 +785,12 @@ mod trust {
         let (dir, owner, _fake) = {
             use std::os::unix::process::CommandExt;
             let dir = shared_dir();
+            let exe = runnable_by_nobody(
+                std::path::Path::new(env!("CARGO_BIN_EXE_csiproxyctl")),
+                dir.path().join("fake").to_str().unwrap(),
+            );
             let fake = ChildGuard(
-                std::process::Command::new(env!("CARGO_BIN_EXE_csiproxyctl"))
+                std::process::Command::new(exe)
                     .args(["--socket-dir", dir.path().to_str().unwrap()])
                     .args(["fake", "--versions", "disk=v1"])
                     .uid(NOBODY)
