@@ -532,15 +532,19 @@ mod trust {
         root
     }
 
-    /// A copy of the program `exe` at `{at}.exe`, in a folder every user
-    /// may reach: the build's own folders may be closed to `nobody`.
+    /// A command that runs the program `exe` as user `nobody`, from a copy
+    /// at `{at}.exe` in a folder every user may reach (the build's own
+    /// folders may be closed to `nobody`).
     #[cfg(unix)]
-    fn runnable_by_nobody(exe: &std::path::Path, at: &str) -> std::path::PathBuf {
+    fn as_nobody(exe: &std::path::Path, at: &str) -> std::process::Command {
         use std::os::unix::fs::PermissionsExt;
+        use std::os::unix::process::CommandExt;
         let copy = std::path::PathBuf::from(format!("{at}.exe"));
         std::fs::copy(exe, &copy).unwrap();
         std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
-        copy
+        let mut command = std::process::Command::new(copy);
+        command.uid(NOBODY).stdout(std::process::Stdio::null());
+        command
     }
 
     /// A socket directory that user `nobody` may create sockets in.
@@ -556,16 +560,12 @@ mod trust {
     /// binary again, as user `nobody`, running `squatter_process`.
     #[cfg(unix)]
     async fn squat(transport: &Transport, group: ApiGroup, version: V) -> Squatter {
-        use std::os::unix::process::CommandExt;
         let address = transport.address(group, version);
         let log = std::path::PathBuf::from(format!("{address}.log"));
-        let exe = runnable_by_nobody(&std::env::current_exe().unwrap(), &address);
-        let child = std::process::Command::new(exe)
+        let child = as_nobody(&std::env::current_exe().unwrap(), &address)
             .args(["--ignored", "--exact", "trust::squatter_process"])
             .env("CSI_SQUAT_AT", &address)
             .env("CSI_SQUAT_LOG", &log)
-            .uid(NOBODY)
-            .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();
         for _ in 0..500 {
@@ -776,46 +776,30 @@ mod trust {
     /// refused, and served once the trust names that user.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_proxy_of_an_untrusted_owner_is_refused_until_the_trust_names_it() {
-        #[cfg(unix)]
-        if !can_run_as_another_user() {
+        let Some((place, transport)) = place_for_squatters() else {
             return;
-        }
+        };
         // On Unix, `csiproxyctl fake` as user nobody.
         #[cfg(unix)]
-        let (dir, owner, _fake) = {
-            use std::os::unix::process::CommandExt;
-            let dir = shared_dir();
-            let exe = runnable_by_nobody(
-                std::path::Path::new(env!("CARGO_BIN_EXE_csiproxyctl")),
-                dir.path().join("fake").to_str().unwrap(),
-            );
-            let fake = ChildGuard(
-                std::process::Command::new(exe)
-                    .args(["--socket-dir", dir.path().to_str().unwrap()])
-                    .args(["fake", "--versions", "disk=v1"])
-                    .uid(NOBODY)
-                    .stdout(std::process::Stdio::null())
-                    .spawn()
-                    .unwrap(),
-            );
-            (dir, ServerTrust::default().trust_uid(NOBODY), fake)
+        let (owner, _fake) = {
+            let exe = std::path::Path::new(env!("CARGO_BIN_EXE_csiproxyctl"));
+            let fake = as_nobody(exe, place.path().join("fake").to_str().unwrap())
+                .args(["--socket-dir", place.path().to_str().unwrap()])
+                .args(["fake", "--versions", "disk=v1"])
+                .spawn()
+                .unwrap();
+            (ServerTrust::default().trust_uid(NOBODY), ChildGuard(fake))
         };
-        #[cfg(unix)]
-        let transport = Transport::unix_sockets(dir.path()).unwrap();
         // On Windows, a fake proxy in this process: its pipes are owned by
-        // this process's user.
+        // this process's user, whom the place's transport trusts.
         #[cfg(windows)]
-        let (endpoints, owner) = (
-            LocalEndpoints::new().unwrap(),
-            ServerTrust::default().trust_current_user().unwrap(),
-        );
-        #[cfg(windows)]
-        let transport = endpoints.transport().trusting(ServerTrust::default());
-        #[cfg(windows)]
-        let _fake = {
+        let (owner, transport, _fake) = {
+            let _ = &place; // kept to the end of the test: the pipes' prefix
+            let owner = ServerTrust::default().trust_current_user().unwrap();
+            let transport = transport.trusting(ServerTrust::default());
             let mut fake = FakeProxy::for_host(transport.clone(), &host());
             fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
-            fake
+            (owner, transport, fake)
         };
 
         let refused = CsiProxy::builder()

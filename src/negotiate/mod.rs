@@ -192,7 +192,7 @@ impl Negotiator {
         version: ApiVersion,
     ) -> Option<Negotiated> {
         let newer = self.newer_than(group, version);
-        if newer.is_empty() || self.transport.check_usable().is_err() {
+        if newer.is_empty() {
             return None;
         }
         let negotiated = self.negotiate_plans(vec![(group, newer)]).await;

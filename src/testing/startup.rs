@@ -84,12 +84,6 @@ pub struct Startup {
 }
 
 impl Startup {
-    /// All endpoints at once, in the order given.
-    pub const AT_ONCE: Self = Self {
-        order: StartOrder::AsGiven,
-        gap: Duration::ZERO,
-    };
-
     /// The endpoints in `order`, `gap` apart.
     pub fn staged(order: StartOrder, gap: Duration) -> Self {
         Self { order, gap }

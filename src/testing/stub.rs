@@ -68,7 +68,7 @@ impl StubProxy {
         &mut self,
         versions: impl IntoIterator<Item = (ApiGroup, ApiVersion)>,
     ) -> Result<()> {
-        serve_each(self, versions, Startup::AT_ONCE).await
+        serve_each(self, versions, Startup::default()).await
     }
 
     /// Stops serving `group` `version` and waits until its endpoint is gone.

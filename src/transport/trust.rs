@@ -12,7 +12,7 @@
 
 use std::collections::HashSet;
 use std::fmt;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{LazyLock, Mutex, PoisonError};
 
 use crate::error::{Error, Result};
 
@@ -163,10 +163,11 @@ fn own_uid() -> Option<u32> {
 /// Logs an untrusted server at error level, once per endpoint and owner
 /// for the life of the process: looks repeat, the warning need not.
 pub(crate) fn report_untrusted(address: &str, owner: &ServerOwner) {
-    static REPORTED: Mutex<Option<HashSet<(String, ServerOwner)>>> = Mutex::new(None);
-    let mut reported = REPORTED.lock().unwrap_or_else(PoisonError::into_inner);
-    let first = reported
-        .get_or_insert_with(HashSet::new)
+    static REPORTED: LazyLock<Mutex<HashSet<(String, ServerOwner)>>> =
+        LazyLock::new(Mutex::default);
+    let first = REPORTED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
         .insert((address.to_owned(), owner.clone()));
     if first {
         tracing::error!(
@@ -293,10 +294,6 @@ mod os {
     pub struct SecurityAttributes {
         attributes: SECURITY_ATTRIBUTES,
     }
-
-    // The descriptor is owned by this value and only read through it.
-    unsafe impl Send for SecurityAttributes {}
-    unsafe impl Sync for SecurityAttributes {}
 
     impl SecurityAttributes {
         /// The attributes of `sddl`, such as `O:S-1-5-18D:(A;;GA;;;WD)`.

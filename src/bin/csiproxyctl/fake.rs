@@ -49,23 +49,21 @@ enum Order {
 }
 
 impl FakeArgs {
-    /// How the endpoints are created, and the seed of a shuffle.
-    fn startup(&self) -> (Startup, Option<u64>) {
-        let seed = self.seed.unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
-        });
-        let (order, seed) = match self.start_order {
-            Order::AsGiven => (StartOrder::AsGiven, None),
-            Order::OldestFirst => (StartOrder::OldestFirst, None),
-            Order::NewestFirst => (StartOrder::NewestFirst, None),
-            Order::Random => (StartOrder::Shuffled { seed }, Some(seed)),
+    /// How the endpoints are created.
+    fn startup(&self) -> Startup {
+        let order = match self.start_order {
+            Order::AsGiven => StartOrder::AsGiven,
+            Order::OldestFirst => StartOrder::OldestFirst,
+            Order::NewestFirst => StartOrder::NewestFirst,
+            Order::Random => StartOrder::Shuffled {
+                seed: self.seed.unwrap_or_else(|| {
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_nanos() as u64)
+                }),
+            },
         };
-        (
-            Startup::staged(order, Duration::from_millis(self.start_gap)),
-            seed,
-        )
+        Startup::staged(order, Duration::from_millis(self.start_gap))
     }
 }
 
@@ -127,8 +125,8 @@ pub async fn run(cli: &Cli, args: &FakeArgs) -> Outcome {
         .smb_share(FAKE_SHARE.0, FAKE_SHARE.1, FAKE_SHARE.2)
         .build();
     let mut proxy = FakeProxy::for_host(transport.clone(), &host);
-    let (startup, seed) = args.startup();
-    if let Some(seed) = seed {
+    let startup = args.startup();
+    if let StartOrder::Shuffled { seed } = startup.order {
         eprintln!("csiproxyctl fake: endpoints in a random order, --seed {seed}");
     }
     proxy.set_startup(startup);

@@ -13,8 +13,9 @@ use crate::negotiate::{until_served, Found, Pace, WaitLimit, MAX_LOOK_INTERVAL};
 /// proxy, quietly and on the [`Pace`], until a look (its own or a
 /// caller's) finds it. A version older than the policy's best gets one
 /// look for a newer one when the grace of a proxy creating its pipes has
-/// passed ([`Lookout::look_for_newer`]). One per group, for the life of the client: it holds
-/// only a `Weak` between looks and stops once the client is dropped.
+/// passed ([`Lookout::look_for_newer`]). One per group, for the life of
+/// the client: it holds only a `Weak` between looks and stops once the
+/// client is dropped.
 ///
 /// A group that was not served at connect is not looked for here (its
 /// next call looks): a node may never serve it (iSCSI on most nodes).
@@ -25,11 +26,13 @@ pub(super) async fn follow<A: ?Sized + FromConnection + Send + Sync + 'static>(
     let mut pace = Pace::default();
     let mut recovering = false;
     let mut warned = false;
-    // The generation whose version was looked past already.
-    let mut looked_past = None;
     loop {
         changes.borrow_and_update();
-        let Some(state) = lookout.upgrade().map(|l| l.state()) else {
+        let Some((state, newer_due)) = lookout.upgrade().map(|l| {
+            let state = l.state();
+            let newer_due = l.newer_due(&state);
+            (state, newer_due)
+        }) else {
             return;
         };
         // A connection that already ended is followed too: its end is
@@ -37,10 +40,6 @@ pub(super) async fn follow<A: ?Sized + FromConnection + Send + Sync + 'static>(
         if let Some(channel) = state.served().and_then(|s| s.channel.as_ref()) {
             let (generation, found_at) = (state.generation, state.found_at);
             let ended = channel.ended();
-            let newer_due = lookout
-                .upgrade()
-                .and_then(|l| l.newer_due(&state))
-                .filter(|_| looked_past != Some(generation));
             drop(state);
             let look_for_newer = async {
                 match newer_due {
@@ -55,7 +54,6 @@ pub(super) async fn follow<A: ?Sized + FromConnection + Send + Sync + 'static>(
                     Err(_) => return,
                 },
                 () = look_for_newer => {
-                    looked_past = Some(generation);
                     if let Some(lookout) = lookout.upgrade() {
                         lookout.look_for_newer(generation, false).await;
                     }

@@ -163,7 +163,8 @@ pub(crate) struct Lookout<A: ?Sized> {
     looking: Mutex<()>,
     /// What the last look (or `connect`'s negotiation) tried and found.
     report: SyncMutex<Option<GroupReport>>,
-    /// The generation whose version was last looked past, and when.
+    /// The last look for a version newer than that of a state: the
+    /// state's generation, and when it began.
     newer_looked: SyncMutex<Option<(u64, Instant)>>,
     /// Changes of the state are made one at a time, each from the one
     /// before, so that generations and events follow each other.
@@ -352,14 +353,20 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
         }
     }
 
-    /// When the version of `state` is due a look for a newer one: when
-    /// [`PIPE_GRACE`] has passed since it was adopted, if the policy
+    /// When the version of `state` is due its last look for a newer one:
+    /// when [`PIPE_GRACE`] has passed since it was adopted, if the policy
     /// prefers other versions to it. `None` when there is nothing newer to
-    /// look for (or the group is not served).
+    /// look for, the group is not served, or that look was made.
     pub(super) fn newer_due(&self, state: &SlotState<A>) -> Option<Instant> {
         let version = state.served()?.version?;
         let newer = self.quiet.as_ref()?.newer_than(self.group, version);
-        (!newer.is_empty()).then(|| state.found_at + PIPE_GRACE)
+        let due = state.found_at + PIPE_GRACE;
+        let last = *self
+            .newer_looked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let made = last.is_some_and(|(g, at)| g == state.generation && at >= due);
+        (!newer.is_empty() && !made).then_some(due)
     }
 
     /// Looks for a version newer than that of the state of `generation`,
@@ -372,10 +379,6 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
     pub(super) async fn look_for_newer(&self, generation: u64, cool_down: bool) {
         let _only_one = self.looking.lock().await;
         let state = self.state();
-        let version = state.open().and_then(|s| s.version);
-        let (Some(quiet), Some(version)) = (&self.quiet, version) else {
-            return;
-        };
         if state.generation != generation {
             return;
         }
@@ -391,6 +394,10 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
             }
             *last = Some((generation, Instant::now()));
         }
+        let version = state.open().and_then(|s| s.version);
+        let (Some(quiet), Some(version)) = (&self.quiet, version) else {
+            return;
+        };
         let Some(negotiated) = quiet.negotiate_newer(self.group, version).await else {
             return;
         };
@@ -413,7 +420,7 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
             let still_young = self
                 .newer_due(&state)
                 .is_some_and(|due| Instant::now() < due);
-            if state.served().is_none() || !still_young {
+            if !still_young {
                 return Found::Over(());
             }
             self.look_for_newer(state.generation, true).await;

@@ -139,7 +139,7 @@ impl FakeProxy {
             endpoints: Endpoints::new(transport),
             backends,
             calls: Arc::default(),
-            startup: Startup::AT_ONCE,
+            startup: Startup::default(),
         }
     }
 
