@@ -50,11 +50,6 @@ export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine
 # exiting ("wine client error: recvmsg: Connection reset by peer").
 wineserver -p
 trap 'wineserver -k >/dev/null 2>&1 || true' EXIT
-# Start Wine's own services now, with nothing of cargo's open: the first
-# Windows program of a server session starts them, and they keep its
-# output pipes open. A doctest (`--doc`) started first would never be
-# seen to end.
-wine cmd /c exit </dev/null >/dev/null 2>&1 || true
 if [ "${1:-}" = run ]; then
     shift
     cargo run --target "$target" --features testing,host-process "$@"
