@@ -2,11 +2,11 @@
 # Runs the crate's tests as Windows binaries under Wine, so that the named
 # pipe transport is exercised for real: real pipes, real overlapped I/O.
 #
-# Installs what it needs (the mingw-w64 linker, Wine, the Rust target),
-# builds a small bcryptprimitives.dll that Wine 8 lacks (see
-# scripts/wine/processprng.c), and runs `cargo test` for
-# x86_64-pc-windows-gnu with Wine as the runner, with the host backend
-# (feature host-process), whose tests need a Windows host. Extra arguments go to
+# Installs what it needs (the mingw-w64 linker, Wine, the Rust target) and
+# runs `cargo test` for x86_64-pc-windows-gnu through scripts/wine/runner.sh
+# (the runner drivers use too: it makes the Wine prefix and the small
+# bcryptprimitives.dll that Wine 8 lacks), with the host backend (feature
+# host-process), whose tests need a Windows host. Extra arguments go to
 # cargo test, e.g. `scripts/test-windows.sh --test negotiation`; with `run`
 # first, to cargo run instead, e.g. `scripts/test-windows.sh run --example
 # host_process -- --host`.
@@ -30,21 +30,10 @@ rustup target list --installed | grep -qx "$target" || rustup target add "$targe
 
 # A Wine prefix of our own, so that the user's ~/.wine is left alone.
 export WINEPREFIX="${WINEPREFIX:-$PWD/target/wine-prefix}"
-export WINEDEBUG="${WINEDEBUG:--all}"
-# Prefer our bcryptprimitives.dll over any built-in one.
-export WINEDLLOVERRIDES="bcryptprimitives=n,b${WINEDLLOVERRIDES:+;$WINEDLLOVERRIDES}"
-if [ ! -f "$WINEPREFIX/system.reg" ]; then
-    mkdir -p "$WINEPREFIX"
-    wine wineboot --init >/dev/null 2>&1 || true
-    wineserver -w || true
-fi
-system32="$WINEPREFIX/drive_c/windows/system32"
-mkdir -p "$system32"
-x86_64-w64-mingw32-gcc -O2 -shared -o "$system32/bcryptprimitives.dll" \
-    scripts/wine/processprng.c -lbcrypt
+mkdir -p "$WINEPREFIX"
 
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
-export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine
+export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="$PWD/scripts/wine/runner.sh"
 # One wineserver for the whole run. Otherwise each test binary's server
 # exits a moment after it, and the next binary can connect to one that is
 # exiting ("wine client error: recvmsg: Connection reset by peer").

@@ -13,6 +13,12 @@ use crate::version::ApiVersion;
 /// tonic major release means a major release of this crate.
 pub use tonic::Code;
 
+/// The gRPC status a CSI node service answers: `Status::from(error)` (or
+/// `?` in a tonic handler) turns an [`Error`] into one, with the code of
+/// [`Error::csi_code`]. tonic's own type, re-exported so that a driver
+/// needs no tonic dependency of its own to name it.
+pub use tonic::Status;
+
 /// [`Error::outcome`] of a call's result, `ok` for a success.
 pub(crate) fn outcome<T>(result: &Result<T>) -> &'static str {
     result.as_ref().map_or_else(Error::outcome, |_| "ok")
@@ -215,6 +221,27 @@ impl Error {
             Error::Transport { .. } => "transport_error",
             Error::Timeout { .. } | Error::ConnectTimeout { .. } => "timeout",
             Error::Configuration { .. } => "configuration",
+        }
+    }
+
+    /// An [`Error::Host`] as CSI Proxy reports one: `operation` failed on
+    /// the host with `code` (usually [`Code::Unknown`]) and `message`, with
+    /// no Windows error code. For mocks and fakes that fail the way the
+    /// proxy does.
+    ///
+    /// ```
+    /// use csi_proxy_client::{Code, Error, Operation};
+    ///
+    /// let error = Error::host(Operation::MountVolume, Code::Unknown, "access is denied");
+    /// assert_eq!(error.csi_code(), Code::Internal);
+    /// assert!(!error.is_retryable());
+    /// ```
+    pub fn host(operation: Operation, code: Code, message: impl Into<String>) -> Self {
+        Error::Host {
+            operation,
+            code,
+            message: message.into(),
+            os_code: None,
         }
     }
 

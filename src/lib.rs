@@ -9,15 +9,32 @@
 //!
 //! # Example
 //!
-//! ```no_run
+//! ```
 //! use csi_proxy_client::{ApiGroup, CsiProxy, WindowsPath};
 //!
-//! # async fn run() -> Result<(), csi_proxy_client::Error> {
-//! let proxy = CsiProxy::builder().require(ApiGroup::Volume).connect().await?;
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), csi_proxy_client::Error> {
+//! # // A fake node, so that the example runs as a test.
+//! # use csi_proxy_client::testing::{FakeHost, FakeProxy, LocalEndpoints, ProxyRelease};
+//! # let endpoints = LocalEndpoints::new()?;
+//! # let host = FakeHost::builder()
+//! #     .partitioned_disk(1, "Google  pvc-1", 10 << 30)
+//! #     .dir(r"\var\lib\kubelet\staging")
+//! #     .build();
+//! # let mut fake = FakeProxy::for_host(endpoints.transport(), &host);
+//! # fake.serve_release(ProxyRelease::LATEST).await?;
+//! let proxy = CsiProxy::builder()
+//! #   .transport(endpoints.transport())
+//!     .require(ApiGroup::Volume)
+//!     .connect()
+//!     .await?;
 //! print!("{}", proxy.report()); // what was tried and chosen, per group
 //!
 //! // The same calls work whatever version each group negotiated.
 //! let volume = proxy.volume()?;
+//! # let staged = volume.list_volumes_on_disk(1, None).await?.remove(0);
+//! # volume.format_volume(&staged).await?;
+//! # volume.mount_volume(&staged, &WindowsPath::new(r"\var\lib\kubelet\staging")?).await?;
 //! let id = volume.get_volume_id_from_target_path(&WindowsPath::new(r"\var\lib\kubelet\staging")?).await?;
 //! let stats = volume.get_volume_stats(&id).await?;
 //! println!("{} of {} bytes used", stats.used_bytes, stats.total_bytes);
@@ -56,6 +73,14 @@
 //! - `metrics`: counters, histograms and gauges of the calls, negotiations
 //!   and versions, through the `metrics` facade (see [`metrics`]).
 //! - `cli`: the `csiproxyctl` command-line tool.
+//! - `host-process`: on Windows, the six groups served in-process with no
+//!   CSI Proxy, for drivers that run as HostProcess containers
+//!   ([`Backend::Host`], [`Backend::Automatic`]); nothing on other
+//!   platforms.
+//!
+//! A driver's own `cargo doc` shows only the features it enables; to read
+//! the `testing` items there, `cargo doc --open -p csi-proxy-client
+//! --features csi-proxy-client/testing` (docs.rs shows every feature).
 //!
 //! Items that need a feature, or a platform (Unix sockets), say so in
 //! their documentation.
@@ -104,7 +129,7 @@ pub use client::{
     Backend, Backends, CallOptions, CsiProxy, CsiProxyBuilder, GroupHealth, GroupStatus, Health,
     ServedBy, VersionChange,
 };
-pub use error::{BoxedSource, Code, Error, Result};
+pub use error::{BoxedSource, Code, Error, Result, Status};
 pub use group::ApiGroup;
 pub use negotiate::{
     Attempt, AttemptOutcome, Connection, GroupReport, Negotiated, NegotiationReport, Negotiator,
@@ -150,3 +175,11 @@ struct NegotiationGuideDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/security.md")]
 struct SecurityGuideDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/testing.md")]
+struct TestingGuideDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/host-process.md")]
+struct HostProcessGuideDoctests;

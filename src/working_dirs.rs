@@ -35,8 +35,8 @@ pub(crate) fn check(dirs: &[String], operation: Operation, path: &WindowsPath) -
         operation,
         code: tonic::Code::Unknown,
         message: format!(
-            "path {:?} is not within the working directories {dirs:?}",
-            path.as_str()
+            "path {path} is not within the working directories ({})",
+            dirs.join(", ")
         ),
         os_code: None,
     })

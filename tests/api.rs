@@ -249,3 +249,43 @@ fn secrets_never_show_in_debug_output() {
     );
     assert!(shown.contains("Secret(***)"));
 }
+
+/// Every Rust example in the README and the guides runs as a doctest:
+/// none is `no_run` or `ignore`, and every file that has one is among the
+/// doctests of `src/lib.rs`, so an example that stops working fails CI.
+#[test]
+fn every_example_in_the_readme_and_the_guides_runs() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    let mut files = vec!["README.md".to_owned()];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if name.ends_with(".md") {
+            files.push(format!("docs/{name}"));
+        }
+    }
+    let mut with_examples = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let fences: Vec<&str> = text
+            .lines()
+            .map(str::trim_start)
+            .filter(|line| line.starts_with("```rust"))
+            .collect();
+        for fence in &fences {
+            assert!(
+                !fence.contains("no_run") && !fence.contains("ignore"),
+                "{file}: an example that does not run: {fence}"
+            );
+        }
+        if !fences.is_empty() {
+            with_examples += 1;
+            let included = format!("include_str!(\"../{file}\")");
+            assert!(
+                lib.contains(&included),
+                "{file} has examples, but src/lib.rs does not run them ({included})"
+            );
+        }
+    }
+    assert!(with_examples >= 7, "{with_examples} files with examples");
+}

@@ -374,16 +374,72 @@ fn probe_exits_with_what_scripts_need() {
     let missing = failure(&fake.run(&["probe", "disk", "smb"]), 3);
     assert!(missing.contains("smb"), "{missing}");
 
-    // Under --json, the report on standard output and the error after it.
+    // Under --json, one document: the report, with the error in it.
     let output = fake.run(&["--json", "probe", "iscsi"]);
     assert_eq!(output.status.code(), Some(3));
-    let text = String::from_utf8(output.stdout).unwrap();
-    let mut lines = text.lines();
-    let report: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert!(report["transport"]["kind"].is_string(), "{report}");
-    let error: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
-    assert_eq!(error["error"]["kind"], "not_served");
-    assert_eq!(error["error"]["exit_code"], 3);
+    assert_eq!(report["groups"][0]["chosen"], "v1", "{report}");
+    assert_eq!(report["error"]["kind"], "not_served");
+    assert_eq!(report["error"]["exit_code"], 3);
+}
+
+#[test]
+fn usage_errors_are_one_json_document_under_json() {
+    for args in [&["--json", "--bogus"][..], &["--json", "disk", "lst"]] {
+        let output = Command::new(BIN).args(args).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let error: serde_json::Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {:?}", output.stdout));
+        assert_eq!(error["error"]["kind"], "usage", "{error}");
+        assert_eq!(error["error"]["exit_code"], 2, "{error}");
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("--bogus") || message.contains("lst"),
+            "{message}"
+        );
+        // Without --json, clap's usage on standard error, nothing on stdout.
+        let plain: Vec<&str> = args.iter().copied().filter(|a| *a != "--json").collect();
+        let output = Command::new(BIN).args(&plain).output().unwrap();
+        assert_eq!(output.status.code(), Some(2));
+        assert!(output.stdout.is_empty());
+        assert!(String::from_utf8_lossy(&output.stderr).contains("Usage:"));
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn the_fake_makes_its_socket_folder_and_says_where_it_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("not").join("yet");
+    let path = missing.to_str().unwrap();
+    let mut child = Command::new(BIN)
+        .args([
+            "--socket-dir",
+            path,
+            "--json",
+            "fake",
+            "--versions",
+            "disk=v1",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    // With --json, the banner is one JSON document.
+    let banner: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(
+        banner["serving"],
+        serde_json::json!(["disk=v1"]),
+        "{banner}"
+    );
+    assert_eq!(banner["transport"]["dir"], path, "{banner}");
+    assert!(missing.join("csi-proxy-disk-v1").exists());
 }
 
 #[test]

@@ -87,6 +87,11 @@ async fn the_proxy_rules_hold_directly_and_over_the_wire() {
         wired.filesystem().unwrap().mkdir(&outside).await,
     );
     assert!(msg.contains("working directories"), "{msg}");
+    // Paths as Windows writes them, not escaped.
+    assert!(
+        msg.contains(r"path C:\Windows\System32 is not within the working directories"),
+        "{msg}"
+    );
     assert!(
         host.entry(r"C:\Windows\System32").is_none(),
         "nothing was created"
@@ -462,4 +467,25 @@ async fn old_string_disk_ids_that_are_not_numbers_fail_like_the_proxy() {
         "{}",
         status.message()
     );
+}
+
+#[test]
+fn the_fake_host_reads_paths_as_the_sdk_normalizes_them() {
+    let host = FakeHost::builder()
+        .dir("/var/lib/kubelet/plugins/x")
+        .build();
+    for written in [
+        r"\var\lib\kubelet\plugins\x",
+        "/var/lib/kubelet/plugins/x",
+        r"c:\VAR\lib\kubelet\plugins\x\",
+    ] {
+        assert_eq!(host.entry(written), Some(PathEntry::Directory), "{written}");
+    }
+    assert_eq!(host.entry(r"\var\lib\kubelet\plugins\y"), None);
+    // A path the SDK refuses cannot be asked about: a test asserting its
+    // absence would pass by accident.
+    for refused in [r"relative\x", r"C:\var\..\x"] {
+        let asked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| host.entry(refused)));
+        assert!(asked.is_err(), "{refused}");
+    }
 }

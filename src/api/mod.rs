@@ -25,6 +25,7 @@ pub use filesystem::FilesystemApi;
 pub(crate) use filesystem::{filesystem_group, FilesystemBackend};
 pub(crate) use iscsi::{iscsi_group, IscsiBackend};
 pub use iscsi::{IscsiApi, IscsiAuth, TargetPortal, DEFAULT_ISCSI_PORT};
+pub(crate) use path::quoted;
 pub use path::{WindowsPath, MAX_PATH};
 #[cfg(any(feature = "testing", all(windows, feature = "host-process")))]
 pub(crate) use smb::share_root;

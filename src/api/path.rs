@@ -69,7 +69,12 @@ impl WindowsPath {
         if path.starts_with('\\') && !path.starts_with("\\\\") {
             path.insert_str(0, "C:");
         }
-        let reject = |why: &str| Err(Error::invalid_argument("path", format!("{raw:?}: {why}")));
+        let reject = |why: &str| {
+            Err(Error::invalid_argument(
+                "path",
+                format!("{}: {why}", quoted(raw)),
+            ))
+        };
         if path.is_empty() {
             return reject("is empty");
         }
@@ -114,6 +119,83 @@ impl WindowsPath {
         &self.0
     }
 
+    /// The folder that holds this path: `C:\a` for `C:\a\b` (and for
+    /// `C:\a\b\`), `C:\` for `C:\a`; `None` for a drive root. A link's
+    /// parent is the folder to make before the link.
+    ///
+    /// ```
+    /// use csi_proxy_client::WindowsPath;
+    ///
+    /// let target = WindowsPath::new(r"\var\lib\kubelet\pods\p1\volumes\v\mount")?;
+    /// assert_eq!(target.parent().unwrap().as_str(), r"C:\var\lib\kubelet\pods\p1\volumes\v");
+    /// assert_eq!(WindowsPath::new(r"C:\var")?.parent().unwrap().as_str(), r"C:\");
+    /// assert!(WindowsPath::new(r"C:\")?.parent().is_none());
+    /// # Ok::<(), csi_proxy_client::Error>(())
+    /// ```
+    pub fn parent(&self) -> Option<WindowsPath> {
+        let (folder, _) = self.split_last()?;
+        // A prefix of a valid path is valid: no check to repeat.
+        Some(Self(folder.to_owned()))
+    }
+
+    /// The last component: `mount` for `C:\pods\mount`; `None` for a
+    /// drive root.
+    pub fn file_name(&self) -> Option<&str> {
+        self.split_last().map(|(_, name)| name)
+    }
+
+    /// This path with `relative` under it (one or more components,
+    /// `\` or `/` between them), checked as [`WindowsPath::new`] checks a
+    /// path.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `relative` is empty or absolute
+    /// (starts with a separator or a drive), or when the joined path is
+    /// not one `new` accepts (`..`, too long, a device name, ...).
+    ///
+    /// ```
+    /// use csi_proxy_client::WindowsPath;
+    ///
+    /// let plugin = WindowsPath::new(r"C:\var\lib\kubelet\plugins\example")?;
+    /// let staging = plugin.join("pv/pvc-1/globalmount")?;
+    /// assert_eq!(staging.as_str(), r"C:\var\lib\kubelet\plugins\example\pv\pvc-1\globalmount");
+    /// assert!(plugin.join(r"..\..\Windows").is_err());
+    /// assert!(plugin.join(r"C:\Windows").is_err());
+    /// # Ok::<(), csi_proxy_client::Error>(())
+    /// ```
+    pub fn join(&self, relative: impl AsRef<str>) -> Result<WindowsPath> {
+        let relative = relative.as_ref();
+        let rejected = |why: &str| {
+            Err(Error::invalid_argument(
+                "path",
+                format!("{} under {}: {why}", quoted(relative), self.0),
+            ))
+        };
+        if relative.is_empty() {
+            return rejected("is empty");
+        }
+        if relative.starts_with(['\\', '/']) || relative.get(1..2) == Some(":") {
+            return rejected("is not relative");
+        }
+        Self::new(format!("{}\\{relative}", self.0.trim_end_matches('\\')))
+    }
+
+    /// The folder and the last component, without the separators between
+    /// them; `None` for a drive root.
+    fn split_last(&self) -> Option<(&str, &str)> {
+        let trimmed = self.0.trim_end_matches('\\');
+        let at = trimmed.rfind('\\')?;
+        let folder = trimmed[..at].trim_end_matches('\\');
+        // A drive's root keeps its backslash: `C:\`, as `new` requires.
+        let folder = if folder.len() == 2 {
+            &trimmed[..3]
+        } else {
+            folder
+        };
+        Some((folder, &trimmed[at + 1..]))
+    }
+
     /// Whether the path lies under the kubelet's pods directory
     /// (`C:\var\lib\kubelet\pods\`, in any case): a pod's volume path, as
     /// opposed to a plugin's staging path. Old wire versions need to know
@@ -123,6 +205,22 @@ impl WindowsPath {
             .get(..KUBELET_PODS_DIR.len())
             .is_some_and(|prefix| prefix.eq_ignore_ascii_case(KUBELET_PODS_DIR))
     }
+}
+
+/// `text` in quotes for an error message, with control characters escaped
+/// but backslashes as Windows writes them (`{:?}` would double them).
+pub(crate) fn quoted(text: &str) -> String {
+    let mut shown = String::with_capacity(text.len() + 2);
+    shown.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => shown.push_str("\\\""),
+            c if c.is_control() => shown.extend(c.escape_default()),
+            c => shown.push(c),
+        }
+    }
+    shown.push('"');
+    shown
 }
 
 /// Whether Windows opens a file `name` as a device: `CON`, `PRN`, `AUX`,
@@ -297,5 +395,61 @@ mod tests {
             let path = WindowsPath::new(elsewhere).unwrap();
             assert!(!path.is_under_pods(), "{elsewhere}");
         }
+    }
+
+    #[test]
+    fn parents_and_names() {
+        let parent = |p: &str| WindowsPath::new(p).unwrap().parent().map(|p| p.0);
+        assert_eq!(parent(r"C:\a\b").as_deref(), Some(r"C:\a"));
+        assert_eq!(parent(r"C:\a\b\").as_deref(), Some(r"C:\a"));
+        assert_eq!(parent(r"C:\a\\b").as_deref(), Some(r"C:\a"));
+        assert_eq!(parent(r"C:\a").as_deref(), Some(r"C:\"));
+        assert_eq!(parent(r"C:\\a").as_deref(), Some(r"C:\"));
+        assert_eq!(parent(r"C:\"), None);
+        assert_eq!(parent(r"C:\\"), None);
+        let name = |p: &str| WindowsPath::new(p).unwrap().file_name().map(str::to_owned);
+        assert_eq!(name(r"C:\a\mount\").as_deref(), Some("mount"));
+        assert_eq!(name(r"C:\"), None);
+    }
+
+    #[test]
+    fn joins_relative_parts_only() {
+        let root = WindowsPath::new(r"C:\var\lib\kubelet\").unwrap();
+        assert_eq!(
+            root.join(r"pods\p/volumes").unwrap().as_str(),
+            r"C:\var\lib\kubelet\pods\p\volumes"
+        );
+        for bad in [
+            "",
+            r"\abs",
+            "/abs",
+            r"D:\x",
+            "D:x",
+            r"a\..\..\x",
+            "a\nb",
+            "CON",
+            "x.",
+        ] {
+            let error = root.join(bad).unwrap_err();
+            assert!(
+                matches!(error, Error::InvalidArgument { what: "path", .. }),
+                "{bad:?}: {error}"
+            );
+        }
+        let long = "x".repeat(MAX_PATH);
+        assert!(root.join(long).is_err());
+    }
+
+    #[test]
+    fn rejections_show_the_path_as_written() {
+        let error = WindowsPath::new(r"C:\var\..\Windows")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(r#""C:\var\..\Windows""#), "{error}");
+        let error = WindowsPath::new("C:\\x\ny").unwrap_err().to_string();
+        assert!(
+            error.contains(r#""C:\x\ny""#),
+            "control characters escaped: {error}"
+        );
     }
 }

@@ -21,7 +21,7 @@ impl SmbRemotePath {
         let reject = |why: &str| {
             Err(Error::invalid_argument(
                 "SMB remote path",
-                format!("{raw:?}: {why}"),
+                format!("{}: {why}", super::quoted(raw)),
             ))
         };
         let Some(rest) = path.strip_prefix("\\\\") else {

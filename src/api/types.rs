@@ -71,7 +71,7 @@ impl VolumeId {
         if id.contains(['\0', '\n', '\r']) {
             return Err(Error::invalid_argument(
                 "volume ID",
-                format!("{id:?} contains a control character"),
+                format!("{} contains a control character", super::quoted(&id)),
             ));
         }
         Ok(Self(id))
@@ -112,7 +112,7 @@ pub(crate) fn check_name(what: &'static str, name: &str) -> Result<()> {
     if name.chars().any(char::is_control) {
         return Err(Error::invalid_argument(
             what,
-            format!("{name:?} contains a control character"),
+            format!("{} contains a control character", super::quoted(name)),
         ));
     }
     Ok(())

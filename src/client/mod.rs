@@ -92,11 +92,19 @@ use options::Deadlines;
 /// certainly not sent spends no retry. A failure the proxy reports
 /// ([`Error::Host`], usually code `Unknown`) is never retried.
 ///
-/// ```no_run
+/// ```
 /// use csi_proxy_client::{ApiGroup, CsiProxy, WindowsPath};
 ///
-/// # async fn run() -> Result<(), csi_proxy_client::Error> {
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), csi_proxy_client::Error> {
+/// # // A fake node, so that the example runs as a test.
+/// # use csi_proxy_client::testing::{FakeHost, FakeProxy, LocalEndpoints, ProxyRelease};
+/// # let endpoints = LocalEndpoints::new()?;
+/// # let host = FakeHost::builder().disk(1, "Google  pvc-1", 10 << 30).build();
+/// # let mut fake = FakeProxy::for_host(endpoints.transport(), &host);
+/// # fake.serve_release(ProxyRelease::LATEST).await?;
 /// let proxy = CsiProxy::builder()
+/// #   .transport(endpoints.transport())
 ///     .require(ApiGroup::Disk)            // fail to connect without it
 ///     .connect()
 ///     .await?;
@@ -105,7 +113,9 @@ use options::Deadlines;
 /// let disks = proxy.disk()?.list_disk_locations().await?;
 /// let staging = WindowsPath::new(r"\var\lib\kubelet\plugins\example\globalmount")?;
 /// proxy.filesystem()?.mkdir(&staging).await?;
-/// # let _ = disks; Ok(()) }
+/// # assert_eq!(disks.len(), 1);
+/// # assert!(host.entry(staging.as_str()).is_some());
+/// # Ok(()) }
 /// ```
 #[derive(Clone)]
 pub struct CsiProxy {

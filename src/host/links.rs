@@ -24,6 +24,19 @@ pub(crate) enum Entry {
     Link(PathBuf),
 }
 
+/// What is there, in words, for error texts (paths as Windows writes
+/// them, not escaped).
+impl std::fmt::Display for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Entry::Missing => f.write_str("nothing"),
+            Entry::Directory => f.write_str("a directory"),
+            Entry::File => f.write_str("a file"),
+            Entry::Link(target) => write!(f, "a link to {}", target.display()),
+        }
+    }
+}
+
 /// How the filesystem group sees and makes links.
 pub(crate) trait Links: Send + Sync + 'static {
     /// What is at `path`.
@@ -57,7 +70,7 @@ impl Links for OsLinks {
         match self.entry(link)? {
             Entry::Link(_) => Ok(()),
             found => Err(io::Error::other(format!(
-                "the host reported the link made, but found {found:?} there"
+                "the host reported the link made, but there is {found} there"
             ))),
         }
     }
@@ -66,5 +79,18 @@ impl Links for OsLinks {
         // A directory link is removed as a directory (RemoveDirectoryW),
         // which leaves its target alone.
         fs::remove_dir(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_is_found_reads_as_words_with_paths_as_written() {
+        assert_eq!(Entry::Missing.to_string(), "nothing");
+        assert_eq!(Entry::Directory.to_string(), "a directory");
+        let link = Entry::Link(PathBuf::from(r"C:\var\lib\kubelet\x"));
+        assert_eq!(link.to_string(), r"a link to C:\var\lib\kubelet\x");
     }
 }

@@ -88,8 +88,13 @@ impl Mounts for OsMounts {
             found => {
                 // Whatever was made goes, since the answer is that nothing was.
                 let _ = self.unmount(folder);
+                let found = match found {
+                    Ok(Some(other)) => format!("leads to {other}"),
+                    Ok(None) => "is no mount point".to_owned(),
+                    Err(error) => format!("cannot be read ({error})"),
+                };
                 Err(io::Error::other(format!(
-                    "the host reported the volume mounted, but {folder} leads to {found:?}"
+                    "the host reported the volume mounted, but {folder} {found}"
                 )))
             }
         }

@@ -69,11 +69,19 @@ impl Connection {
 /// with an error instead of silently falling back. All groups negotiate
 /// concurrently.
 ///
-/// ```no_run
+/// ```
 /// use csi_proxy_client::{ApiGroup, Negotiator, Transport};
 ///
-/// # async fn run() -> Result<(), csi_proxy_client::Error> {
-/// let negotiated = Negotiator::new(Transport::named_pipes())
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), csi_proxy_client::Error> {
+/// let transport = Transport::named_pipes();
+/// # // A fake node instead, so that the example runs as a test.
+/// # use csi_proxy_client::testing::{FakeHost, FakeProxy, LocalEndpoints, ProxyRelease};
+/// # let endpoints = LocalEndpoints::new()?;
+/// # let transport = endpoints.transport();
+/// # let mut fake = FakeProxy::for_host(transport.clone(), &FakeHost::builder().build());
+/// # fake.serve_release(ProxyRelease::V0_2_2).await?;
+/// let negotiated = Negotiator::new(transport)
 ///     .negotiate(&ApiGroup::ALL)
 ///     .await?;
 /// println!("{}", negotiated.report());

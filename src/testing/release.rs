@@ -22,7 +22,11 @@ use crate::version::ApiVersion;
 /// let served = ProxyRelease::V0_2_2.served();
 /// assert!(served.contains(&(ApiGroup::Disk, ApiVersion::V1BETA2)));
 /// assert!(!served.contains(&(ApiGroup::Disk, ApiVersion::V1)));
-/// assert_eq!(ProxyRelease::new(1, 1, 0).served().len(), 23);
+/// assert_eq!(ProxyRelease::new(1, 1, 0)?.served().len(), 23);
+/// assert_eq!(ProxyRelease::LATEST, ProxyRelease::V1_3_0);
+/// // A release that never was is refused, as its text is.
+/// assert!(ProxyRelease::new(0, 0, 1).is_err());
+/// # Ok::<(), csi_proxy_client::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ProxyRelease {
@@ -33,16 +37,44 @@ pub struct ProxyRelease {
 
 impl ProxyRelease {
     /// v0.1.0: the first release, alpha versions of four groups.
-    pub const V0_1_0: Self = Self::new(0, 1, 0);
+    pub const V0_1_0: Self = Self::at(0, 1, 0);
     /// v0.2.2: the last v0 release, still found on older nodes.
-    pub const V0_2_2: Self = Self::new(0, 2, 2);
+    pub const V0_2_2: Self = Self::at(0, 2, 2);
     /// v1.0.0: the stable `v1` versions.
-    pub const V1_0_0: Self = Self::new(1, 0, 0);
+    pub const V1_0_0: Self = Self::at(1, 0, 0);
     /// v1.1.0: the `v2alpha1` previews of filesystem and volume.
-    pub const V1_1_0: Self = Self::new(1, 1, 0);
+    pub const V1_1_0: Self = Self::at(1, 1, 0);
+    /// v1.3.0: the newest release this crate knows.
+    pub const V1_3_0: Self = Self::at(1, 3, 0);
+    /// The newest release this crate knows (today [`V1_3_0`](Self::V1_3_0)):
+    /// it serves every group-version.
+    pub const LATEST: Self = Self::at(LATEST_KNOWN.0, LATEST_KNOWN.1, 0);
 
     /// The release `v<major>.<minor>.<patch>`.
-    pub const fn new(major: u32, minor: u32, patch: u32) -> Self {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a release before v0.1.0 or after the
+    /// newest this crate knows ([`LATEST`](Self::LATEST)): which versions it
+    /// serves is not known, so it is refused rather than guessed, as its
+    /// text is by [`str::parse`].
+    pub fn new(major: u32, minor: u32, patch: u32) -> Result<Self, Error> {
+        let release = Self::at(major, minor, patch);
+        if release < Self::V0_1_0 || (major, minor) > LATEST_KNOWN {
+            return Err(Error::invalid_argument(
+                "CSI Proxy release",
+                format!(
+                    "{release} is not a CSI Proxy release this crate knows (v0.1.0 to v{}.{}.x)",
+                    LATEST_KNOWN.0, LATEST_KNOWN.1
+                ),
+            ));
+        }
+        Ok(release)
+    }
+
+    /// A release known to be in range (the constants, and the registry's
+    /// rows).
+    const fn at(major: u32, minor: u32, patch: u32) -> Self {
         Self {
             major,
             minor,
@@ -56,7 +88,7 @@ impl ProxyRelease {
             .iter()
             .filter(|row| {
                 let (major, minor, patch) = row.first_release;
-                Self::new(major, minor, patch) <= self
+                Self::at(major, minor, patch) <= self
             })
             .map(|row| (row.group, row.version))
             .collect()
@@ -94,19 +126,7 @@ impl FromStr for ProxyRelease {
         if parts.next().is_some() {
             return Err(invalid());
         }
-        let release = Self::new(major, minor, patch);
-        // Which versions a release this crate does not know served is not
-        // known either: refuse it rather than guess.
-        if release < Self::V0_1_0 || (major, minor) > LATEST_KNOWN {
-            return Err(Error::invalid_argument(
-                "CSI Proxy release",
-                format!(
-                    "{text:?} is not a CSI Proxy release this crate knows (v0.1.0 to v{}.{}.x)",
-                    LATEST_KNOWN.0, LATEST_KNOWN.1
-                ),
-            ));
-        }
-        Ok(release)
+        Self::new(major, minor, patch)
     }
 }
 
@@ -122,11 +142,8 @@ mod tests {
         assert!(v0_2_2.contains(&(ApiGroup::System, ApiVersion::V1ALPHA1)));
         assert!(!v0_2_2.contains(&(ApiGroup::Filesystem, ApiVersion::V1BETA2)));
         assert_eq!(ProxyRelease::V1_0_0.served().len(), 21);
-        assert_eq!(
-            ProxyRelease::new(1, 3, 0).served().len(),
-            WIRE_VERSIONS.len()
-        );
-        assert_eq!(ProxyRelease::new(1, 1, 3).to_string(), "v1.1.3");
+        assert_eq!(ProxyRelease::LATEST.served().len(), WIRE_VERSIONS.len());
+        assert_eq!(ProxyRelease::new(1, 1, 3).unwrap().to_string(), "v1.1.3");
     }
 
     #[test]
@@ -145,5 +162,24 @@ mod tests {
                 "{bad:?}: {error}"
             );
         }
+    }
+
+    #[test]
+    fn new_refuses_what_parsing_refuses() {
+        for (major, minor, patch) in [(0, 0, 1), (1, 4, 0), (9, 9, 9)] {
+            let error = ProxyRelease::new(major, minor, patch).unwrap_err();
+            assert!(
+                error.to_string().contains("not a CSI Proxy release"),
+                "{error}"
+            );
+            assert!(format!("v{major}.{minor}.{patch}")
+                .parse::<ProxyRelease>()
+                .is_err());
+        }
+        assert_eq!(
+            ProxyRelease::new(1, 3, 1).unwrap(),
+            "v1.3.1".parse().unwrap()
+        );
+        assert_eq!(ProxyRelease::new(0, 1, 0).unwrap(), ProxyRelease::V0_1_0);
     }
 }

@@ -1,8 +1,14 @@
 //! The command line: global options and the commands, each group's
 //! subcommands being declared with the code that runs them.
 
+use std::process::ExitCode;
+
+use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
 use csi_proxy_client::ApiGroup;
+
+use crate::failure::Failure;
+use crate::output::emit;
 
 /// What the exit codes mean, for scripts.
 const EXIT_CODES: &str = "Exit codes:
@@ -10,8 +16,9 @@ const EXIT_CODES: &str = "Exit codes:
   1  the call failed on the host, or the connection to CSI Proxy failed
   2  bad usage or input, or a setting that cannot work (nothing was sent)
   3  not served: a group is missing, or the node's version lacks the call
-With --json, a failure is printed as JSON on standard output too:
-  {\"error\": {\"kind\": ..., \"message\": ..., \"exit_code\": ...}}";
+With --json, standard output is one JSON document; a failure is
+  {\"error\": {\"kind\": ..., \"message\": ..., \"exit_code\": ...}}
+(probe: its report, with the failure in the same \"error\" field).";
 
 /// Talk to CSI Proxy on this node: what it serves, and single calls.
 #[derive(Parser)]
@@ -97,6 +104,45 @@ pub enum Command {
     /// for user `csi` with password `fake-password`.
     #[cfg(feature = "testing")]
     Fake(crate::fake::FakeArgs),
+    /// In a build without the fake proxy: takes anything, to say so.
+    #[cfg(not(feature = "testing"))]
+    #[command(hide = true)]
+    Fake {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        _ignored: Vec<String>,
+    },
+}
+
+/// What `fake` says in a build without it.
+#[cfg(not(feature = "testing"))]
+pub const NO_FAKE: &str = "this csiproxyctl has no fake proxy: an operator's build leaves it out; \
+     build one with `--features cli,testing` to get `csiproxyctl fake`";
+
+/// Ends the program on a command line clap refused: its help and version
+/// as clap prints them; a usage error as one line on standard error (and,
+/// with `--json` anywhere on the line, as the JSON error document), exit 2.
+pub fn refuse(usage: clap::Error) -> ExitCode {
+    if matches!(
+        usage.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        usage.exit();
+    }
+    let rendered = usage.render().to_string();
+    // clap's first line, without its `error: `: the rest is the usage.
+    let message = rendered
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches("error: ")
+        .to_owned();
+    if std::env::args().any(|arg| arg == "--json") {
+        emit(&Failure::usage(message.clone()).to_json().to_string());
+    }
+    eprint!("{rendered}");
+    ExitCode::from(2)
 }
 
 /// Mutations change the host: say so.

@@ -2,6 +2,7 @@
 //! kind, one line, and the exit code.
 
 use csi_proxy_client::Error;
+use serde_json::{json, Value};
 
 use crate::cli::Confirm;
 
@@ -10,27 +11,51 @@ pub struct Failure {
     pub kind: &'static str,
     pub message: String,
     pub code: u8,
+    /// With `--json`, the document the command had to print besides the
+    /// error (what `probe` found), so that the output stays one document.
+    pub document: Option<Value>,
 }
 
 /// What a command ends with.
 pub type Outcome<T = ()> = Result<T, Failure>;
 
 impl Failure {
+    fn new(kind: &'static str, message: impl Into<String>, code: u8) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            code,
+            document: None,
+        }
+    }
+
     /// Bad usage or input: nothing was sent.
     pub fn usage(message: impl Into<String>) -> Self {
-        Self {
-            kind: "usage",
-            message: message.into(),
-            code: 2,
-        }
+        Self::new("usage", message, 2)
     }
 
     /// A group asked for is not served.
     pub fn not_served(message: impl Into<String>) -> Self {
-        Self {
-            kind: "not_served",
-            message: message.into(),
-            code: 3,
+        Self::new("not_served", message, 3)
+    }
+
+    /// This failure, printed with `--json` inside `document` (an object)
+    /// as its `error` field.
+    pub fn in_document(mut self, document: Value) -> Self {
+        self.document = Some(document);
+        self
+    }
+
+    /// What `--json` prints: one document, with the failure as `error`.
+    pub fn to_json(&self) -> Value {
+        let error = json!({ "kind": self.kind, "message": self.message, "exit_code": self.code });
+        match &self.document {
+            Some(Value::Object(fields)) => {
+                let mut fields = fields.clone();
+                fields.insert("error".into(), error);
+                Value::Object(fields)
+            }
+            _ => json!({ "error": error }),
         }
     }
 }
@@ -58,11 +83,7 @@ impl From<Error> for Failure {
             Error::InvalidResponse { .. } => "invalid_response",
             _ => "other",
         };
-        Failure {
-            kind,
-            message: e.to_string(),
-            code,
-        }
+        Failure::new(kind, e.to_string(), code)
     }
 }
 

@@ -7,11 +7,12 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use csi_proxy_client::testing::{FakeHost, FakeProxy, ProxyRelease, StartOrder, Startup};
 use csi_proxy_client::{ApiGroup, ApiVersion, ServiceStatus, StartType, TargetPortal};
+use serde_json::json;
 
 use crate::cli::Cli;
 use crate::failure::{Failure, Outcome};
 use crate::output::emit;
-use crate::{transport, transport_json};
+use crate::{transport, transport_json, transport_text};
 
 #[derive(Args)]
 pub struct FakeArgs {
@@ -131,13 +132,18 @@ pub async fn run(cli: &Cli, args: &FakeArgs) -> Outcome {
     }
     proxy.set_startup(startup);
     proxy.serve_all(served.clone()).await?;
+    // One line, once every endpoint is up: a script waits for it.
     let list: Vec<String> = served.iter().map(|(g, v)| format!("{g}={v}")).collect();
-    emit(&format!(
-        "serving {} at {}: {}",
-        served.len(),
-        transport_json(&transport),
-        list.join(",")
-    ));
+    if cli.json {
+        emit(&json!({ "serving": list, "transport": transport_json(&transport) }).to_string());
+    } else {
+        emit(&format!(
+            "serving {} group-versions {}: {}",
+            served.len(),
+            transport_text(&transport),
+            list.join(",")
+        ));
+    }
     let _ = tokio::signal::ctrl_c().await;
     proxy.shutdown().await;
     Ok(())

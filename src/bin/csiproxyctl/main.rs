@@ -30,27 +30,33 @@ use output::{emit, Records};
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(usage) => return cli::refuse(usage),
+    };
     let json = cli.json;
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure {
-            kind,
-            message,
-            code,
-        }) => {
+        Err(failure) => {
             if json {
-                let error =
-                    json!({ "error": { "kind": kind, "message": message, "exit_code": code } });
-                emit(&error.to_string());
+                emit(&failure.to_json().to_string());
             }
-            eprintln!("csiproxyctl: {message}");
-            ExitCode::from(code)
+            eprintln!("csiproxyctl: {}", failure.message);
+            ExitCode::from(failure.code)
         }
     }
 }
 
 async fn run(cli: Cli) -> Outcome {
+    // The fake makes its socket folder before the transport is checked.
+    #[cfg(feature = "testing")]
+    if let Command::Fake(args) = &cli.command {
+        return fake::run(&cli, args).await;
+    }
+    #[cfg(not(feature = "testing"))]
+    if let Command::Fake { .. } = &cli.command {
+        return Err(Failure::usage(cli::NO_FAKE));
+    }
     let transport = transport(&cli)?;
     let policy = VersionPolicy::default().allow_preview(cli.preview);
     let wait = Duration::from_secs(cli.wait);
@@ -58,8 +64,7 @@ async fn run(cli: Cli) -> Outcome {
         Command::Probe { require } => {
             return probe::run(transport, policy, require, wait, cli.json).await
         }
-        #[cfg(feature = "testing")]
-        Command::Fake(args) => return fake::run(&cli, args).await,
+        Command::Fake { .. } => unreachable!("answered above"),
         Command::Disk(_) => ApiGroup::Disk,
         Command::Volume(_) => ApiGroup::Volume,
         Command::Fs(_) => ApiGroup::Filesystem,
@@ -89,9 +94,7 @@ async fn run(cli: Cli) -> Outcome {
         Command::Smb(c) => smb::run(&proxy, c).await?,
         Command::System(c) => system::run(&proxy, c).await?,
         Command::Iscsi(c) => iscsi::run(&proxy, c).await?,
-        Command::Probe { .. } => unreachable!("answered above"),
-        #[cfg(feature = "testing")]
-        Command::Fake(_) => unreachable!("answered above"),
+        Command::Probe { .. } | Command::Fake { .. } => unreachable!("answered above"),
     };
     records.print(cli.json);
     Ok(())
@@ -147,12 +150,23 @@ fn transport_json(transport: &Transport) -> serde_json::Value {
     if let Some(dir) = transport.socket_dir() {
         return json!({ "kind": "unix_sockets", "dir": dir.display().to_string() });
     }
+    json!({ "kind": "named_pipes", "prefix": pipe_prefix(transport) })
+}
+
+/// Where the transport's endpoints are, in words.
+fn transport_text(transport: &Transport) -> String {
+    #[cfg(unix)]
+    if let Some(dir) = transport.socket_dir() {
+        return format!("on Unix sockets in {}", dir.display());
+    }
+    format!("on named pipes {}*", pipe_prefix(transport))
+}
+
+/// What comes before the endpoint names: `\\.\pipe\` for CSI Proxy's.
+fn pipe_prefix(transport: &Transport) -> String {
     let pipe = transport.address(ApiGroup::Disk, ApiVersion::V1);
-    let prefix = pipe.trim_end_matches(&csi_proxy_client::endpoint_name(
-        ApiGroup::Disk,
-        ApiVersion::V1,
-    ));
-    json!({ "kind": "named_pipes", "prefix": prefix })
+    let name = csi_proxy_client::endpoint_name(ApiGroup::Disk, ApiVersion::V1);
+    pipe.trim_end_matches(&name).to_owned()
 }
 
 /// What a change that succeeded prints.

@@ -73,10 +73,10 @@ pub async fn run(
             })).collect::<Vec<_>>(),
         }));
     }
-    if json {
-        // One document: the groups with their attempts and operations.
-        emit(&json!({ "transport": transport_json(&transport), "groups": groups }).to_string());
-    } else {
+    // One document with --json: the groups with their attempts and
+    // operations, and the failure, if any, as its `error`.
+    let document = json!({ "transport": transport_json(&transport), "groups": groups });
+    if !json {
         pipes.print(false);
         emit("");
         available.print(false);
@@ -87,14 +87,17 @@ pub async fn run(
         .map(|g| g.as_str())
         .collect();
     let nothing = report.groups().iter().all(|g| g.chosen.is_none());
-    match (missing.is_empty(), require.is_empty() && nothing) {
-        (false, _) => Err(Failure::not_served(format!(
-            "not served: {}",
-            missing.join(", ")
-        ))),
-        (true, true) => Err(Failure::not_served("no group is served")),
-        (true, false) => Ok(()),
-    }
+    let failure = match (missing.is_empty(), require.is_empty() && nothing) {
+        (false, _) => Failure::not_served(format!("not served: {}", missing.join(", "))),
+        (true, true) => Failure::not_served("no group is served"),
+        (true, false) => {
+            if json {
+                emit(&document.to_string());
+            }
+            return Ok(());
+        }
+    };
+    Err(failure.in_document(document))
 }
 
 fn outcome(outcome: &AttemptOutcome) -> String {

@@ -25,7 +25,10 @@ pub(super) async fn follow<A: ?Sized + FromConnection + Send + Sync + 'static>(
 ) {
     let mut pace = Pace::default();
     let mut recovering = false;
-    let mut warned = false;
+    // Connections in a row that ended young: one is a proxy stopping or
+    // restarting just after the connect (every short test), two are worth
+    // a warning.
+    let mut young_ends = 0u32;
     loop {
         changes.borrow_and_update();
         let Some((state, newer_due)) = lookout.upgrade().map(|l| {
@@ -67,16 +70,25 @@ pub(super) async fn follow<A: ?Sized + FromConnection + Send + Sync + 'static>(
                 return;
             };
             recovering = true;
-            if found_at.elapsed() >= YOUNG {
+            let lived = found_at.elapsed();
+            if lived >= YOUNG {
                 pace.reset();
-                warned = false;
-            } else if !warned {
-                tracing::warn!(
+                young_ends = 0;
+                continue;
+            }
+            young_ends = young_ends.saturating_add(1);
+            match young_ends {
+                1 => tracing::debug!(
                     %group,
-                    "connections to CSI Proxy end as soon as they are made; looking again at most every {} ms",
+                    lived_ms = lived.as_millis() as u64,
+                    "the connection to CSI Proxy ended within a second of being made (the proxy stopped or restarted); looking for it again"
+                ),
+                2 => tracing::warn!(
+                    %group,
+                    "connections to CSI Proxy end as soon as they are made, twice in a row; looking again at most every {} ms",
                     MAX_LOOK_INTERVAL.as_millis()
-                );
-                warned = true;
+                ),
+                _ => {}
             }
             continue;
         }

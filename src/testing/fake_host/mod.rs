@@ -16,6 +16,7 @@ use state::{HostState, IscsiTarget, SmbShare};
 
 use crate::api::{
     DiskIds, DiskLocation, Secret, ServiceInfo, ServiceStatus, StartType, TargetPortal, VolumeId,
+    WindowsPath,
 };
 use crate::capability::Operation;
 use crate::client::{Backends, CsiProxy};
@@ -134,9 +135,17 @@ impl FakeHost {
         self.state().volumes.clone()
     }
 
-    /// What is at `path` (case-insensitive, as on Windows).
+    /// What is at `path` (case-insensitive, as on Windows). The path is
+    /// normalized as the SDK normalizes it ([`WindowsPath::new`]): kubelet's
+    /// `\var\lib\kubelet\...` and `/var/lib/kubelet/...` are
+    /// `C:\var\lib\kubelet\...`.
+    ///
+    /// # Panics
+    ///
+    /// When `path` is not one [`WindowsPath::new`] accepts: nothing could
+    /// be there, and a test asserting its absence would pass by accident.
     pub fn entry(&self, path: &str) -> Option<PathEntry> {
-        self.state().tree.get(path)
+        self.state().tree.get(&local_path(path))
     }
 
     /// The volume that holds `C:`, if the host has a system disk.
@@ -243,9 +252,14 @@ impl FakeHostBuilder {
         self
     }
 
-    /// Creates directory `path` (and its parents) up front.
+    /// Creates directory `path` (and its parents) up front, normalized as
+    /// [`FakeHost::entry`] normalizes it.
+    ///
+    /// # Panics
+    ///
+    /// When `path` is not one [`WindowsPath::new`] accepts.
     pub fn dir(mut self, path: &str) -> Self {
-        self.state.mkdir_all(path);
+        self.state.mkdir_all(&local_path(path));
         self
     }
 
@@ -324,14 +338,18 @@ fn lun_location(number: u32) -> DiskLocation {
     }
 }
 
+/// `path` normalized as the SDK normalizes it, for the inspection and
+/// seeding helpers; a path the SDK refuses is a mistake in the test.
+fn local_path(path: &str) -> String {
+    match WindowsPath::new(path) {
+        Ok(path) => path.as_str().to_owned(),
+        Err(error) => panic!("FakeHost: {error}"),
+    }
+}
+
 /// A failure as the proxy reports it: code `Unknown` and a message.
 pub(crate) fn host_error(operation: Operation, message: impl Into<String>) -> Error {
-    Error::Host {
-        operation,
-        code: Code::Unknown,
-        message: message.into(),
-        os_code: None,
-    }
+    Error::host(operation, Code::Unknown, message)
 }
 
 /// Identifiers of a disk, for `ListDiskIDs`.

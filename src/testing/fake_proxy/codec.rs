@@ -29,7 +29,10 @@ fn unknown(message: String) -> Status {
 pub(super) fn path(raw: &str) -> Result<WindowsPath, Status> {
     match WindowsPath::new(raw) {
         Ok(path) if path.as_str() == raw => Ok(path),
-        Ok(_) => Err(unknown(format!("path {raw:?} is not a valid Windows path"))),
+        Ok(_) => Err(unknown(format!(
+            "path {} is not a valid Windows path",
+            crate::api::quoted(raw)
+        ))),
         Err(e) => Err(unknown(e.to_string())),
     }
 }
