@@ -289,3 +289,43 @@ fn every_example_in_the_readme_and_the_guides_runs() {
     }
     assert!(with_examples >= 7, "{with_examples} files with examples");
 }
+
+/// A mock that implements nothing: every method is its trait's default.
+struct Nothing;
+
+#[async_trait]
+impl DiskApi for Nothing {}
+#[async_trait]
+impl csi_proxy_client::VolumeApi for Nothing {}
+#[async_trait]
+impl csi_proxy_client::FilesystemApi for Nothing {}
+#[async_trait]
+impl csi_proxy_client::SmbApi for Nothing {}
+#[async_trait]
+impl csi_proxy_client::IscsiApi for Nothing {}
+#[async_trait]
+impl csi_proxy_client::SystemApi for Nothing {}
+
+#[tokio::test]
+async fn a_mock_that_implements_nothing_names_each_operation_it_lacks() {
+    let nothing = Arc::new(Nothing);
+    let proxy = CsiProxy::from_backends(Backends {
+        disk: Some(nothing.clone()),
+        volume: Some(nothing.clone()),
+        filesystem: Some(nothing.clone()),
+        smb: Some(nothing.clone()),
+        iscsi: Some(nothing.clone()),
+        system: Some(nothing),
+    });
+    for &op in Operation::ALL {
+        // The one default with a body: the proxy's own emulation.
+        let lacking = match op {
+            Operation::GetDiskNumberByName => Operation::ListDiskIds,
+            op => op,
+        };
+        match csi_proxy_client::testing::sample::call(&proxy, op).await {
+            Err(Error::NotImplemented { operation }) => assert_eq!(operation, lacking, "{op:?}"),
+            other => panic!("{op:?}: {other:?}"),
+        }
+    }
+}

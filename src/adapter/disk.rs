@@ -11,8 +11,8 @@ use async_trait::async_trait;
 use super::convert::{by_disk_number, byte_count, disk_number};
 use super::WireClient;
 use crate::api::{
-    check_name, disk_by_page83, disk_group, impl_group_api, no_disk_with_page83, to_backend,
-    DiskBackend, DiskIds, DiskLocation, PROXY_NO_SUCH_PAGE83,
+    check_name, disk_by_page83, no_disk_with_page83, DiskApi, DiskIds, DiskLocation,
+    PROXY_NO_SUCH_PAGE83,
 };
 use crate::capability::Operation as Op;
 use crate::error::{Code, Error, Result};
@@ -41,7 +41,8 @@ impl StringIdDisk {
 }
 
 #[async_trait]
-impl DiskBackend for StringIdDisk {
+#[deny(clippy::missing_trait_methods)]
+impl DiskApi for StringIdDisk {
     async fn list_disk_locations(&self) -> Result<BTreeMap<u32, DiskLocation>> {
         let request = string_id::ListDiskLocationsRequest {};
         let response: string_id::ListDiskLocationsResponse =
@@ -134,8 +135,6 @@ impl DiskBackend for StringIdDisk {
     }
 }
 
-disk_group!(impl_group_api(StringIdDisk, to_backend));
-
 /// Whether `text` contains `part`, ASCII case ignored.
 fn contains_ignoring_case(text: &str, part: &str) -> bool {
     text.to_ascii_lowercase()
@@ -153,7 +152,8 @@ impl NumberedDisk {
 }
 
 #[async_trait]
-impl DiskBackend for NumberedDisk {
+#[deny(clippy::missing_trait_methods)]
+impl DiskApi for NumberedDisk {
     async fn list_disk_locations(&self) -> Result<BTreeMap<u32, DiskLocation>> {
         let request = numbered::ListDiskLocationsRequest {};
         let response: numbered::ListDiskLocationsResponse =
@@ -224,5 +224,3 @@ impl DiskBackend for NumberedDisk {
         disk_by_page83(page83, self.list_disk_ids()).await
     }
 }
-
-disk_group!(impl_group_api(NumberedDisk, to_backend));

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 
 use super::convert::legacy_error;
 use super::WireClient;
-use crate::api::{filesystem_group, impl_group_api, to_backend, FilesystemBackend, WindowsPath};
+use crate::api::{FilesystemApi, WindowsPath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 use crate::wire::filesystem::{v1beta1 as context, v2alpha1 as plain};
@@ -34,7 +34,8 @@ fn path_context(path: &WindowsPath) -> i32 {
 }
 
 #[async_trait]
-impl FilesystemBackend for ContextFilesystem {
+#[deny(clippy::missing_trait_methods)]
+impl FilesystemApi for ContextFilesystem {
     async fn path_exists(&self, path: &WindowsPath) -> Result<bool> {
         let request = context::PathExistsRequest {
             path: path.to_string(),
@@ -89,8 +90,6 @@ impl FilesystemBackend for ContextFilesystem {
     }
 }
 
-filesystem_group!(impl_group_api(ContextFilesystem, to_backend));
-
 pub(super) struct PlainFilesystem {
     wire: WireClient,
 }
@@ -102,7 +101,8 @@ impl PlainFilesystem {
 }
 
 #[async_trait]
-impl FilesystemBackend for PlainFilesystem {
+#[deny(clippy::missing_trait_methods)]
+impl FilesystemApi for PlainFilesystem {
     async fn path_exists(&self, path: &WindowsPath) -> Result<bool> {
         let request = plain::PathExistsRequest {
             path: path.to_string(),
@@ -153,5 +153,3 @@ impl FilesystemBackend for PlainFilesystem {
         Ok(response.is_symlink)
     }
 }
-
-filesystem_group!(impl_group_api(PlainFilesystem, to_backend));

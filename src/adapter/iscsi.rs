@@ -8,10 +8,7 @@ use async_trait::async_trait;
 use super::convert::disk_number;
 use super::redact::redact;
 use super::WireClient;
-use crate::api::{
-    check_name, impl_group_api, iscsi_group, to_backend, IscsiAuth, IscsiBackend, Secret,
-    TargetPortal,
-};
+use crate::api::{check_name, IscsiApi, IscsiAuth, Secret, TargetPortal};
 use crate::capability::Operation as Op;
 use crate::error::{Error, Result};
 use crate::wire::iscsi::v1alpha2 as wire;
@@ -35,7 +32,8 @@ impl Iscsi {
 }
 
 #[async_trait]
-impl IscsiBackend for Iscsi {
+#[deny(clippy::missing_trait_methods)]
+impl IscsiApi for Iscsi {
     async fn add_target_portal(&self, target: &TargetPortal) -> Result<()> {
         let request = wire::AddTargetPortalRequest {
             target_portal: portal(target)?,
@@ -156,5 +154,3 @@ impl IscsiBackend for Iscsi {
         sent.map(drop).map_err(|e| redact(e, secret))
     }
 }
-
-iscsi_group!(impl_group_api(Iscsi, to_backend));

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use super::convert::legacy_error;
 use super::redact::redact;
 use super::WireClient;
-use crate::api::{impl_group_api, smb_group, to_backend, SmbBackend, SmbMapping, SmbRemotePath};
+use crate::api::{SmbApi, SmbMapping, SmbRemotePath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 use crate::wire::smb::{v1 as plain, v1beta1 as error_field};
@@ -42,7 +42,8 @@ impl ErrorFieldSmb {
 }
 
 #[async_trait]
-impl SmbBackend for ErrorFieldSmb {
+#[deny(clippy::missing_trait_methods)]
+impl SmbApi for ErrorFieldSmb {
     async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
         mapping.validate()?;
         let request = new_mapping_request!(error_field, mapping);
@@ -63,8 +64,6 @@ impl SmbBackend for ErrorFieldSmb {
     }
 }
 
-smb_group!(impl_group_api(ErrorFieldSmb, to_backend));
-
 pub(super) struct PlainSmb {
     wire: WireClient,
 }
@@ -76,7 +75,8 @@ impl PlainSmb {
 }
 
 #[async_trait]
-impl SmbBackend for PlainSmb {
+#[deny(clippy::missing_trait_methods)]
+impl SmbApi for PlainSmb {
     async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
         mapping.validate()?;
         let request = new_mapping_request!(plain, mapping);
@@ -94,5 +94,3 @@ impl SmbBackend for PlainSmb {
         Ok(())
     }
 }
-
-smb_group!(impl_group_api(PlainSmb, to_backend));

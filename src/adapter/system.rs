@@ -3,10 +3,7 @@
 use async_trait::async_trait;
 
 use super::WireClient;
-use crate::api::{
-    check_name, impl_group_api, system_group, to_backend, ServiceInfo, ServiceStatus, StartType,
-    SystemBackend,
-};
+use crate::api::{check_name, ServiceInfo, ServiceStatus, StartType, SystemApi};
 use crate::capability::Operation as Op;
 use crate::error::{Error, Result};
 use crate::wire::system::v1alpha1 as wire;
@@ -69,7 +66,8 @@ enum_table!(
 );
 
 #[async_trait]
-impl SystemBackend for System {
+#[deny(clippy::missing_trait_methods)]
+impl SystemApi for System {
     async fn get_bios_serial_number(&self) -> Result<String> {
         let response: wire::GetBiosSerialNumberResponse = self
             .wire
@@ -120,5 +118,3 @@ impl SystemBackend for System {
         })
     }
 }
-
-system_group!(impl_group_api(System, to_backend));

@@ -10,9 +10,7 @@ use async_trait::async_trait;
 
 use super::convert::{byte_count, disk_number_from_i64, volume_id, wire_bytes};
 use super::WireClient;
-use crate::api::{
-    impl_group_api, to_backend, volume_group, VolumeBackend, VolumeId, VolumeStats, WindowsPath,
-};
+use crate::api::{VolumeApi, VolumeId, VolumeStats, WindowsPath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 use crate::wire::volume::{v1beta2 as string_id, v2alpha1 as numbered};
@@ -50,7 +48,8 @@ impl StringIdVolume {
 }
 
 #[async_trait]
-impl VolumeBackend for StringIdVolume {
+#[deny(clippy::missing_trait_methods)]
+impl VolumeApi for StringIdVolume {
     async fn list_volumes_on_disk(
         &self,
         disk: u32,
@@ -150,8 +149,6 @@ impl VolumeBackend for StringIdVolume {
     }
 }
 
-volume_group!(impl_group_api(StringIdVolume, to_backend));
-
 pub(super) struct NumberedVolume {
     wire: WireClient,
 }
@@ -163,7 +160,8 @@ impl NumberedVolume {
 }
 
 #[async_trait]
-impl VolumeBackend for NumberedVolume {
+#[deny(clippy::missing_trait_methods)]
+impl VolumeApi for NumberedVolume {
     async fn list_volumes_on_disk(
         &self,
         disk: u32,
@@ -267,5 +265,3 @@ impl VolumeBackend for NumberedVolume {
         volume_id(Op::GetClosestVolumeIdFromTargetPath, response.volume_id)
     }
 }
-
-volume_group!(impl_group_api(NumberedVolume, to_backend));

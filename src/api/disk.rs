@@ -2,7 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use super::declare::define_group_traits;
+use async_trait::async_trait;
+
+use super::not_implemented;
+use crate::capability::Operation;
 use crate::error::Result;
 
 /// Where a disk sits on its storage adapter, as Windows reports it
@@ -30,81 +33,89 @@ pub struct DiskIds {
     pub serial_number: String,
 }
 
-/// The disk group's one declaration (see `api::declare`).
-macro_rules! disk_group {
-    ($then:ident $(($($extra:tt)*))?) => { $then! { ($($($extra)*)?)
-        /// The disk group: find disks, partition them, bring them online.
-        ///
-        /// Disks are named by their Windows disk number. Obtain an implementation
-        /// from [`CsiProxy::disk`](crate::CsiProxy::disk), or implement it to mock
-        /// the host in a driver's unit tests.
-        ///
-        /// ```
-        /// use std::collections::BTreeMap;
-        /// use csi_proxy_client::{async_trait, DiskApi, DiskIds, DiskLocation, Error, Result};
-        ///
-        /// /// A host with one disk, number 2, with page83 ID "pd-1".
-        /// struct OneDisk;
-        ///
-        /// #[async_trait]
-        /// impl DiskApi for OneDisk {
-        ///     async fn list_disk_locations(&self) -> Result<BTreeMap<u32, DiskLocation>> {
-        ///         Ok(BTreeMap::from([(2, DiskLocation { lun_id: "0".into(), ..Default::default() })]))
-        ///     }
-        ///     async fn list_disk_ids(&self) -> Result<BTreeMap<u32, DiskIds>> {
-        ///         Ok(BTreeMap::from([(2, DiskIds { page83: "pd-1".into(), serial_number: String::new() })]))
-        ///     }
-        /// }
-        ///
-        /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<()> {
-        /// let disk: std::sync::Arc<dyn DiskApi> = std::sync::Arc::new(OneDisk);
-        /// assert_eq!(disk.get_disk_number_by_name("pd-1").await?, 2);
-        /// // Methods a mock does not implement say so.
-        /// assert!(matches!(disk.rescan().await, Err(Error::NotImplemented { .. })));
-        /// # Ok(()) }
-        /// ```
-        pub trait DiskApi, backend DiskBackend {
-            /// Where each disk sits on its adapter, by disk number.
-            fn list_disk_locations(&self)
-                -> std::collections::BTreeMap<u32, crate::api::DiskLocation> = ListDiskLocations;
+/// The disk group: find disks, partition them, bring them online.
+///
+/// Disks are named by their Windows disk number. Obtain an implementation
+/// from [`CsiProxy::disk`](crate::CsiProxy::disk), or implement it to mock
+/// the host in a driver's unit tests.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use csi_proxy_client::{async_trait, DiskApi, DiskIds, DiskLocation, Error, Result};
+///
+/// /// A host with one disk, number 2, with page83 ID "pd-1".
+/// struct OneDisk;
+///
+/// #[async_trait]
+/// impl DiskApi for OneDisk {
+///     async fn list_disk_locations(&self) -> Result<BTreeMap<u32, DiskLocation>> {
+///         Ok(BTreeMap::from([(2, DiskLocation { lun_id: "0".into(), ..Default::default() })]))
+///     }
+///     async fn list_disk_ids(&self) -> Result<BTreeMap<u32, DiskIds>> {
+///         Ok(BTreeMap::from([(2, DiskIds { page83: "pd-1".into(), serial_number: String::new() })]))
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<()> {
+/// let disk: std::sync::Arc<dyn DiskApi> = std::sync::Arc::new(OneDisk);
+/// assert_eq!(disk.get_disk_number_by_name("pd-1").await?, 2);
+/// // Methods a mock does not implement say so.
+/// assert!(matches!(disk.rescan().await, Err(Error::NotImplemented { .. })));
+/// # Ok(()) }
+/// ```
+#[async_trait]
+// The defaults answer `NotImplemented`, whatever the arguments.
+#[allow(unused_variables)]
+pub trait DiskApi: Send + Sync {
+    /// Where each disk sits on its adapter, by disk number.
+    async fn list_disk_locations(&self) -> Result<BTreeMap<u32, DiskLocation>> {
+        not_implemented(Operation::ListDiskLocations)
+    }
 
-            /// Initialises disk `disk` (GPT since proxy v1.0, MBR before) and
-            /// creates one partition spanning it. A disk that already has
-            /// partitions is left as it is.
-            fn partition_disk(&self, disk: u32) -> () = PartitionDisk;
+    /// Initialises disk `disk` (GPT since proxy v1.0, MBR before) and
+    /// creates one partition spanning it. A disk that already has
+    /// partitions is left as it is.
+    async fn partition_disk(&self, disk: u32) -> Result<()> {
+        not_implemented(Operation::PartitionDisk)
+    }
 
-            /// Rescans the host's storage buses for new disks.
-            fn rescan(&self) -> () = Rescan;
+    /// Rescans the host's storage buses for new disks.
+    async fn rescan(&self) -> Result<()> {
+        not_implemented(Operation::Rescan)
+    }
 
-            /// The identifiers of each disk, by disk number. Needs v1beta1.
-            fn list_disk_ids(&self)
-                -> std::collections::BTreeMap<u32, crate::api::DiskIds> = ListDiskIds;
+    /// The identifiers of each disk, by disk number. Needs v1beta1.
+    async fn list_disk_ids(&self) -> Result<BTreeMap<u32, DiskIds>> {
+        not_implemented(Operation::ListDiskIds)
+    }
 
-            /// The size of disk `disk` in bytes. Needs v1beta1.
-            fn get_disk_stats(&self, disk: u32) -> u64 = GetDiskStats;
+    /// The size of disk `disk` in bytes. Needs v1beta1.
+    async fn get_disk_stats(&self, disk: u32) -> Result<u64> {
+        not_implemented(Operation::GetDiskStats)
+    }
 
-            /// Brings disk `disk` online (`true`) or takes it offline. Needs v1beta2.
-            fn set_disk_state(&self, disk: u32, online: bool) -> () = SetDiskState;
+    /// Brings disk `disk` online (`true`) or takes it offline. Needs v1beta2.
+    async fn set_disk_state(&self, disk: u32, online: bool) -> Result<()> {
+        not_implemented(Operation::SetDiskState)
+    }
 
-            /// Whether disk `disk` is online. Needs v1beta2.
-            fn get_disk_state(&self, disk: u32) -> bool = GetDiskState;
+    /// Whether disk `disk` is online. Needs v1beta2.
+    async fn get_disk_state(&self, disk: u32) -> Result<bool> {
+        not_implemented(Operation::GetDiskState)
+    }
 
-            /// The number of the disk whose page83 identifier is `page83`, or
-            /// [`Error::NotFound`](crate::Error::NotFound) on every version when no
-            /// disk has it.
-            ///
-            /// Only v1alpha1 has this RPC. On newer versions it is emulated exactly
-            /// as the proxy implements it: [`list_disk_ids`](Self::list_disk_ids)
-            /// and a match on `page83`. The default implementation does just that,
-            /// so mocks get it for free.
-            fn get_disk_number_by_name(&self, page83: &str) -> u32 = GetDiskNumberByName
-                => { crate::api::disk_by_page83(page83, self.list_disk_ids()).await };
-        }
-    } };
+    /// The number of the disk whose page83 identifier is `page83`, or
+    /// [`Error::NotFound`](crate::Error::NotFound) on every version when no
+    /// disk has it.
+    ///
+    /// Only v1alpha1 has this RPC. On newer versions it is emulated exactly
+    /// as the proxy implements it: [`list_disk_ids`](Self::list_disk_ids)
+    /// and a match on `page83`. The default implementation does just that,
+    /// so mocks get it for free.
+    async fn get_disk_number_by_name(&self, page83: &str) -> Result<u32> {
+        disk_by_page83(page83, self.list_disk_ids()).await
+    }
 }
-pub(crate) use disk_group;
-
-disk_group!(define_group_traits);
 
 /// `GetDiskNumberByName` as the proxy emulates it from `ListDiskIDs`: checks
 /// the name, then finds it among the identifiers that `list_disk_ids` gives.

@@ -1,8 +1,10 @@
 //! The iscsi group.
 
-use super::declare::define_group_traits;
+use async_trait::async_trait;
 
+use super::not_implemented;
 use super::types::{check_name, Secret};
+use crate::capability::Operation;
 use crate::error::{Error, Result};
 
 /// The port iSCSI portals listen on unless told otherwise.
@@ -84,80 +86,74 @@ impl IscsiAuth {
     }
 }
 
-/// The iscsi group's one declaration (see `api::declare`).
-macro_rules! iscsi_group {
-    ($then:ident $(($($extra:tt)*))?) => { $then! { ($($($extra)*)?)
-        /// The iSCSI group: the host initiator's portals and target sessions.
-        ///
-        /// ```
-        /// use std::sync::Arc;
-        /// use csi_proxy_client::{async_trait, IscsiApi, Result, TargetPortal};
-        ///
-        /// /// Every portal offers one target.
-        /// struct OneTarget;
-        ///
-        /// #[async_trait]
-        /// impl IscsiApi for OneTarget {
-        ///     async fn discover_target_portal(&self, _portal: &TargetPortal) -> Result<Vec<String>> {
-        ///         Ok(vec!["iqn.2026-01.example:disk1".into()])
-        ///     }
-        /// }
-        ///
-        /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<()> {
-        /// let iscsi: Arc<dyn IscsiApi> = Arc::new(OneTarget);
-        /// let iqns = iscsi.discover_target_portal(&TargetPortal::new("10.0.0.5")).await?;
-        /// assert_eq!(iqns.len(), 1);
-        /// # Ok(()) }
-        /// ```
-        pub trait IscsiApi, backend IscsiBackend {
-            /// Registers `portal` with the initiator.
-            fn add_target_portal(&self, portal: &crate::api::TargetPortal) -> () = AddTargetPortal;
+/// The iSCSI group: the host initiator's portals and target sessions.
+///
+/// ```
+/// use std::sync::Arc;
+/// use csi_proxy_client::{async_trait, IscsiApi, Result, TargetPortal};
+///
+/// /// Every portal offers one target.
+/// struct OneTarget;
+///
+/// #[async_trait]
+/// impl IscsiApi for OneTarget {
+///     async fn discover_target_portal(&self, _portal: &TargetPortal) -> Result<Vec<String>> {
+///         Ok(vec!["iqn.2026-01.example:disk1".into()])
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<()> {
+/// let iscsi: Arc<dyn IscsiApi> = Arc::new(OneTarget);
+/// let iqns = iscsi.discover_target_portal(&TargetPortal::new("10.0.0.5")).await?;
+/// assert_eq!(iqns.len(), 1);
+/// # Ok(()) }
+/// ```
+#[async_trait]
+// The defaults answer `NotImplemented`, whatever the arguments.
+#[allow(unused_variables)]
+pub trait IscsiApi: Send + Sync {
+    /// Registers `portal` with the initiator.
+    async fn add_target_portal(&self, portal: &TargetPortal) -> Result<()> {
+        not_implemented(Operation::AddTargetPortal)
+    }
 
-            /// The IQNs of the targets `portal` offers.
-            fn discover_target_portal(
-                &self,
-                portal: &crate::api::TargetPortal,
-            ) -> Vec<String> = DiscoverTargetPortal;
+    /// The IQNs of the targets `portal` offers.
+    async fn discover_target_portal(&self, portal: &TargetPortal) -> Result<Vec<String>> {
+        not_implemented(Operation::DiscoverTargetPortal)
+    }
 
-            /// Unregisters `portal`.
-            fn remove_target_portal(
-                &self,
-                portal: &crate::api::TargetPortal,
-            ) -> () = RemoveTargetPortal;
+    /// Unregisters `portal`.
+    async fn remove_target_portal(&self, portal: &TargetPortal) -> Result<()> {
+        not_implemented(Operation::RemoveTargetPortal)
+    }
 
-            /// The registered portals.
-            fn list_target_portals(&self) -> Vec<crate::api::TargetPortal> = ListTargetPortals;
+    /// The registered portals.
+    async fn list_target_portals(&self) -> Result<Vec<TargetPortal>> {
+        not_implemented(Operation::ListTargetPortals)
+    }
 
-            /// Logs in to target `iqn` at `portal`.
-            fn connect_target(
-                &self,
-                portal: &crate::api::TargetPortal,
-                iqn: &str,
-                auth: &crate::api::IscsiAuth,
-            ) -> () = ConnectTarget;
+    /// Logs in to target `iqn` at `portal`.
+    async fn connect_target(
+        &self,
+        portal: &TargetPortal,
+        iqn: &str,
+        auth: &IscsiAuth,
+    ) -> Result<()> {
+        not_implemented(Operation::ConnectTarget)
+    }
 
-            /// Logs out of target `iqn` at `portal`.
-            fn disconnect_target(
-                &self,
-                portal: &crate::api::TargetPortal,
-                iqn: &str,
-            ) -> () = DisconnectTarget;
+    /// Logs out of target `iqn` at `portal`.
+    async fn disconnect_target(&self, portal: &TargetPortal, iqn: &str) -> Result<()> {
+        not_implemented(Operation::DisconnectTarget)
+    }
 
-            /// The numbers of the disks behind target `iqn` at `portal`.
-            fn get_target_disks(
-                &self,
-                portal: &crate::api::TargetPortal,
-                iqn: &str,
-            ) -> Vec<u32> = GetTargetDisks;
+    /// The numbers of the disks behind target `iqn` at `portal`.
+    async fn get_target_disks(&self, portal: &TargetPortal, iqn: &str) -> Result<Vec<u32>> {
+        not_implemented(Operation::GetTargetDisks)
+    }
 
-            /// Sets the initiator's secret for mutual CHAP. Needs v1alpha2.
-            fn set_mutual_chap_secret(
-                &self,
-                secret: &crate::api::Secret,
-            ) -> () = SetMutualChapSecret;
-        }
-    } };
+    /// Sets the initiator's secret for mutual CHAP. Needs v1alpha2.
+    async fn set_mutual_chap_secret(&self, secret: &Secret) -> Result<()> {
+        not_implemented(Operation::SetMutualChapSecret)
+    }
 }
-pub(crate) use iscsi_group;
-
-iscsi_group!(define_group_traits);

@@ -2,10 +2,12 @@
 
 use std::fmt;
 
-use super::declare::define_group_traits;
+use async_trait::async_trait;
 
+use super::not_implemented;
 use super::path::WindowsPath;
 use super::types::{check_name, Secret};
+use crate::capability::Operation;
 use crate::error::{Error, Result};
 
 /// A remote SMB path, `\\server\share` or below it (`/` is accepted for
@@ -104,51 +106,44 @@ impl SmbMapping {
     }
 }
 
-/// The smb group's one declaration (see `api::declare`).
-macro_rules! smb_group {
-    ($then:ident $(($($extra:tt)*))?) => { $then! { ($($($extra)*)?)
-        /// The SMB group: global mappings of remote shares.
-        ///
-        /// ```
-        /// use std::sync::{Arc, Mutex};
-        /// use csi_proxy_client::{async_trait, Result, Secret, SmbApi, SmbMapping, SmbRemotePath};
-        ///
-        /// /// Remembers the shares mapped.
-        /// #[derive(Default)]
-        /// struct Recorder(Mutex<Vec<String>>);
-        ///
-        /// #[async_trait]
-        /// impl SmbApi for Recorder {
-        ///     async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
-        ///         self.0.lock().unwrap().push(mapping.remote_path.to_string());
-        ///         Ok(())
-        ///     }
-        /// }
-        ///
-        /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<()> {
-        /// let smb = Arc::new(Recorder::default());
-        /// let share = SmbRemotePath::new("//files/share")?;
-        /// smb.new_smb_global_mapping(&SmbMapping::new(share, "user", Secret::new("pw"))).await?;
-        /// assert_eq!(smb.0.lock().unwrap()[0], r"\\files\share");
-        /// # Ok(()) }
-        /// ```
-        pub trait SmbApi, backend SmbBackend {
-            /// Maps the root of the share of `mapping.remote_path` globally (again,
-            /// if an existing mapping is no longer valid), and links
-            /// `mapping.local_path` to the remote path if given.
-            fn new_smb_global_mapping(
-                &self,
-                mapping: &crate::api::SmbMapping,
-            ) -> () = NewSmbGlobalMapping;
+/// The SMB group: global mappings of remote shares.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use csi_proxy_client::{async_trait, Result, Secret, SmbApi, SmbMapping, SmbRemotePath};
+///
+/// /// Remembers the shares mapped.
+/// #[derive(Default)]
+/// struct Recorder(Mutex<Vec<String>>);
+///
+/// #[async_trait]
+/// impl SmbApi for Recorder {
+///     async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
+///         self.0.lock().unwrap().push(mapping.remote_path.to_string());
+///         Ok(())
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<()> {
+/// let smb = Arc::new(Recorder::default());
+/// let share = SmbRemotePath::new("//files/share")?;
+/// smb.new_smb_global_mapping(&SmbMapping::new(share, "user", Secret::new("pw"))).await?;
+/// assert_eq!(smb.0.lock().unwrap()[0], r"\\files\share");
+/// # Ok(()) }
+/// ```
+#[async_trait]
+// The defaults answer `NotImplemented`, whatever the arguments.
+#[allow(unused_variables)]
+pub trait SmbApi: Send + Sync {
+    /// Maps the root of the share of `mapping.remote_path` globally (again,
+    /// if an existing mapping is no longer valid), and links
+    /// `mapping.local_path` to the remote path if given.
+    async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
+        not_implemented(Operation::NewSmbGlobalMapping)
+    }
 
-            /// Removes the global mapping of the share that holds `remote_path`.
-            fn remove_smb_global_mapping(
-                &self,
-                remote_path: &crate::api::SmbRemotePath,
-            ) -> () = RemoveSmbGlobalMapping;
-        }
-    } };
+    /// Removes the global mapping of the share that holds `remote_path`.
+    async fn remove_smb_global_mapping(&self, remote_path: &SmbRemotePath) -> Result<()> {
+        not_implemented(Operation::RemoveSmbGlobalMapping)
+    }
 }
-pub(crate) use smb_group;
-
-smb_group!(define_group_traits);

@@ -1,6 +1,10 @@
 //! The system group.
 
-use super::declare::define_group_traits;
+use async_trait::async_trait;
+
+use super::not_implemented;
+use crate::capability::Operation;
+use crate::error::Result;
 
 /// When Windows starts a service.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -51,45 +55,48 @@ pub struct ServiceInfo {
     pub status: ServiceStatus,
 }
 
-/// The system group's one declaration (see `api::declare`).
-macro_rules! system_group {
-    ($then:ident $(($($extra:tt)*))?) => { $then! { ($($($extra)*)?)
-        /// The system group: host facts and Windows services.
-        ///
-        /// ```
-        /// use std::sync::Arc;
-        /// use csi_proxy_client::{async_trait, Result, SystemApi};
-        ///
-        /// struct Serial;
-        ///
-        /// #[async_trait]
-        /// impl SystemApi for Serial {
-        ///     async fn get_bios_serial_number(&self) -> Result<String> {
-        ///         Ok("SN-1".into())
-        ///     }
-        /// }
-        ///
-        /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<()> {
-        /// let system: Arc<dyn SystemApi> = Arc::new(Serial);
-        /// assert_eq!(system.get_bios_serial_number().await?, "SN-1");
-        /// # Ok(()) }
-        /// ```
-        pub trait SystemApi, backend SystemBackend {
-            /// The serial number in the host's BIOS.
-            fn get_bios_serial_number(&self) -> String = GetBiosSerialNumber;
+/// The system group: host facts and Windows services.
+///
+/// ```
+/// use std::sync::Arc;
+/// use csi_proxy_client::{async_trait, Result, SystemApi};
+///
+/// struct Serial;
+///
+/// #[async_trait]
+/// impl SystemApi for Serial {
+///     async fn get_bios_serial_number(&self) -> Result<String> {
+///         Ok("SN-1".into())
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<()> {
+/// let system: Arc<dyn SystemApi> = Arc::new(Serial);
+/// assert_eq!(system.get_bios_serial_number().await?, "SN-1");
+/// # Ok(()) }
+/// ```
+#[async_trait]
+// The defaults answer `NotImplemented`, whatever the arguments.
+#[allow(unused_variables)]
+pub trait SystemApi: Send + Sync {
+    /// The serial number in the host's BIOS.
+    async fn get_bios_serial_number(&self) -> Result<String> {
+        not_implemented(Operation::GetBiosSerialNumber)
+    }
 
-            /// Starts service `name` and waits (the proxy: up to 30 s) until it runs.
-            fn start_service(&self, name: &str) -> () = StartService;
+    /// Starts service `name` and waits (the proxy: up to 30 s) until it runs.
+    async fn start_service(&self, name: &str) -> Result<()> {
+        not_implemented(Operation::StartService)
+    }
 
-            /// Stops service `name` (with `force`, also the services that depend on
-            /// it) and waits (the proxy: up to 30 s) until it has stopped.
-            fn stop_service(&self, name: &str, force: bool) -> () = StopService;
+    /// Stops service `name` (with `force`, also the services that depend on
+    /// it) and waits (the proxy: up to 30 s) until it has stopped.
+    async fn stop_service(&self, name: &str, force: bool) -> Result<()> {
+        not_implemented(Operation::StopService)
+    }
 
-            /// Display name, start type and status of service `name`.
-            fn get_service(&self, name: &str) -> crate::api::ServiceInfo = GetService;
-        }
-    } };
+    /// Display name, start type and status of service `name`.
+    async fn get_service(&self, name: &str) -> Result<ServiceInfo> {
+        not_implemented(Operation::GetService)
+    }
 }
-pub(crate) use system_group;
-
-system_group!(define_group_traits);

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use super::devices::{page83_of, Devices};
 use super::on_host::io_error;
 use super::wmi::{on_wmi, string, uint64, unsigned, Requests, Wmi, WmiObject, WmiValue, STORAGE};
-use crate::api::{disk_group, impl_group_api, to_backend, DiskBackend, DiskIds, DiskLocation};
+use crate::api::{DiskApi, DiskIds, DiskLocation};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 
@@ -144,7 +144,8 @@ fn location_of(location: &str) -> Option<DiskLocation> {
 }
 
 #[async_trait]
-impl DiskBackend for HostDisk {
+#[deny(clippy::missing_trait_methods)]
+impl DiskApi for HostDisk {
     /// Disks whose location names no adapter, bus, target or LUN (virtual
     /// disks) are left out.
     async fn list_disk_locations(&self) -> Result<BTreeMap<u32, DiskLocation>> {
@@ -269,11 +270,9 @@ impl DiskBackend for HostDisk {
     }
 
     async fn get_disk_number_by_name(&self, page83: &str) -> Result<u32> {
-        crate::api::disk_by_page83(page83, DiskBackend::list_disk_ids(self)).await
+        crate::api::disk_by_page83(page83, DiskApi::list_disk_ids(self)).await
     }
 }
-
-disk_group!(impl_group_api(HostDisk, to_backend));
 
 #[cfg(test)]
 mod tests {

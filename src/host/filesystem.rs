@@ -11,7 +11,7 @@ use async_trait::async_trait;
 
 use super::links::{Entry, Links};
 use super::on_host::{io_error, on_host};
-use crate::api::{filesystem_group, impl_group_api, to_backend, FilesystemBackend, WindowsPath};
+use crate::api::{FilesystemApi, WindowsPath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 use crate::working_dirs;
@@ -84,7 +84,8 @@ impl Files {
 }
 
 #[async_trait]
-impl FilesystemBackend for HostFilesystem {
+#[deny(clippy::missing_trait_methods)]
+impl FilesystemApi for HostFilesystem {
     /// By `Lstat`: a link exists wherever it leads.
     async fn path_exists(&self, path: &WindowsPath) -> Result<bool> {
         let op = Op::PathExists;
@@ -171,5 +172,3 @@ impl FilesystemBackend for HostFilesystem {
         .await
     }
 }
-
-filesystem_group!(impl_group_api(HostFilesystem, to_backend));

@@ -12,10 +12,7 @@ use super::on_host::host_error;
 use super::wmi::{
     on_wmi, string, unsigned, wql_string, Requests, Wmi, WmiObject, WmiValue, STORAGE,
 };
-use crate::api::{
-    check_name, impl_group_api, iscsi_group, to_backend, IscsiAuth, IscsiBackend, Secret,
-    TargetPortal,
-};
+use crate::api::{check_name, IscsiApi, IscsiAuth, Secret, TargetPortal};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 
@@ -147,7 +144,8 @@ fn auth_params(auth: &IscsiAuth) -> Vec<(&'static str, WmiValue)> {
 }
 
 #[async_trait]
-impl IscsiBackend for HostIscsi {
+#[deny(clippy::missing_trait_methods)]
+impl IscsiApi for HostIscsi {
     /// A portal already registered is left as it is.
     async fn add_target_portal(&self, portal: &TargetPortal) -> Result<()> {
         portal.validate()?;
@@ -300,5 +298,3 @@ impl IscsiBackend for HostIscsi {
         .await
     }
 }
-
-iscsi_group!(impl_group_api(HostIscsi, to_backend));

@@ -11,9 +11,7 @@ use async_trait::async_trait;
 use super::links::{Entry, Links};
 use super::on_host::{host_error, io_error};
 use super::wmi::{on_wmi, unsigned, wql_string, Requests, Wmi, WmiObject, WmiValue};
-use crate::api::{
-    impl_group_api, share_root, smb_group, to_backend, SmbBackend, SmbMapping, SmbRemotePath,
-};
+use crate::api::{share_root, SmbApi, SmbMapping, SmbRemotePath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 
@@ -126,7 +124,8 @@ fn credential(username: &str, password: &str) -> String {
 }
 
 #[async_trait]
-impl SmbBackend for HostSmb {
+#[deny(clippy::missing_trait_methods)]
+impl SmbApi for HostSmb {
     /// A usable mapping is kept (credentials unchecked); one whose status
     /// is not OK, or whose share does not answer, is removed and made
     /// again. A local path outside the working directories is refused
@@ -183,8 +182,6 @@ impl SmbBackend for HostSmb {
         .await
     }
 }
-
-smb_group!(impl_group_api(HostSmb, to_backend));
 
 #[cfg(test)]
 mod tests {

@@ -17,10 +17,7 @@ use windows::Win32::System::Services::{
 
 use super::on_host::{host_error, on_host, win32_code, windows_error};
 use super::wmi::{on_wmi, Wmi, WmiObject, WmiValue};
-use crate::api::{
-    check_name, impl_group_api, system_group, to_backend, ServiceInfo, ServiceStatus, StartType,
-    SystemBackend,
-};
+use crate::api::{check_name, ServiceInfo, ServiceStatus, StartType, SystemApi};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 
@@ -46,7 +43,8 @@ impl HostSystem {
 }
 
 #[async_trait]
-impl SystemBackend for HostSystem {
+#[deny(clippy::missing_trait_methods)]
+impl SystemApi for HostSystem {
     async fn get_bios_serial_number(&self) -> Result<String> {
         let op = Op::GetBiosSerialNumber;
         on_wmi(op, r"ROOT\CIMV2", &self.wmi, |wmi| {
@@ -107,8 +105,6 @@ impl SystemBackend for HostSystem {
         .await
     }
 }
-
-system_group!(impl_group_api(HostSystem, to_backend));
 
 /// The serial number of the first `Win32_BIOS` row.
 fn serial_number(rows: Vec<WmiObject>) -> Result<String> {

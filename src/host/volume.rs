@@ -15,9 +15,7 @@ use super::on_host::io_error;
 use super::wmi::{
     on_wmi, string, uint64, unsigned, wql_string, Requests, Wmi, WmiObject, WmiValue, STORAGE,
 };
-use crate::api::{
-    impl_group_api, to_backend, volume_group, VolumeBackend, VolumeId, VolumeStats, WindowsPath,
-};
+use crate::api::{VolumeApi, VolumeId, VolumeStats, WindowsPath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 
@@ -146,7 +144,8 @@ impl Volumes<'_> {
 }
 
 #[async_trait]
-impl VolumeBackend for HostVolume {
+#[deny(clippy::missing_trait_methods)]
+impl VolumeApi for HostVolume {
     /// A disk the host does not have has no volumes.
     async fn list_volumes_on_disk(
         &self,
@@ -416,8 +415,6 @@ fn parent_of(path: &str) -> Option<&str> {
         parent
     })
 }
-
-volume_group!(impl_group_api(HostVolume, to_backend));
 
 #[cfg(test)]
 mod tests {

@@ -5,14 +5,13 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 
 use super::{disk_ids, host_error, FakeHost};
-use crate::api::{
-    disk_by_page83, disk_group, impl_group_api, to_backend, DiskBackend, DiskIds, DiskLocation,
-};
+use crate::api::{disk_by_page83, DiskApi, DiskIds, DiskLocation};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 
 #[async_trait]
-impl DiskBackend for FakeHost {
+#[deny(clippy::missing_trait_methods)]
+impl DiskApi for FakeHost {
     async fn list_disk_locations(&self) -> Result<BTreeMap<u32, DiskLocation>> {
         Ok(self
             .state()
@@ -91,5 +90,3 @@ impl DiskBackend for FakeHost {
         disk_by_page83(page83, self.list_disk_ids()).await
     }
 }
-
-disk_group!(impl_group_api(FakeHost, to_backend));

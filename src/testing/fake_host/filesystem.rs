@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use super::state::{key, parent, HostState, PathEntry};
 use super::{host_error, FakeHost};
-use crate::api::{filesystem_group, impl_group_api, to_backend, FilesystemBackend, WindowsPath};
+use crate::api::{FilesystemApi, WindowsPath};
 use crate::capability::Operation;
 use crate::error::Result;
 
@@ -40,7 +40,8 @@ impl HostState {
 }
 
 #[async_trait]
-impl FilesystemBackend for FakeHost {
+#[deny(clippy::missing_trait_methods)]
+impl FilesystemApi for FakeHost {
     async fn path_exists(&self, path: &WindowsPath) -> Result<bool> {
         let state = self.state();
         crate::working_dirs::check(&state.working_dirs, Operation::PathExists, path)?;
@@ -132,5 +133,3 @@ impl FilesystemBackend for FakeHost {
         }
     }
 }
-
-filesystem_group!(impl_group_api(FakeHost, to_backend));

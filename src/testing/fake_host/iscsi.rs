@@ -4,10 +4,7 @@ use async_trait::async_trait;
 
 use super::state::{FakeDisk, HostState};
 use super::{host_error, FakeHost};
-use crate::api::{
-    impl_group_api, iscsi_group, to_backend, DiskLocation, IscsiAuth, IscsiBackend, Secret,
-    TargetPortal,
-};
+use crate::api::{DiskLocation, IscsiApi, IscsiAuth, Secret, TargetPortal};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 
@@ -28,7 +25,8 @@ impl HostState {
 }
 
 #[async_trait]
-impl IscsiBackend for FakeHost {
+#[deny(clippy::missing_trait_methods)]
+impl IscsiApi for FakeHost {
     async fn add_target_portal(&self, portal: &TargetPortal) -> Result<()> {
         let mut state = self.state();
         if !state.portals.contains_key(portal) {
@@ -144,5 +142,3 @@ impl IscsiBackend for FakeHost {
         Ok(())
     }
 }
-
-iscsi_group!(impl_group_api(FakeHost, to_backend));

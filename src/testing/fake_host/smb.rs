@@ -4,14 +4,13 @@ use async_trait::async_trait;
 
 use super::state::{PathEntry, SmbMappingState};
 use super::{host_error, FakeHost};
-use crate::api::{
-    impl_group_api, share_root, smb_group, to_backend, SmbBackend, SmbMapping, SmbRemotePath,
-};
+use crate::api::{share_root, SmbApi, SmbMapping, SmbRemotePath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 
 #[async_trait]
-impl SmbBackend for FakeHost {
+#[deny(clippy::missing_trait_methods)]
+impl SmbApi for FakeHost {
     async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
         let op = Op::NewSmbGlobalMapping;
         let mut state = self.state();
@@ -65,5 +64,3 @@ impl SmbBackend for FakeHost {
         }
     }
 }
-
-smb_group!(impl_group_api(FakeHost, to_backend));

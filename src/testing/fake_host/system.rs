@@ -3,9 +3,7 @@
 use async_trait::async_trait;
 
 use super::{host_error, FakeHost};
-use crate::api::{
-    impl_group_api, system_group, to_backend, ServiceInfo, ServiceStatus, StartType, SystemBackend,
-};
+use crate::api::{ServiceInfo, ServiceStatus, StartType, SystemApi};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 
@@ -26,7 +24,8 @@ impl FakeHost {
 }
 
 #[async_trait]
-impl SystemBackend for FakeHost {
+#[deny(clippy::missing_trait_methods)]
+impl SystemApi for FakeHost {
     async fn get_bios_serial_number(&self) -> Result<String> {
         Ok(self.state().bios_serial.clone())
     }
@@ -55,5 +54,3 @@ impl SystemBackend for FakeHost {
         self.with_service(Op::GetService, name, |service| Ok(service.clone()))
     }
 }
-
-system_group!(impl_group_api(FakeHost, to_backend));

@@ -6,9 +6,7 @@ use super::state::{
     key, parent, HostState, PathEntry, NTFS_OVERHEAD, PARTITION_OFFSET, SYSTEM_DRIVE,
 };
 use super::{host_error, FakeHost};
-use crate::api::{
-    impl_group_api, to_backend, volume_group, VolumeBackend, VolumeId, VolumeStats, WindowsPath,
-};
+use crate::api::{VolumeApi, VolumeId, VolumeStats, WindowsPath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 
@@ -35,7 +33,8 @@ impl HostState {
 }
 
 #[async_trait]
-impl VolumeBackend for FakeHost {
+#[deny(clippy::missing_trait_methods)]
+impl VolumeApi for FakeHost {
     async fn list_volumes_on_disk(
         &self,
         disk: u32,
@@ -200,5 +199,3 @@ impl VolumeBackend for FakeHost {
         }
     }
 }
-
-volume_group!(impl_group_api(FakeHost, to_backend));
