@@ -43,7 +43,10 @@ mod bench {
     use csi_proxy_client::testing::FakeProxy;
     use csi_proxy_client::wire::disk::v1 as wire;
     use csi_proxy_client::{
-        async_trait, ApiGroup, ApiVersion, CsiProxy, DiskApi, DiskIds, RetryPolicy, Transport,
+        api::{DiskApi, DiskIds},
+        async_trait,
+        transport::Transport,
+        ApiGroup, ApiVersion, CsiProxy, RetryPolicy,
     };
     use hyper_util::rt::TokioIo;
     use tonic::transport::{Channel, Endpoint, Uri};

@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use csi_proxy_client::testing::{FakeProxy, LocalEndpoints};
 use csi_proxy_client::{
-    async_trait, ApiGroup, ApiVersion, Backends, CsiProxy, Result, VolumeApi, VolumeId, VolumeStats,
+    api::{VolumeApi, VolumeId, VolumeStats},
+    async_trait, ApiGroup, ApiVersion, Backends, CsiProxy, Result,
 };
 
 /// Driver code under test: how full is the volume mounted at a path?

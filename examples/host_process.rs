@@ -13,7 +13,7 @@
 //! Windows only: elsewhere it says why it cannot run. CI runs it under Wine
 //! with `--host`.
 
-use csi_proxy_client::{ApiGroup, Backend, CsiProxy, Error, Result, WindowsPath};
+use csi_proxy_client::{api::WindowsPath, ApiGroup, Backend, CsiProxy, Error, Result};
 
 #[tokio::main]
 async fn main() -> Result<()> {

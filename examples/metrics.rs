@@ -11,7 +11,7 @@
 
 use csi_proxy_client::metrics::CALL_DURATION_SECONDS;
 use csi_proxy_client::testing::{FakeHost, FakeProxy, LocalEndpoints};
-use csi_proxy_client::{ApiGroup, ApiVersion as V, CsiProxy, WindowsPath};
+use csi_proxy_client::{api::WindowsPath, ApiGroup, ApiVersion as V, CsiProxy};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 
 /// Histogram buckets for call durations, in seconds: local calls take a

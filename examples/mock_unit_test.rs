@@ -8,7 +8,10 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use csi_proxy_client::{async_trait, Backends, CsiProxy, DiskApi, DiskIds, Result};
+use csi_proxy_client::{
+    api::{DiskApi, DiskIds},
+    async_trait, Backends, CsiProxy, Result,
+};
 
 /// Driver code under test: find a disk by its serial number and bring it
 /// online (AWS EBS puts the volume ID in the serial number).

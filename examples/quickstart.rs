@@ -12,8 +12,11 @@
 
 use csi_proxy_client::testing::{FakeHost, FakeProxy, LocalEndpoints};
 use csi_proxy_client::{
-    ApiGroup, ApiVersion as V, CsiProxy, IscsiAuth, Result, Secret, ServiceStatus, SmbMapping,
-    SmbRemotePath, StartType, TargetPortal, WindowsPath,
+    api::{
+        IscsiAuth, Secret, ServiceStatus, SmbMapping, SmbRemotePath, StartType, TargetPortal,
+        WindowsPath,
+    },
+    ApiGroup, ApiVersion as V, CsiProxy, Result,
 };
 
 /// A node whose proxy was upgraded for some groups only: disk and volume at

@@ -12,6 +12,7 @@ use crate::version::ApiVersion;
 
 /// How a wire version serves an [`Operation`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Support {
     /// By the RPC of this name.
     Native(&'static str),
@@ -221,8 +222,10 @@ impl fmt::Display for Operation {
 
 /// The capability table as Markdown: one table per group, one row per
 /// operation, one column per version; `✓` native (with the wire RPC name
-/// where it differs), `emulated`, or `–`.
-pub fn capability_table_markdown() -> String {
+/// where it differs), `emulated`, or `–`. What docs/versions.md shows (a
+/// test holds the two together).
+#[cfg(test)]
+fn capability_table_markdown() -> String {
     let mut out = String::new();
     for group in ApiGroup::ALL {
         let versions = group.versions();
@@ -254,6 +257,16 @@ pub fn capability_table_markdown() -> String {
 mod tests {
     use super::*;
     use ApiVersion as V;
+
+    #[test]
+    fn the_documented_capability_table_is_the_code_table() {
+        let guide = include_str!("../docs/versions.md");
+        let table = capability_table_markdown();
+        assert!(
+            guide.contains(table.trim()),
+            "docs/versions.md's capability table is out of date; replace it with:\n{table}"
+        );
+    }
 
     #[test]
     fn renames_and_gaps_follow_the_versions() {

@@ -4,29 +4,52 @@
 
 use tonic::{Code, Status};
 
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
+
+impl ErrorKind {
+    /// The gRPC code a CSI node service answers for an error of this kind;
+    /// for [`ErrorKind::Host`], that of a host failure with code `Unknown`
+    /// (the proxy's usual report).
+    pub fn csi_code(self) -> Code {
+        match self {
+            ErrorKind::NotServed | ErrorKind::UntrustedServer | ErrorKind::Transport => {
+                Code::Unavailable
+            }
+            ErrorKind::Timeout => Code::DeadlineExceeded,
+            ErrorKind::Unsupported | ErrorKind::Configuration | ErrorKind::PermissionDenied => {
+                Code::FailedPrecondition
+            }
+            ErrorKind::InvalidArgument => Code::InvalidArgument,
+            ErrorKind::NotFound => Code::NotFound,
+            ErrorKind::NotImplemented => Code::Unimplemented,
+            ErrorKind::InvalidResponse | ErrorKind::Host => Code::Internal,
+        }
+    }
+
+    /// Whether an error of this kind may go away by itself (see
+    /// [`Error::is_retryable`]); for [`ErrorKind::Host`], that of a host
+    /// failure with code `Unknown`.
+    pub fn is_retryable(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::NotServed
+                | ErrorKind::UntrustedServer
+                | ErrorKind::Transport
+                | ErrorKind::Timeout
+                | ErrorKind::InvalidResponse
+        )
+    }
+}
 
 impl Error {
     /// The gRPC code a CSI node service answers for this error (see the
-    /// table in the docs of [`From<Error> for tonic::Status`](#impl-From%3CError%3E-for-Status)).
+    /// table in the docs of [`From<Error> for tonic::Status`](#impl-From%3CError%3E-for-Status)):
+    /// that of its [`kind`](Error::kind), or for a host failure the code
+    /// the proxy gave (`Unknown` answers `Internal`).
     pub fn csi_code(&self) -> Code {
         match self {
-            Error::NotServed { .. }
-            | Error::UntrustedServer { .. }
-            | Error::Transport { .. }
-            | Error::ConnectTimeout { .. } => Code::Unavailable,
-            Error::Timeout { .. } => Code::DeadlineExceeded,
-            Error::Unsupported { .. }
-            | Error::Configuration { .. }
-            | Error::PermissionDenied { .. } => Code::FailedPrecondition,
-            Error::InvalidArgument { .. } => Code::InvalidArgument,
-            Error::NotFound { .. } => Code::NotFound,
-            Error::NotImplemented { .. } => Code::Unimplemented,
-            Error::InvalidResponse { .. } => Code::Internal,
-            Error::Host { code, .. } => match code {
-                Code::Unknown | Code::Ok => Code::Internal,
-                code => *code,
-            },
+            Error::Host { code, .. } if !matches!(code, Code::Unknown | Code::Ok) => *code,
+            _ => self.kind().csi_code(),
         }
     }
 
@@ -34,25 +57,15 @@ impl Error {
     /// changing: the proxy may come back, a connection may hold, a deadline
     /// may be met, an unclear answer may be clear the next time. `false`
     /// for what needs a change first (an argument, the deployment, the
-    /// proxy's version) and for host failures, which repeat.
+    /// proxy's version) and for host failures, which repeat, unless the
+    /// proxy said otherwise (`Unavailable`, `ResourceExhausted`, `Aborted`).
     pub fn is_retryable(&self) -> bool {
         match self {
-            Error::NotServed { .. }
-            | Error::UntrustedServer { .. }
-            | Error::Transport { .. }
-            | Error::ConnectTimeout { .. }
-            | Error::Timeout { .. }
-            | Error::InvalidResponse { .. } => true,
             Error::Host { code, .. } => matches!(
                 code,
                 Code::Unavailable | Code::ResourceExhausted | Code::Aborted
             ),
-            Error::Unsupported { .. }
-            | Error::Configuration { .. }
-            | Error::PermissionDenied { .. }
-            | Error::InvalidArgument { .. }
-            | Error::NotFound { .. }
-            | Error::NotImplemented { .. } => false,
+            _ => self.kind().is_retryable(),
         }
     }
 }

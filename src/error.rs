@@ -9,7 +9,7 @@ use crate::version::ApiVersion;
 
 /// A gRPC status code, as in [`Error::Host`]: tonic's own type. tonic is
 /// part of this crate's public API (the generated clients in
-/// [`wire`](crate::wire) and [`ProxyChannel`](crate::ProxyChannel)), so a
+/// [`wire`](crate::wire) and [`ProxyChannel`](crate::transport::ProxyChannel)), so a
 /// tonic major release means a major release of this crate.
 pub use tonic::Code;
 
@@ -19,9 +19,10 @@ pub use tonic::Code;
 /// needs no tonic dependency of its own to name it.
 pub use tonic::Status;
 
-/// [`Error::outcome`] of a call's result, `ok` for a success.
+/// The label of a call's result in spans and metrics: `ok`, or the
+/// [`ErrorKind`] of its error.
 pub(crate) fn outcome<T>(result: &Result<T>) -> &'static str {
-    result.as_ref().map_or_else(Error::outcome, |_| "ok")
+    result.as_ref().map_or_else(|e| e.kind().as_str(), |_| "ok")
 }
 
 /// The source of a transport failure, shared so that [`Error`] is `Clone`.
@@ -46,7 +47,7 @@ pub enum Error {
 
     /// No acceptable version of a group is served by a trusted owner: the
     /// only endpoints that answered belong to someone the client's
-    /// [`ServerTrust`](crate::ServerTrust) does not admit (a process
+    /// [`ServerTrust`](crate::transport::ServerTrust) does not admit (a process
     /// squatting a pipe name the proxy does not serve, or a proxy run under
     /// an account not named there). Nothing was sent to them. Like
     /// [`Error::NotServed`], it is waited for while the proxy is away.
@@ -60,7 +61,7 @@ pub enum Error {
         /// The newest endpoint with an untrusted server.
         address: String,
         /// Who serves it.
-        owner: crate::ServerOwner,
+        owner: crate::transport::ServerOwner,
     },
 
     /// The negotiated wire version lacks an operation. Nothing was sent.
@@ -204,23 +205,92 @@ pub enum Error {
     },
 }
 
-impl Error {
-    /// One word for what happened, for tracing spans and metric labels:
+/// What kind of failure an [`Error`] is: the one classification from
+/// which its CSI code ([`Error::csi_code`]), [`Error::is_retryable`], the
+/// `outcome` label of spans and metrics, and csiproxyctl's `kind` and exit
+/// code all follow.
+///
+/// ```
+/// use csi_proxy_client::{Error, ErrorKind};
+///
+/// let error = Error::ConnectTimeout { address: "pipe".into(), after: std::time::Duration::from_secs(5) };
+/// assert_eq!(error.kind(), ErrorKind::Transport);
+/// assert_eq!(error.kind().as_str(), "transport");
+/// assert!(error.is_retryable());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// [`Error::NotServed`].
+    NotServed,
+    /// [`Error::UntrustedServer`].
+    UntrustedServer,
+    /// [`Error::Transport`] and [`Error::ConnectTimeout`]: the connection
+    /// to the proxy failed, or was not made in time.
+    Transport,
+    /// [`Error::Timeout`]: a call's deadline passed.
+    Timeout,
+    /// [`Error::Unsupported`].
+    Unsupported,
+    /// [`Error::Configuration`].
+    Configuration,
+    /// [`Error::PermissionDenied`].
+    PermissionDenied,
+    /// [`Error::InvalidArgument`].
+    InvalidArgument,
+    /// [`Error::NotFound`].
+    NotFound,
+    /// [`Error::NotImplemented`].
+    NotImplemented,
+    /// [`Error::InvalidResponse`].
+    InvalidResponse,
+    /// [`Error::Host`].
+    Host,
+}
+
+impl ErrorKind {
+    /// One word for it, for spans, metric labels and csiproxyctl's JSON:
     /// never the message, which may echo request data (paths, secrets).
-    pub(crate) fn outcome(&self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
-            Error::NotServed { .. } => "not_served",
-            Error::UntrustedServer { .. } => "untrusted_server",
-            Error::Unsupported { .. } => "unsupported",
-            Error::NotImplemented { .. } => "not_implemented",
-            Error::Host { .. } => "host_error",
-            Error::InvalidResponse { .. } => "invalid_response",
-            Error::NotFound { .. } => "not_found",
-            Error::InvalidArgument { .. } => "invalid_argument",
-            Error::PermissionDenied { .. } => "permission_denied",
-            Error::Transport { .. } => "transport_error",
-            Error::Timeout { .. } | Error::ConnectTimeout { .. } => "timeout",
-            Error::Configuration { .. } => "configuration",
+            ErrorKind::NotServed => "not_served",
+            ErrorKind::UntrustedServer => "untrusted_server",
+            ErrorKind::Transport => "transport",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Unsupported => "unsupported",
+            ErrorKind::Configuration => "configuration",
+            ErrorKind::PermissionDenied => "permission_denied",
+            ErrorKind::InvalidArgument => "invalid_argument",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::NotImplemented => "not_implemented",
+            ErrorKind::InvalidResponse => "invalid_response",
+            ErrorKind::Host => "host",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Error {
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::NotServed { .. } => ErrorKind::NotServed,
+            Error::UntrustedServer { .. } => ErrorKind::UntrustedServer,
+            Error::Transport { .. } | Error::ConnectTimeout { .. } => ErrorKind::Transport,
+            Error::Timeout { .. } => ErrorKind::Timeout,
+            Error::Unsupported { .. } => ErrorKind::Unsupported,
+            Error::Configuration { .. } => ErrorKind::Configuration,
+            Error::PermissionDenied { .. } => ErrorKind::PermissionDenied,
+            Error::InvalidArgument { .. } => ErrorKind::InvalidArgument,
+            Error::NotFound { .. } => ErrorKind::NotFound,
+            Error::NotImplemented { .. } => ErrorKind::NotImplemented,
+            Error::InvalidResponse { .. } => ErrorKind::InvalidResponse,
+            Error::Host { .. } => ErrorKind::Host,
         }
     }
 
@@ -289,23 +359,6 @@ impl Error {
                 ..
             }
         )
-    }
-
-    /// Whether the proxy refused the request without processing it
-    /// (`REFUSED_STREAM`, or a stream above a GOAWAY's last stream id), as
-    /// the transport classified it.
-    pub(crate) fn was_refused(&self) -> bool {
-        let Error::Transport { source, .. } = self else {
-            return false;
-        };
-        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&**source);
-        while let Some(error) = cause {
-            if let Some(connection) = error.downcast_ref::<crate::transport::ConnectionError>() {
-                return connection.is_refused();
-            }
-            cause = error.source();
-        }
-        false
     }
 }
 

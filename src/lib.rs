@@ -10,7 +10,7 @@
 //! # Example
 //!
 //! ```
-//! use csi_proxy_client::{ApiGroup, CsiProxy, WindowsPath};
+//! use csi_proxy_client::{api::WindowsPath, ApiGroup, CsiProxy};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), csi_proxy_client::Error> {
@@ -41,26 +41,35 @@
 //! # Ok(()) }
 //! ```
 //!
-//! # Layers, from the outside in
+//! # Where things are
 //!
-//! - [`CsiProxy`]: connect once, get one handle per group; cheap to clone.
-//!   It negotiates again when a connection breaks, applies deadlines and
-//!   retries (see its documentation).
-//! - One stable trait per group — [`DiskApi`], [`FilesystemApi`],
-//!   [`SmbApi`], [`VolumeApi`], [`IscsiApi`], [`SystemApi`] — in
-//!   version-agnostic types ([`WindowsPath`], [`VolumeId`], [`Secret`], ...).
-//!   Mocks implement these.
-//! - Adapters (private) translate each trait to each wire version; the
-//!   [`capability`] table says which operation each version serves and how.
-//! - [`Negotiator`] probes each group's candidate versions in the order of
-//!   its [`VersionPolicy`], keeps the first endpoint that opens (and uses
-//!   that very connection), and reports what it tried.
-//! - [`Transport`]: Windows named pipes, or Unix domain sockets named the
-//!   same way in a directory (for tests and Linux development).
+//! At the root, what a driver uses every day: [`CsiProxy`] (connect once,
+//! get one handle per group; cheap to clone; it negotiates again when a
+//! connection breaks, applies deadlines and retries) and its
+//! [`CsiProxyBuilder`], [`Backend`], [`Backends`] (mocks instead of a
+//! proxy), [`CallOptions`] and [`RetryPolicy`]; [`Error`], its
+//! [`ErrorKind`], [`Result`], and the gRPC [`Code`] and [`Status`] a CSI
+//! service answers; [`ApiGroup`], [`ApiVersion`], [`Operation`] and its
+//! [`Support`] per version; and [`macro@async_trait`] for mocks. Then, by topic:
+//!
+//! - [`api`]: one stable trait per group ([`api::DiskApi`],
+//!   [`api::FilesystemApi`], [`api::SmbApi`], [`api::VolumeApi`],
+//!   [`api::IscsiApi`], [`api::SystemApi`]) in version-agnostic types
+//!   ([`api::WindowsPath`], [`api::VolumeId`], [`api::Secret`], ...). Mocks
+//!   implement these; adapters (private) translate each to each wire
+//!   version, as [`Operation::support`] says.
+//! - [`health`]: what a client stands on now, and the changes of version.
+//! - [`negotiate`]: the [`negotiate::Negotiator`] probes each group's
+//!   candidate versions in the order of its [`negotiate::VersionPolicy`],
+//!   keeps the first endpoint that opens (and uses that very connection),
+//!   and reports what it tried.
+//! - [`transport`]: Windows named pipes, or Unix domain sockets named the
+//!   same way in a directory (for tests and Linux development), and who
+//!   may serve them ([`transport::ServerTrust`]).
 //! - [`wire`]: the generated messages and tonic clients of all 23
-//!   group-versions, for direct calls on a negotiated [`Connection`].
-//! - [`ApiGroup`] and [`ApiVersion`] name the groups and versions; one table
-//!   ([`ApiGroup::versions`]) says which versions each group has.
+//!   group-versions, for direct calls on a negotiated
+//!   [`negotiate::Connection`].
+//! - [`metrics`] (feature `metrics`) and `testing` (feature `testing`).
 //!
 //! # Cargo features
 //!
@@ -97,8 +106,9 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod adapter;
-mod api;
-pub mod capability;
+pub mod api;
+mod availability;
+mod capability;
 mod client;
 mod csi_status;
 mod error;
@@ -106,10 +116,10 @@ mod group;
 #[cfg(all(windows, feature = "host-process"))]
 mod host;
 pub mod metrics;
-mod negotiate;
+pub mod negotiate;
 mod registry;
 mod retry;
-mod transport;
+pub mod transport;
 mod version;
 mod working_dirs;
 
@@ -117,30 +127,21 @@ mod working_dirs;
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 
-pub use api::{
-    DiskApi, DiskIds, DiskLocation, FilesystemApi, IscsiApi, IscsiAuth, Secret, ServiceInfo,
-    ServiceStatus, SmbApi, SmbMapping, SmbRemotePath, StartType, SystemApi, TargetPortal,
-    VolumeApi, VolumeId, VolumeStats, WindowsPath, DEFAULT_ISCSI_PORT, MAX_PATH,
-};
 /// The attribute for implementing the group traits (for mocks).
 pub use async_trait::async_trait;
 pub use capability::{Operation, Support};
-pub use client::{
-    Backend, Backends, CallOptions, CsiProxy, CsiProxyBuilder, GroupHealth, GroupStatus, Health,
-    ServedBy, VersionChange,
-};
-pub use error::{BoxedSource, Code, Error, Result, Status};
+pub use client::{Backend, Backends, CallOptions, CsiProxy, CsiProxyBuilder};
+pub use error::{Code, Error, ErrorKind, Result, Status};
 pub use group::ApiGroup;
-pub use negotiate::{
-    Attempt, AttemptOutcome, Connection, GroupReport, Negotiated, NegotiationReport, Negotiator,
-    VersionPolicy,
-};
 pub use retry::RetryPolicy;
-pub use transport::{
-    endpoint_name, ConnectionError, ProxyChannel, ResponseBody, ServerOwner, ServerTrust,
-    Transport, DEFAULT_MAX_RESPONSE_SIZE, LOCAL_PIPE_PREFIX,
-};
-pub use version::{ApiVersion, Stability};
+pub use version::ApiVersion;
+
+/// How a client stands now, and how it changed: what a node plugin answers
+/// CSI `Probe` with ([`CsiProxy::health`]) and the events of
+/// [`CsiProxy::version_changes`].
+pub mod health {
+    pub use crate::client::{GroupHealth, GroupStatus, Health, ServedBy, VersionChange};
+}
 
 /// The generated wire types and tonic clients (and, with the `testing`
 /// feature, servers) of every group-version: `wire::<group>::<version>`.

@@ -13,46 +13,6 @@
 use crate::group::ApiGroup;
 use crate::version::ApiVersion;
 
-/// Calls `$callback!` with one row per wire version, grouped by group in
-/// [`ApiGroup::ALL`] order and oldest first inside a group:
-/// `group version Layout (major, minor, patch);`, the last being the first
-/// CSI Proxy release that served it.
-///
-/// It is a macro so that code which needs a type per version (the
-/// generated servers and clients of `wire::<group>::<version>`) derives
-/// from the same rows as the tables. Not part of the public API.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __csi_proxy_wire_versions {
-    ($callback:ident) => {
-        $callback! {
-            disk v1alpha1 DiskStringId (0, 1, 0);
-            disk v1beta1 DiskStringId (0, 2, 0);
-            disk v1beta2 DiskStringId (0, 2, 2);
-            disk v1beta3 DiskNumbered (1, 0, 0);
-            disk v1 DiskNumbered (1, 0, 0);
-            filesystem v1alpha1 FilesystemContext (0, 1, 0);
-            filesystem v1beta1 FilesystemContext (0, 2, 1);
-            filesystem v1beta2 FilesystemPlain (1, 0, 0);
-            filesystem v1 FilesystemPlain (1, 0, 0);
-            filesystem v2alpha1 FilesystemPlain (1, 1, 0);
-            smb v1alpha1 SmbErrorField (0, 1, 0);
-            smb v1beta1 SmbErrorField (0, 2, 1);
-            smb v1beta2 SmbPlain (1, 0, 0);
-            smb v1 SmbPlain (1, 0, 0);
-            volume v1alpha1 VolumeStringId (0, 1, 0);
-            volume v1beta1 VolumeStringId (0, 2, 0);
-            volume v1beta2 VolumeStringId (0, 2, 2);
-            volume v1beta3 VolumeNumbered (1, 0, 0);
-            volume v1 VolumeNumbered (1, 0, 0);
-            volume v2alpha1 VolumeNumbered (1, 1, 0);
-            iscsi v1alpha1 Iscsi (0, 2, 2);
-            iscsi v1alpha2 Iscsi (1, 0, 0);
-            system v1alpha1 System (0, 2, 2);
-        }
-    };
-}
-
 /// The message layouts: versions of a group whose messages are identical on
 /// the wire share one. Client adapters and the fake proxy's server adapters
 /// are both chosen by it.
@@ -99,29 +59,108 @@ pub(crate) struct WireVersion {
     pub first_release: (u32, u32, u32),
 }
 
-macro_rules! table {
-    ($($group:ident $version:ident $layout:ident ($a:literal, $b:literal, $c:literal);)+) => {
-        /// Every wire version, in the macro's order.
-        pub(crate) const WIRE_VERSIONS: &[WireVersion] = &[$(
-            WireVersion {
-                group: match ApiGroup::from_name(stringify!($group)) {
-                    Some(group) => group,
-                    None => panic!(concat!("no group ", stringify!($group))),
-                },
-                version: match ApiVersion::parse(stringify!($version)) {
-                    Ok(version) => version,
-                    Err(why) => panic!("{}", why),
-                },
-                #[cfg(feature = "metrics")]
-                version_name: stringify!($version),
-                layout: Layout::$layout,
-                #[cfg(feature = "testing")]
-                first_release: ($a, $b, $c),
-            },
-        )+];
-    };
+/// Every wire version CSI Proxy has served, one row each, grouped by group
+/// in [`ApiGroup::ALL`] order and oldest first inside a group (checked at
+/// compile time below): the group, the version, its message layout, and
+/// the first CSI Proxy release that served it.
+pub(crate) const WIRE_VERSIONS: &[WireVersion] = &[
+    wire_version(ApiGroup::Disk, "v1alpha1", Layout::DiskStringId, (0, 1, 0)),
+    wire_version(ApiGroup::Disk, "v1beta1", Layout::DiskStringId, (0, 2, 0)),
+    wire_version(ApiGroup::Disk, "v1beta2", Layout::DiskStringId, (0, 2, 2)),
+    wire_version(ApiGroup::Disk, "v1beta3", Layout::DiskNumbered, (1, 0, 0)),
+    wire_version(ApiGroup::Disk, "v1", Layout::DiskNumbered, (1, 0, 0)),
+    wire_version(
+        ApiGroup::Filesystem,
+        "v1alpha1",
+        Layout::FilesystemContext,
+        (0, 1, 0),
+    ),
+    wire_version(
+        ApiGroup::Filesystem,
+        "v1beta1",
+        Layout::FilesystemContext,
+        (0, 2, 1),
+    ),
+    wire_version(
+        ApiGroup::Filesystem,
+        "v1beta2",
+        Layout::FilesystemPlain,
+        (1, 0, 0),
+    ),
+    wire_version(
+        ApiGroup::Filesystem,
+        "v1",
+        Layout::FilesystemPlain,
+        (1, 0, 0),
+    ),
+    wire_version(
+        ApiGroup::Filesystem,
+        "v2alpha1",
+        Layout::FilesystemPlain,
+        (1, 1, 0),
+    ),
+    wire_version(ApiGroup::Smb, "v1alpha1", Layout::SmbErrorField, (0, 1, 0)),
+    wire_version(ApiGroup::Smb, "v1beta1", Layout::SmbErrorField, (0, 2, 1)),
+    wire_version(ApiGroup::Smb, "v1beta2", Layout::SmbPlain, (1, 0, 0)),
+    wire_version(ApiGroup::Smb, "v1", Layout::SmbPlain, (1, 0, 0)),
+    wire_version(
+        ApiGroup::Volume,
+        "v1alpha1",
+        Layout::VolumeStringId,
+        (0, 1, 0),
+    ),
+    wire_version(
+        ApiGroup::Volume,
+        "v1beta1",
+        Layout::VolumeStringId,
+        (0, 2, 0),
+    ),
+    wire_version(
+        ApiGroup::Volume,
+        "v1beta2",
+        Layout::VolumeStringId,
+        (0, 2, 2),
+    ),
+    wire_version(
+        ApiGroup::Volume,
+        "v1beta3",
+        Layout::VolumeNumbered,
+        (1, 0, 0),
+    ),
+    wire_version(ApiGroup::Volume, "v1", Layout::VolumeNumbered, (1, 0, 0)),
+    wire_version(
+        ApiGroup::Volume,
+        "v2alpha1",
+        Layout::VolumeNumbered,
+        (1, 1, 0),
+    ),
+    wire_version(ApiGroup::Iscsi, "v1alpha1", Layout::Iscsi, (0, 2, 2)),
+    wire_version(ApiGroup::Iscsi, "v1alpha2", Layout::Iscsi, (1, 0, 0)),
+    wire_version(ApiGroup::System, "v1alpha1", Layout::System, (0, 2, 2)),
+];
+
+/// One row of [`WIRE_VERSIONS`], its version checked at compile time.
+const fn wire_version(
+    group: ApiGroup,
+    version: &'static str,
+    layout: Layout,
+    first_release: (u32, u32, u32),
+) -> WireVersion {
+    #[cfg(not(feature = "testing"))]
+    let _ = first_release;
+    WireVersion {
+        group,
+        version: match ApiVersion::parse(version) {
+            Ok(version) => version,
+            Err(why) => panic!("{}", why),
+        },
+        #[cfg(feature = "metrics")]
+        version_name: version,
+        layout,
+        #[cfg(feature = "testing")]
+        first_release,
+    }
 }
-__csi_proxy_wire_versions!(table);
 
 /// The rows' versions in one array, each group's a contiguous run; checked
 /// at compile time to be grouped in [`ApiGroup::ALL`] order and oldest

@@ -30,7 +30,7 @@ pub enum Stability {
 /// It differs from the Kubernetes *preference* order only for previews of a
 /// next major version: Kubernetes would rank `v2alpha1` below every `v1*`
 /// version because it is an alpha. The SDK keeps that caution in its
-/// [`VersionPolicy`](crate::VersionPolicy) instead: previews (see
+/// [`VersionPolicy`](crate::negotiate::VersionPolicy) instead: previews (see
 /// [`ApiVersion::is_preview`]) are only negotiated when the caller opts in.
 ///
 /// ```

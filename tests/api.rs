@@ -8,9 +8,13 @@ use std::time::Duration;
 use common::TestNode;
 use csi_proxy_client::testing::sample::{path, portal, share, volume, IQN};
 use csi_proxy_client::{
-    async_trait, ApiGroup, ApiVersion, Backends, CallOptions, CsiProxy, DiskApi, DiskIds, Error,
-    GroupStatus, IscsiAuth, Operation, Secret, SmbMapping, SmbRemotePath, TargetPortal, VolumeId,
-    WindowsPath,
+    api::{
+        DiskApi, DiskIds, IscsiAuth, Secret, SmbMapping, SmbRemotePath, TargetPortal, VolumeId,
+        WindowsPath,
+    },
+    async_trait,
+    health::GroupStatus,
+    ApiGroup, ApiVersion, Backends, CallOptions, CsiProxy, Error, Operation,
 };
 use ApiVersion as V;
 
@@ -296,15 +300,15 @@ struct Nothing;
 #[async_trait]
 impl DiskApi for Nothing {}
 #[async_trait]
-impl csi_proxy_client::VolumeApi for Nothing {}
+impl csi_proxy_client::api::VolumeApi for Nothing {}
 #[async_trait]
-impl csi_proxy_client::FilesystemApi for Nothing {}
+impl csi_proxy_client::api::FilesystemApi for Nothing {}
 #[async_trait]
-impl csi_proxy_client::SmbApi for Nothing {}
+impl csi_proxy_client::api::SmbApi for Nothing {}
 #[async_trait]
-impl csi_proxy_client::IscsiApi for Nothing {}
+impl csi_proxy_client::api::IscsiApi for Nothing {}
 #[async_trait]
-impl csi_proxy_client::SystemApi for Nothing {}
+impl csi_proxy_client::api::SystemApi for Nothing {}
 
 #[tokio::test]
 async fn a_mock_that_implements_nothing_names_each_operation_it_lacks() {

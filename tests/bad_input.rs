@@ -9,8 +9,10 @@ use common::TestNode;
 use csi_proxy_client::testing::sample::{portal, share, volume, IQN};
 use csi_proxy_client::testing::FakeProxy;
 use csi_proxy_client::{
-    ApiGroup, ApiVersion, CsiProxy, Error, IscsiAuth, Result, Secret, SmbMapping, SmbRemotePath,
-    TargetPortal, Transport, VersionPolicy, VolumeId, WindowsPath,
+    api::{IscsiAuth, Secret, SmbMapping, SmbRemotePath, TargetPortal, VolumeId, WindowsPath},
+    negotiate::VersionPolicy,
+    transport::Transport,
+    ApiGroup, ApiVersion, CsiProxy, Error, Result,
 };
 
 const MALFORMED_PATHS: &[&str] = &[

@@ -10,8 +10,9 @@ use common::{every_version, TestNode};
 use csi_proxy_client::testing::conformance::{self, Fixture};
 use csi_proxy_client::testing::{FakeHost, FakeProxy, PathEntry};
 use csi_proxy_client::{
-    ApiGroup, ApiVersion, CsiProxy, Error, FilesystemApi, Operation, Secret, SmbMapping,
-    SmbRemotePath, VersionPolicy, VolumeId, WindowsPath,
+    api::{FilesystemApi, Secret, SmbMapping, SmbRemotePath, VolumeId, WindowsPath},
+    negotiate::VersionPolicy,
+    ApiGroup, ApiVersion, CsiProxy, Error, Operation,
 };
 
 #[tokio::test]

@@ -16,7 +16,11 @@ use bytes::Bytes;
 use common::TestNode;
 use csi_proxy_client::testing::{listen, RawCodec};
 use csi_proxy_client::wire::disk::v1 as wire;
-use csi_proxy_client::{ApiGroup, ApiVersion, CsiProxy, Negotiator, ProxyChannel, Transport};
+use csi_proxy_client::{
+    negotiate::Negotiator,
+    transport::{ProxyChannel, Transport},
+    ApiGroup, ApiVersion, CsiProxy,
+};
 use prost::Message;
 use tokio_stream::StreamExt;
 
@@ -331,7 +335,10 @@ fn disks_answer(disks: u32) -> Bytes {
 /// poll, or after some turns of the runtime (while it sends, waits for the
 /// answer's head, or reads its body part-way), or not at all. Whether it
 /// was answered.
-async fn call_dropped_at_random(disk: &Arc<dyn csi_proxy_client::DiskApi>, rng: &mut u64) -> bool {
+async fn call_dropped_at_random(
+    disk: &Arc<dyn csi_proxy_client::api::DiskApi>,
+    rng: &mut u64,
+) -> bool {
     // xorshift64: the same points on every run.
     *rng ^= *rng << 13;
     *rng ^= *rng >> 7;
@@ -357,7 +364,7 @@ async fn call_dropped_at_random(disk: &Arc<dyn csi_proxy_client::DiskApi>, rng: 
 /// `calls` calls dropped at random points, one after the other; how many
 /// were answered.
 async fn calls_dropped_at_random(
-    disk: Arc<dyn csi_proxy_client::DiskApi>,
+    disk: Arc<dyn csi_proxy_client::api::DiskApi>,
     seed: u64,
     calls: usize,
 ) -> usize {

@@ -10,8 +10,10 @@ use common::TestNode;
 use csi_proxy_client::testing::conformance::Fixture;
 use csi_proxy_client::testing::{FakeHost, FakeProxy, PathEntry};
 use csi_proxy_client::{
-    async_trait, ApiGroup, ApiVersion, Backends, Code, CsiProxy, DiskApi, Error, IscsiAuth, Result,
-    Secret, SmbMapping, SmbRemotePath, VersionPolicy, WindowsPath,
+    api::{DiskApi, IscsiAuth, Secret, SmbMapping, SmbRemotePath, WindowsPath},
+    async_trait,
+    negotiate::VersionPolicy,
+    ApiGroup, ApiVersion, Backends, Code, CsiProxy, Error, Result,
 };
 use ApiVersion as V;
 
@@ -425,7 +427,7 @@ async fn unknown_methods_answer_unimplemented_like_grpc_go() {
     let node = TestNode::new();
     let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
     fake.serve(ApiGroup::Disk, V::V1BETA1).await.unwrap();
-    let negotiated = csi_proxy_client::Negotiator::new(node.transport())
+    let negotiated = csi_proxy_client::negotiate::Negotiator::new(node.transport())
         .negotiate(&[ApiGroup::Disk])
         .await
         .unwrap();
@@ -451,7 +453,7 @@ async fn old_string_disk_ids_that_are_not_numbers_fail_like_the_proxy() {
     let node = TestNode::new();
     let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
     fake.serve(ApiGroup::Disk, V::V1BETA2).await.unwrap();
-    let negotiated = csi_proxy_client::Negotiator::new(node.transport())
+    let negotiated = csi_proxy_client::negotiate::Negotiator::new(node.transport())
         .negotiate(&[ApiGroup::Disk])
         .await
         .unwrap();

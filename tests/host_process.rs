@@ -9,7 +9,7 @@ mod common;
 use common::scenario::seeded_host;
 use common::TestNode;
 use csi_proxy_client::testing::FakeProxy;
-use csi_proxy_client::{ApiGroup, ApiVersion as V, Backend, CsiProxy, Error, ServedBy};
+use csi_proxy_client::{health::ServedBy, ApiGroup, ApiVersion as V, Backend, CsiProxy, Error};
 
 /// A proxy that serves disk v1 only.
 async fn disk_only(node: &TestNode) -> FakeProxy {
@@ -54,10 +54,10 @@ async fn automatic_is_csi_proxy_alone_where_the_build_lacks_the_host() {
 #[cfg(all(windows, feature = "host-process"))]
 mod on_windows {
 
-    use csi_proxy_client::{Operation, SmbRemotePath};
+    use csi_proxy_client::{api::SmbRemotePath, Operation};
 
     use super::*;
-    use csi_proxy_client::WindowsPath;
+    use csi_proxy_client::api::WindowsPath;
 
     /// A fresh directory under the kubelet directory.
     fn fresh_dir(name: &str) -> WindowsPath {

@@ -16,8 +16,8 @@ use bytes::Bytes;
 use common::TestNode;
 use csi_proxy_client::testing::listen;
 use csi_proxy_client::{
-    async_trait, ApiGroup, ApiVersion, Backends, CallOptions, CsiProxy, DiskApi, DiskLocation,
-    Error, Operation, Result,
+    api::{DiskApi, DiskLocation},
+    async_trait, ApiGroup, ApiVersion, Backends, CallOptions, CsiProxy, Error, Operation, Result,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_stream::StreamExt;

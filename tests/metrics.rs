@@ -15,8 +15,8 @@ use csi_proxy_client::metrics::{
 };
 use csi_proxy_client::testing::FakeProxy;
 use csi_proxy_client::{
-    ApiGroup, ApiVersion as V, CallOptions, CsiProxy, Error, Operation, Secret, SmbMapping,
-    SmbRemotePath, WindowsPath,
+    api::{Secret, SmbMapping, SmbRemotePath, WindowsPath},
+    ApiGroup, ApiVersion as V, CallOptions, CsiProxy, Error, Operation,
 };
 
 /// A client of `node` for `groups`, requiring the first, as a driver
@@ -92,7 +92,7 @@ async fn each_call_is_counted_and_timed_by_group_version_method_and_outcome() {
     assert_eq!(calls(&recorder, &ok), 2);
     let not_found = [("method", "GetDiskNumberByName"), ("outcome", "not_found")];
     assert_eq!(calls(&recorder, &[&disk_v1[..], &not_found].concat()), 1);
-    let host_error = call_series("smb", "v1", "NewSmbGlobalMapping", "host_error");
+    let host_error = call_series("smb", "v1", "NewSmbGlobalMapping", "host");
     assert_eq!(calls(&recorder, &host_error), 1);
     assert_eq!(calls(&recorder, &[]), 4, "one count per call");
 
@@ -169,7 +169,7 @@ async fn a_call_past_its_deadline_is_a_timeout() {
     let (_backend, _fake) = serve_slow_volumes(node.transport(), 5_000).await;
     let proxy = connect(&node, &[ApiGroup::Volume]).await;
 
-    let volume = csi_proxy_client::VolumeId::new("vol-1").unwrap();
+    let volume = csi_proxy_client::api::VolumeId::new("vol-1").unwrap();
     let quick = CallOptions::default().deadline(Duration::from_millis(100));
     let result = proxy
         .with_call_options(quick)
@@ -196,7 +196,7 @@ async fn a_call_its_caller_stops_waiting_for_is_cancelled() {
     let (_backend, _fake) = serve_slow_volumes(node.transport(), 5_000).await;
     let proxy = connect(&node, &[ApiGroup::Volume]).await;
 
-    let volume = csi_proxy_client::VolumeId::new("vol-1").unwrap();
+    let volume = csi_proxy_client::api::VolumeId::new("vol-1").unwrap();
     let handle = proxy.volume().unwrap();
     let call = handle.get_volume_stats(&volume);
     let gave_up = tokio::time::timeout(Duration::from_millis(100), call).await;
@@ -374,9 +374,8 @@ async fn no_label_ever_carries_a_path_a_secret_or_a_message() {
         "given",
         "host",
         "ok",
-        "host_error",
         "timeout",
-        "transport_error",
+        "transport",
         "not_served",
         "untrusted_server",
         "unsupported",

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use common::{call_one, every_version, TestNode, STUB_MESSAGE};
 use csi_proxy_client::{
-    ApiGroup, ApiVersion, AttemptOutcome, Error, Negotiated, Negotiator, RetryPolicy, Transport,
-    VersionPolicy,
+    negotiate::{AttemptOutcome, Negotiated, Negotiator, VersionPolicy},
+    transport::Transport,
+    ApiGroup, ApiVersion, Error, RetryPolicy,
 };
 use ApiGroup::*;
 use ApiVersion as V;
@@ -257,7 +258,7 @@ async fn a_connection_reports_its_end_and_sends_nothing_after_it() {
     node.serve(Disk, V::V1).await;
     let (_, status) = call_one(channel.clone(), Disk, V::V1).await;
     let cause = std::error::Error::source(&status)
-        .and_then(|e| e.downcast_ref::<csi_proxy_client::ConnectionError>())
+        .and_then(|e| e.downcast_ref::<csi_proxy_client::transport::ConnectionError>())
         .unwrap_or_else(|| panic!("{status:?}"));
     assert!(!cause.maybe_sent());
     assert_eq!(node.paths().len(), requests);
@@ -473,8 +474,10 @@ mod trust {
     use csi_proxy_client::testing::LocalEndpoints;
     use csi_proxy_client::testing::{FakeHost, FakeProxy};
     use csi_proxy_client::{
-        ApiGroup, ApiVersion as V, AttemptOutcome, CsiProxy, Error, Secret, ServerOwner,
-        ServerTrust, SmbMapping, SmbRemotePath, Transport,
+        api::{Secret, SmbMapping, SmbRemotePath},
+        negotiate::AttemptOutcome,
+        transport::{ServerOwner, ServerTrust, Transport},
+        ApiGroup, ApiVersion as V, CsiProxy, Error,
     };
 
     /// The user the squatters run as on Unix.

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 
 use common::TestNode;
 use csi_proxy_client::testing::{FakeHost, FakeProxy, PathEntry, ProxyRelease};
-use csi_proxy_client::{ApiGroup, ApiVersion as V, Code, CsiProxy, Error, WindowsPath};
+use csi_proxy_client::{api::WindowsPath, ApiGroup, ApiVersion as V, Code, CsiProxy, Error};
 
 const GIB: u64 = 1 << 30;
 const PAGE83: &str = "Google  pvc-1234";

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use common::scenario::seeded_host;
 use common::TestNode;
 use csi_proxy_client::testing::FakeProxy;
-use csi_proxy_client::{ApiGroup, ApiVersion as V, CsiProxy, Error, SmbRemotePath};
+use csi_proxy_client::{api::SmbRemotePath, ApiGroup, ApiVersion as V, CsiProxy, Error};
 
 /// A proxy serving disk v1 and filesystem v1 only, and a default client
 /// of every group.

@@ -15,8 +15,8 @@ use common::TestNode;
 use csi_proxy_client::testing::sample::volume;
 use csi_proxy_client::testing::{FakeProxy, StartOrder, Startup};
 use csi_proxy_client::{
-    ApiGroup, ApiVersion as V, CallOptions, CsiProxy, Error, GroupStatus, Operation, Result,
-    RetryPolicy, VersionChange,
+    health::{GroupStatus, VersionChange},
+    ApiGroup, ApiVersion as V, CallOptions, CsiProxy, Error, Operation, Result, RetryPolicy,
 };
 
 /// A client with every default: the tests here hold for what drivers get
@@ -773,8 +773,9 @@ async fn sixty_four_tasks_share_one_client() {
             for _ in 0..10 {
                 let disk = proxy.disk()?;
                 assert_eq!(disk.get_disk_stats(1).await?, 10 << 30);
-                let path =
-                    csi_proxy_client::WindowsPath::new(format!(r"C:\var\lib\kubelet\t{task}"))?;
+                let path = csi_proxy_client::api::WindowsPath::new(format!(
+                    r"C:\var\lib\kubelet\t{task}"
+                ))?;
                 proxy.filesystem()?.mkdir(&path).await?;
             }
             Ok::<_, Error>(())

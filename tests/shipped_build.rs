@@ -23,7 +23,7 @@ use calls::Call;
 use common::slow::serve_slow_volumes;
 use csi_proxy_client::testing::ScriptedServer;
 use csi_proxy_client::testing::{FakeHost, FakeProxy};
-use csi_proxy_client::{ApiGroup, ApiVersion, Transport};
+use csi_proxy_client::{transport::Transport, ApiGroup, ApiVersion};
 use tokio_stream::StreamExt;
 
 /// Builds the shipped client once per test run; returns its executable.

@@ -29,8 +29,10 @@ use common::scenario::seeded_host;
 use common::TestNode;
 use csi_proxy_client::testing::FakeProxy;
 use csi_proxy_client::{
-    async_trait, ApiGroup, ApiVersion as V, Backends, CsiProxy, Error, FilesystemApi, Result,
-    Transport, WindowsPath,
+    api::{FilesystemApi, WindowsPath},
+    async_trait,
+    transport::Transport,
+    ApiGroup, ApiVersion as V, Backends, CsiProxy, Error, Result,
 };
 
 /// The soaks load the machine: one at a time.
@@ -251,7 +253,7 @@ impl ProxyPlace {
             transport: Transport::named_pipes_with_prefix(&prefix)
                 .unwrap()
                 .trusting(
-                    csi_proxy_client::ServerTrust::default()
+                    csi_proxy_client::transport::ServerTrust::default()
                         .trust_current_user()
                         .unwrap(),
                 ),

@@ -9,8 +9,11 @@ use std::collections::{BTreeMap, HashMap};
 use common::TestNode;
 use csi_proxy_client::testing::sample::{path, pod_path, portal, share, volume, IQN};
 use csi_proxy_client::{
-    wire, ApiGroup, ApiVersion, Code, CsiProxy, DiskIds, DiskLocation, Error, IscsiAuth, Operation,
-    Secret, ServiceStatus, SmbMapping, StartType, TargetPortal, WindowsPath,
+    api::{
+        DiskIds, DiskLocation, IscsiAuth, Secret, ServiceStatus, SmbMapping, StartType,
+        TargetPortal, WindowsPath,
+    },
+    wire, ApiGroup, ApiVersion, Code, CsiProxy, Error, Operation,
 };
 use prost::Message;
 use ApiGroup::*;

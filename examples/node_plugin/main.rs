@@ -9,7 +9,7 @@
 mod node;
 
 use csi_proxy_client::testing::{FakeHost, FakeProxy, LocalEndpoints, ProxyRelease};
-use csi_proxy_client::{ApiGroup, CsiProxy, WindowsPath};
+use csi_proxy_client::{api::WindowsPath, ApiGroup, CsiProxy};
 
 const GIB: u64 = 1 << 30;
 const PAGE83: &str = "Google  pvc-1234";

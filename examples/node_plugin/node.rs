@@ -6,7 +6,10 @@
 //! so the same code runs on a node with CSI Proxy v0.2.2 and on one with
 //! v1.1. Each is idempotent, as CSI requires: kubelet repeats calls.
 
-use csi_proxy_client::{CsiProxy, Error, VolumeId, VolumeStats, WindowsPath};
+use csi_proxy_client::{
+    api::{VolumeId, VolumeStats, WindowsPath},
+    CsiProxy, Error,
+};
 
 /// `NodeStageVolume`: finds the disk whose SCSI page 0x83 ID is `page83`,
 /// partitions it if it is raw, formats its volume if it has no file system,

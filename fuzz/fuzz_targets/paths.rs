@@ -3,7 +3,7 @@
 
 #![no_main]
 
-use csi_proxy_client::{ApiGroup, ApiVersion, SmbRemotePath, Transport, VolumeId, WindowsPath};
+use csi_proxy_client::{api::{SmbRemotePath, VolumeId, WindowsPath}, transport::Transport, ApiGroup, ApiVersion};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

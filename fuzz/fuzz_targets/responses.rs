@@ -27,7 +27,7 @@ fn state() -> &'static State {
     STATE.get_or_init(|| {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let transport = csi_proxy_client::Transport::unix_sockets(dir.path()).unwrap();
+        let transport = csi_proxy_client::transport::Transport::unix_sockets(dir.path()).unwrap();
         let endpoints = runtime.block_on(async {
             let mut endpoints = Vec::new();
             for group in ApiGroup::ALL {
@@ -35,7 +35,7 @@ fn state() -> &'static State {
                     let raw = ScriptedServer::start(&transport, group, version).await.unwrap();
                     let proxy = CsiProxy::builder()
                         .transport(transport.clone())
-                        .policy(csi_proxy_client::VersionPolicy::default().pin(group, version))
+                        .policy(csi_proxy_client::negotiate::VersionPolicy::default().pin(group, version))
                         .groups([group])
                         .connect()
                         .await

@@ -41,7 +41,7 @@ pub struct DiskIds {
 ///
 /// ```
 /// use std::collections::BTreeMap;
-/// use csi_proxy_client::{async_trait, DiskApi, DiskIds, DiskLocation, Error, Result};
+/// use csi_proxy_client::{api::{DiskApi, DiskIds, DiskLocation}, async_trait, Error, Result};
 ///
 /// /// A host with one disk, number 2, with page83 ID "pd-1".
 /// struct OneDisk;

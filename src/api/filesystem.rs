@@ -18,7 +18,7 @@ use crate::error::Result;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use csi_proxy_client::{async_trait, FilesystemApi, Result, WindowsPath};
+/// use csi_proxy_client::{api::{FilesystemApi, WindowsPath}, async_trait, Result};
 ///
 /// /// Every path exists.
 /// struct Everything;

@@ -90,7 +90,7 @@ impl IscsiAuth {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use csi_proxy_client::{async_trait, IscsiApi, Result, TargetPortal};
+/// use csi_proxy_client::{api::{IscsiApi, TargetPortal}, async_trait, Result};
 ///
 /// /// Every portal offers one target.
 /// struct OneTarget;

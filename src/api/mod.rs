@@ -2,7 +2,7 @@
 //! wire names, with Rust types.
 //!
 //! Every method has a default body that fails with
-//! [`Error::NotImplemented`](crate::Error::NotImplemented), so a mock only
+//! [`crate::Error::NotImplemented`], so a mock only
 //! implements what a test needs. The traits are object safe: the SDK hands
 //! out `Arc<dyn ...Api>`, and its futures are `Send`.
 

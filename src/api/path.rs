@@ -50,7 +50,7 @@ const KUBELET_PODS_DIR: &str = r"C:\var\lib\kubelet\pods\";
 /// a path failing them cannot name a mount point a driver should use.
 ///
 /// ```
-/// use csi_proxy_client::WindowsPath;
+/// use csi_proxy_client::api::WindowsPath;
 ///
 /// let p = WindowsPath::new("/var/lib/kubelet/pods/x")?;
 /// assert_eq!(p.as_str(), r"C:\var\lib\kubelet\pods\x");
@@ -124,7 +124,7 @@ impl WindowsPath {
     /// parent is the folder to make before the link.
     ///
     /// ```
-    /// use csi_proxy_client::WindowsPath;
+    /// use csi_proxy_client::api::WindowsPath;
     ///
     /// let target = WindowsPath::new(r"\var\lib\kubelet\pods\p1\volumes\v\mount")?;
     /// assert_eq!(target.parent().unwrap().as_str(), r"C:\var\lib\kubelet\pods\p1\volumes\v");
@@ -155,7 +155,7 @@ impl WindowsPath {
     /// not one `new` accepts (`..`, too long, a device name, ...).
     ///
     /// ```
-    /// use csi_proxy_client::WindowsPath;
+    /// use csi_proxy_client::api::WindowsPath;
     ///
     /// let plugin = WindowsPath::new(r"C:\var\lib\kubelet\plugins\example")?;
     /// let staging = plugin.join("pv/pvc-1/globalmount")?;

@@ -110,7 +110,7 @@ impl SmbMapping {
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use csi_proxy_client::{async_trait, Result, Secret, SmbApi, SmbMapping, SmbRemotePath};
+/// use csi_proxy_client::{api::{Secret, SmbApi, SmbMapping, SmbRemotePath}, async_trait, Result};
 ///
 /// /// Remembers the shares mapped.
 /// #[derive(Default)]

@@ -59,7 +59,7 @@ pub struct ServiceInfo {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use csi_proxy_client::{async_trait, Result, SystemApi};
+/// use csi_proxy_client::{api::SystemApi, async_trait, Result};
 ///
 /// struct Serial;
 ///

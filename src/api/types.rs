@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 /// [`Secret::expose`] where it must go on the wire.
 ///
 /// ```
-/// use csi_proxy_client::Secret;
+/// use csi_proxy_client::api::Secret;
 ///
 /// let s = Secret::new("hunter2");
 /// assert_eq!(format!("{s:?}"), "Secret(***)");
@@ -55,8 +55,8 @@ impl From<String> for Secret {
 
 /// A volume ID as CSI Proxy reports it, such as
 /// `\\?\Volume{0b4c4b5e-1d4e-4f0e-9a4e-6d2f1c3b5a7e}\`: take it from
-/// [`VolumeApi::list_volumes_on_disk`](crate::VolumeApi::list_volumes_on_disk)
-/// or [`VolumeApi::get_volume_id_from_target_path`](crate::VolumeApi::get_volume_id_from_target_path)
+/// [`VolumeApi::list_volumes_on_disk`](crate::api::VolumeApi::list_volumes_on_disk)
+/// or [`VolumeApi::get_volume_id_from_target_path`](crate::api::VolumeApi::get_volume_id_from_target_path)
 /// and pass it back unchanged.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct VolumeId(String);

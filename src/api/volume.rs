@@ -21,7 +21,7 @@ pub struct VolumeStats {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use csi_proxy_client::{async_trait, Result, VolumeApi, VolumeId, VolumeStats};
+/// use csi_proxy_client::{api::{VolumeApi, VolumeId, VolumeStats}, async_trait, Result};
 ///
 /// /// Every volume is half full.
 /// struct HalfFull;

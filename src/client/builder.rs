@@ -17,12 +17,11 @@ use super::options::Deadlines;
 use super::CsiProxy;
 use crate::adapter::FromConnection;
 use crate::api::WindowsPath;
+use crate::availability::{is_worth_waiting_for, WaitLimit, DEFAULT_WAIT_FOR_PROXY};
 use crate::capability::Operation;
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
-use crate::negotiate::{
-    is_worth_waiting_for, Negotiated, NegotiationReport, Negotiator, VersionPolicy, WaitLimit,
-};
+use crate::negotiate::{Negotiated, NegotiationReport, Negotiator, VersionPolicy};
 use crate::retry::RetryPolicy;
 use crate::transport::Transport;
 use crate::working_dirs::KUBELET_DIR;
@@ -42,12 +41,8 @@ pub struct CsiProxyBuilder {
     backend: Backend,
     working_dirs: Vec<String>,
     /// Who may serve the endpoints, if set apart from the transport.
-    trust: Option<crate::ServerTrust>,
+    trust: Option<crate::transport::ServerTrust>,
 }
-
-/// How long [`CsiProxyBuilder::connect`] waits for required groups unless
-/// told otherwise.
-const DEFAULT_WAIT_FOR_PROXY: Duration = Duration::from_secs(30);
 
 impl Default for CsiProxyBuilder {
     fn default() -> Self {
@@ -77,8 +72,8 @@ impl CsiProxyBuilder {
     /// Administrators for pipes; root or this user for Unix sockets). An
     /// endpoint whose server is not admitted is passed over before
     /// anything is sent to it. Applies to the transport set before or
-    /// after this call; see [`ServerTrust`](crate::ServerTrust).
-    pub fn trust(mut self, trust: crate::ServerTrust) -> Self {
+    /// after this call; see [`ServerTrust`](crate::transport::ServerTrust).
+    pub fn trust(mut self, trust: crate::transport::ServerTrust) -> Self {
         self.trust = Some(trust);
         self
     }

@@ -3,7 +3,6 @@
 mod backend;
 mod behaviour;
 mod builder;
-mod call;
 mod groups;
 mod handles;
 mod health;
@@ -88,7 +87,7 @@ use options::Deadlines;
 /// ([`Error::Host`], usually code `Unknown`) is never retried.
 ///
 /// ```
-/// use csi_proxy_client::{ApiGroup, CsiProxy, WindowsPath};
+/// use csi_proxy_client::{api::WindowsPath, ApiGroup, CsiProxy};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), csi_proxy_client::Error> {
@@ -133,7 +132,7 @@ impl std::fmt::Debug for CsiProxy {
 
 impl CsiProxy {
     /// Starts configuring a connection. By default: Windows named pipes, the
-    /// default [`VersionPolicy`], all six groups, none required.
+    /// default [`VersionPolicy`](crate::negotiate::VersionPolicy), all six groups, none required.
     pub fn builder() -> CsiProxyBuilder {
         CsiProxyBuilder::default()
     }

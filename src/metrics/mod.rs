@@ -25,13 +25,15 @@
 //! - `version` of a call: the version serving the group when the call
 //!   ended; `none` when no version was (the proxy was away), `direct` for a
 //!   backend given to [`CsiProxy::from_backends`](crate::CsiProxy::from_backends).
-//! - `outcome`: `ok`, `host_error` (the proxy ran it and it failed on the
-//!   host), `timeout`, `transport_error`, `not_served`, `unsupported` (the
-//!   version in use lacks the operation; nothing was sent),
-//!   `invalid_argument` (rejected before sending), `invalid_response`,
-//!   `not_found`, `permission_denied`, `configuration`, `not_implemented`,
-//!   or `cancelled`
-//!   (the caller stopped waiting: its future was dropped).
+//! - `outcome`: `ok`, the [`ErrorKind`](crate::ErrorKind) of the failure
+//!   ([`ErrorKind::as_str`](crate::ErrorKind::as_str)): `host` (the proxy
+//!   ran it and it failed on the host), `timeout`, `transport` (the
+//!   connection failed, or was not made in time), `not_served`,
+//!   `untrusted_server`, `unsupported` (the version in use lacks the
+//!   operation; nothing was sent), `invalid_argument` (rejected before
+//!   sending), `invalid_response`, `not_found`, `permission_denied`,
+//!   `configuration`, `not_implemented`; or `cancelled` (the caller
+//!   stopped waiting: its future was dropped).
 //! - `result` of a negotiation: `served`, `not_served` (no endpoint of any
 //!   acceptable version) or `failed` (an endpoint exists but could not be
 //!   used).

@@ -3,18 +3,17 @@
 
 mod policy;
 mod report;
-mod wait;
 
 use std::time::{Duration, Instant};
 
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
+/// How settled a version is ([`ApiVersion::stability`]), for
+/// [`VersionPolicy`]'s preview rule.
+pub use crate::version::Stability;
 pub use policy::VersionPolicy;
 pub use report::{Attempt, AttemptOutcome, GroupReport, NegotiationReport};
-pub(crate) use wait::{
-    is_worth_waiting_for, until_served, Found, Pace, WaitLimit, MAX_LOOK_INTERVAL,
-};
 
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
@@ -70,7 +69,7 @@ impl Connection {
 /// concurrently.
 ///
 /// ```
-/// use csi_proxy_client::{ApiGroup, Negotiator, Transport};
+/// use csi_proxy_client::{negotiate::Negotiator, transport::Transport, ApiGroup};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), csi_proxy_client::Error> {
@@ -180,6 +179,25 @@ impl Negotiator {
             plans.push((group, self.policy.candidates(group)?));
         }
         Ok(self.negotiate_plans(plans).await)
+    }
+
+    /// Negotiates `groups`, then waits for the proxy: while a group of
+    /// `required` is not served (with `required` empty, while none of
+    /// `groups` is), negotiates the groups still missing again, on the
+    /// schedule every look for the proxy follows (20 ms doubling to 250
+    /// ms), until `wait` has passed. A group whose endpoint exists but
+    /// failed is not waited for: a required one ends the wait at once.
+    ///
+    /// Returns what the looks found, as [`negotiate`](Self::negotiate)
+    /// does: the caller reads each group's outcome from it. Logs at info
+    /// level every 10 s what it still waits for.
+    pub async fn negotiate_waiting(
+        &self,
+        groups: &[ApiGroup],
+        required: &[ApiGroup],
+        wait: Duration,
+    ) -> Result<Negotiated> {
+        crate::availability::negotiate_waiting(self, groups, required, wait).await
     }
 
     /// The versions of `group` that the policy prefers to `version`, best
@@ -352,7 +370,7 @@ async fn negotiate_group(
     let report = GroupReport {
         group,
         chosen: outcome.as_ref().ok().map(Connection::version),
-        served_by: outcome.is_ok().then_some(crate::ServedBy::CsiProxy),
+        served_by: outcome.is_ok().then_some(crate::health::ServedBy::CsiProxy),
         attempts,
         elapsed: started.elapsed(),
     };

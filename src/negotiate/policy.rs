@@ -11,7 +11,7 @@ use crate::version::ApiVersion;
 /// (`v2alpha1`): `v1 > v1beta3 > v1beta2 > v1beta1 > v1alpha2 > v1alpha1`.
 ///
 /// ```
-/// use csi_proxy_client::{ApiGroup, ApiVersion, VersionPolicy};
+/// use csi_proxy_client::{negotiate::VersionPolicy, ApiGroup, ApiVersion};
 ///
 /// let policy = VersionPolicy::default()
 ///     .allow_preview(true)                               // v2alpha1 first where it exists

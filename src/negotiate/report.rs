@@ -18,7 +18,7 @@ pub enum AttemptOutcome {
     /// It exists but could not be used; negotiation stopped here.
     Failed(String),
     /// It answered, but its server is not trusted to be the proxy (who
-    /// serves it, as [`ServerOwner`](crate::ServerOwner) says): passed
+    /// serves it, as [`ServerOwner`](crate::transport::ServerOwner) says): passed
     /// over, nothing sent.
     Untrusted(String),
 }
@@ -55,7 +55,7 @@ pub struct GroupReport {
     /// when it took a group the proxy does not serve
     /// ([`Backend::Automatic`](crate::Backend::Automatic)) or every group
     /// ([`Backend::Host`](crate::Backend::Host)); `None` when nothing does.
-    pub served_by: Option<crate::ServedBy>,
+    pub served_by: Option<crate::health::ServedBy>,
     /// Every endpoint tried, in order.
     pub attempts: Vec<Attempt>,
     /// How long negotiating this group took.
@@ -97,11 +97,11 @@ impl NegotiationReport {
     pub(crate) fn served_by_host(&mut self, groups: &[ApiGroup]) {
         for &group in groups {
             match self.groups.iter_mut().find(|r| r.group == group) {
-                Some(report) => report.served_by = Some(crate::ServedBy::Host),
+                Some(report) => report.served_by = Some(crate::health::ServedBy::Host),
                 None => self.groups.push(GroupReport {
                     group,
                     chosen: None,
-                    served_by: Some(crate::ServedBy::Host),
+                    served_by: Some(crate::health::ServedBy::Host),
                     attempts: Vec::new(),
                     elapsed: Duration::ZERO,
                 }),

@@ -149,7 +149,7 @@ pub async fn listen(
 }
 
 /// Like [`listen`], with pipes that claim `sid` as their owner: a server
-/// that the client's [`ServerTrust`](crate::ServerTrust) may refuse, such
+/// that the client's [`ServerTrust`](crate::transport::ServerTrust) may refuse, such
 /// as a squatter. Windows only; Windows lets a process name as owner only
 /// itself or a group it may stand for, while Wine takes any SID.
 #[cfg(windows)]

@@ -12,7 +12,7 @@ use crate::transport::Transport;
 /// the same time never meet each other's endpoints.
 ///
 /// Its transport trusts this process's own user to serve the endpoints
-/// (see [`ServerTrust`](crate::ServerTrust)): the fake proxies of tests run
+/// (see [`ServerTrust`](crate::transport::ServerTrust)): the fake proxies of tests run
 /// as that user. Dropping it removes the socket directory (named pipes go
 /// with their servers).
 ///
@@ -73,9 +73,9 @@ impl LocalEndpoints {
         }
         #[cfg(windows)]
         {
-            let prefix = format!(r"{}{unique}-", crate::LOCAL_PIPE_PREFIX);
+            let prefix = format!(r"{}{unique}-", crate::transport::LOCAL_PIPE_PREFIX);
             // The fake proxies of tests run as this user.
-            let trust = crate::ServerTrust::default().trust_current_user()?;
+            let trust = crate::transport::ServerTrust::default().trust_current_user()?;
             Ok(Self {
                 transport: Transport::named_pipes_with_prefix(&prefix)?.trusting(trust),
             })

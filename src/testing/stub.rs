@@ -9,7 +9,6 @@ use crate::error::Result;
 use crate::group::ApiGroup;
 use crate::transport::Transport;
 use crate::version::ApiVersion;
-use crate::wire;
 
 /// The message of every answer of a [`StubProxy`].
 pub const STUB_MESSAGE: &str = "Not yet implemented";
@@ -27,7 +26,7 @@ pub const STUB_MESSAGE: &str = "Not yet implemented";
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), csi_proxy_client::Error> {
 /// use csi_proxy_client::testing::{LocalEndpoints, StubProxy};
-/// use csi_proxy_client::{ApiGroup, ApiVersion, Negotiator};
+/// use csi_proxy_client::{negotiate::Negotiator, ApiGroup, ApiVersion};
 ///
 /// let endpoints = LocalEndpoints::new()?;
 /// let transport = endpoints.transport();
@@ -100,57 +99,13 @@ impl ServeOne for StubProxy {
     }
 }
 
-/// Answers every method of every version with tonic's default stubs.
-struct Stub;
-
-/// For a group at a version: `impl` [`Stub`]'s empty implementation of the
-/// generated service (every method answers with tonic's default), or
-/// `routes` to the generated server serving it.
-macro_rules! stub_server {
-    ($what:ident disk $v:ident) => {
-        stub_server! { @$what disk $v disk_server DiskServer Disk }
-    };
-    ($what:ident filesystem $v:ident) => {
-        stub_server! { @$what filesystem $v filesystem_server FilesystemServer Filesystem }
-    };
-    ($what:ident smb $v:ident) => {
-        stub_server! { @$what smb $v smb_server SmbServer Smb }
-    };
-    ($what:ident volume $v:ident) => {
-        stub_server! { @$what volume $v volume_server VolumeServer Volume }
-    };
-    ($what:ident iscsi $v:ident) => {
-        stub_server! { @$what iscsi $v iscsi_server IscsiServer Iscsi }
-    };
-    ($what:ident system $v:ident) => {
-        stub_server! { @$what system $v system_server SystemServer System }
-    };
-    (@impl $g:ident $v:ident $module:ident $server:ident $service:ident) => {
-        impl wire::$g::$v::$module::$service for Stub {}
-    };
-    (@routes $g:ident $v:ident $module:ident $server:ident $service:ident) => {
-        Routes::new(wire::$g::$v::$module::$server::new(Stub))
-    };
+/// The routes to the stub service of `group` `version` (generated with
+/// the wire code: `wire::stubs`).
+fn stub_routes(group: ApiGroup, version: ApiVersion) -> Routes {
+    // `serve` only lets versions of the registry through.
+    crate::wire::stubs::stub_routes(group.as_str(), &version.to_string())
+        .unwrap_or_else(|| unreachable!("{group} {version} has no generated service"))
 }
-
-/// `stub_routes` and the stub services, one per row of the wire registry.
-macro_rules! stub_services {
-    ($($group:ident $version:ident $layout:ident $release:tt;)+) => {
-        fn stub_routes(group: ApiGroup, version: ApiVersion) -> Routes {
-            match (group.as_str(), version.to_string().as_str()) {
-                $((stringify!($group), stringify!($version)) => {
-                    stub_server!(routes $group $version)
-                })+
-                // `serve` only lets versions of the registry through.
-                _ => unreachable!("{group} {version} has no generated service"),
-            }
-        }
-
-        $(stub_server!(impl $group $version);)+
-    };
-}
-
-crate::__csi_proxy_wire_versions!(stub_services);
 
 #[cfg(test)]
 mod tests {

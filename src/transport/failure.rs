@@ -225,3 +225,20 @@ impl ChannelFailure {
         None
     }
 }
+
+/// Whether `error` is a call's transport failure that the proxy refused
+/// unprocessed (`REFUSED_STREAM`, or a stream above a GOAWAY's last stream
+/// id), as this layer classified it: it alone looks inside the failure.
+pub(crate) fn refused_unprocessed(error: &crate::error::Error) -> bool {
+    let crate::error::Error::Transport { source, .. } = error else {
+        return false;
+    };
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&**source);
+    while let Some(error) = cause {
+        if let Some(connection) = error.downcast_ref::<ConnectionError>() {
+            return connection.is_refused();
+        }
+        cause = error.source();
+    }
+    false
+}

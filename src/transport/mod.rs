@@ -27,13 +27,17 @@ pub use channel::{ProxyChannel, DEFAULT_MAX_RESPONSE_SIZE};
 pub(crate) use connect::{connect, ConnectFailure, ConnectOptions};
 pub use exchange::ResponseBody;
 pub use failure::ConnectionError;
-pub(crate) use failure::{ChannelFailure, PeerStatus};
+pub(crate) use failure::{refused_unprocessed, ChannelFailure, PeerStatus};
 pub(crate) use stream::Inner as StreamInner;
-pub use stream::IoStream;
+pub(crate) use stream::IoStream;
 pub(crate) use trust::report_untrusted;
 #[cfg(windows)]
 pub(crate) use trust::{current_user_sid, owner_of_handle, SecurityAttributes};
 pub use trust::{ServerOwner, ServerTrust};
+
+/// The source of a transport failure ([`Error::Transport`]), shared so
+/// that [`Error`] is `Clone`.
+pub use crate::error::BoxedSource;
 
 /// The prefix of every local Windows named pipe.
 pub const LOCAL_PIPE_PREFIX: &str = r"\\.\pipe\";
@@ -58,7 +62,7 @@ fn longest_endpoint_name() -> usize {
 /// Linux development use).
 ///
 /// ```
-/// use csi_proxy_client::{ApiGroup, ApiVersion, Transport};
+/// use csi_proxy_client::{transport::Transport, ApiGroup, ApiVersion};
 ///
 /// let pipes = Transport::named_pipes();
 /// assert_eq!(

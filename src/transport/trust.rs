@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 /// that runs the proxy under another account; see `docs/security.md`.
 ///
 /// ```
-/// use csi_proxy_client::{CsiProxy, ServerTrust, Transport};
+/// use csi_proxy_client::{transport::{ServerTrust, Transport}, CsiProxy};
 ///
 /// let trust = ServerTrust::default().trust_sid("S-1-5-80-1234-5678")?; // a service account
 /// let builder = CsiProxy::builder().transport(Transport::named_pipes().trusting(trust));

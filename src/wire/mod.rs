@@ -81,3 +81,7 @@ pub mod volume {
     #[rustfmt::skip]
     pub mod v2alpha1;
 }
+
+#[cfg(feature = "testing")]
+#[rustfmt::skip]
+pub(crate) mod stubs;

@@ -5,13 +5,18 @@
 
 #![allow(dead_code, unused_imports)] // each test binary uses a different part
 
+#[rustfmt::skip] // generated (tests/generated_code.rs)
+mod clients;
 pub mod recorder;
 pub mod scenario;
 pub mod slow;
 
+pub use clients::call_one;
 pub use csi_proxy_client::testing::STUB_MESSAGE;
 use csi_proxy_client::testing::{ScriptedServer, StubProxy};
-use csi_proxy_client::{wire, ApiGroup, ApiVersion, CsiProxy, Transport, VersionPolicy};
+use csi_proxy_client::{
+    negotiate::VersionPolicy, transport::Transport, wire, ApiGroup, ApiVersion, CsiProxy,
+};
 
 /// A node with a chosen set of CSI Proxy endpoints.
 pub struct TestNode {
@@ -39,7 +44,7 @@ impl TestNode {
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
             let prefix = format!(r"\\.\pipe\csi-test-{}-{n}-", std::process::id());
             // The node's stub proxy runs as this user.
-            let trust = csi_proxy_client::ServerTrust::default()
+            let trust = csi_proxy_client::transport::ServerTrust::default()
                 .trust_current_user()
                 .expect("current user");
             let transport = Transport::named_pipes_with_prefix(&prefix)
@@ -109,67 +114,3 @@ pub fn every_version() -> Vec<(ApiGroup, ApiVersion)> {
         .flat_map(|&g| g.versions().iter().map(move |&v| (g, v)))
         .collect()
 }
-
-/// Calls, through `group` `version`'s generated client on `channel`, one
-/// cheap RPC that every version of the group has; gives the gRPC path the
-/// test expects it to use and the status the server answered.
-macro_rules! call_cheap_rpc {
-    (disk $v:ident $ch:ident) => {
-        call_cheap_rpc!(@ disk $v $ch, Disk disk_client DiskClient
-            list_disk_locations ListDiskLocationsRequest "ListDiskLocations")
-    };
-    (filesystem $v:ident $ch:ident) => {
-        call_cheap_rpc!(@ filesystem $v $ch, Filesystem filesystem_client FilesystemClient
-            path_exists PathExistsRequest "PathExists")
-    };
-    (smb $v:ident $ch:ident) => {
-        call_cheap_rpc!(@ smb $v $ch, Smb smb_client SmbClient
-            remove_smb_global_mapping RemoveSmbGlobalMappingRequest "RemoveSmbGlobalMapping")
-    };
-    (volume $v:ident $ch:ident) => {
-        call_cheap_rpc!(@ volume $v $ch, Volume volume_client VolumeClient
-            list_volumes_on_disk ListVolumesOnDiskRequest "ListVolumesOnDisk")
-    };
-    (iscsi $v:ident $ch:ident) => {
-        call_cheap_rpc!(@ iscsi $v $ch, Iscsi iscsi_client IscsiClient
-            list_target_portals ListTargetPortalsRequest "ListTargetPortals")
-    };
-    (system $v:ident $ch:ident) => {
-        call_cheap_rpc!(@ system $v $ch, System system_client SystemClient
-            get_bios_serial_number GetBiosSerialNumberRequest "GetBIOSSerialNumber")
-    };
-    (@ $g:ident $v:ident $ch:ident, $service:ident $module:ident $client:ident
-        $rpc:ident $request:ident $name:literal) => {{
-        use wire::$g::$v as w;
-        let mut client = w::$module::$client::new($ch);
-        let status = client
-            .$rpc(w::$request::default())
-            .await
-            .expect_err("stubs answer Unimplemented");
-        let expected = format!("/{}.{}/{}", stringify!($v), stringify!($service), $name);
-        (expected, status)
-    }};
-}
-
-/// `call_one`, with an arm per row of the crate's wire registry.
-macro_rules! clients {
-    ($($group:ident $version:ident $layout:ident $release:tt;)+) => {
-        /// Calls one cheap RPC of `group` `version` through the generated
-        /// client on `channel`; returns the gRPC path the test expects it to
-        /// use and the status the server answered.
-        pub async fn call_one(
-            channel: csi_proxy_client::ProxyChannel,
-            group: ApiGroup,
-            version: ApiVersion,
-        ) -> (String, tonic::Status) {
-            match (group.as_str(), version.to_string().as_str()) {
-                $((stringify!($group), stringify!($version)) => {
-                    call_cheap_rpc!($group $version channel)
-                })+
-                _ => panic!("no such group-version: {group} {version}"),
-            }
-        }
-    };
-}
-
-csi_proxy_client::__csi_proxy_wire_versions!(clients);

@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use csi_proxy_client::testing::FakeProxy;
 use csi_proxy_client::{
-    async_trait, ApiGroup, ApiVersion, Backends, Result, Transport, VolumeApi, VolumeId,
-    VolumeStats,
+    api::{VolumeApi, VolumeId, VolumeStats},
+    async_trait,
+    transport::Transport,
+    ApiGroup, ApiVersion, Backends, Result,
 };
 
 /// A volume backend that takes its time and counts what it was asked.

@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use csi_proxy_client::{
-    CsiProxy, Error, Operation, Secret, SmbMapping, SmbRemotePath, Transport, VolumeId, WindowsPath,
+    api::{Secret, SmbMapping, SmbRemotePath, VolumeId, WindowsPath},
+    transport::Transport,
+    CsiProxy, Error, Operation,
 };
 
 /// The share and password of the `smb-map` call; the test checks that the

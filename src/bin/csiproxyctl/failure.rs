@@ -1,7 +1,7 @@
 //! What a command's failure tells the user and the script that ran it: a
 //! kind, one line, and the exit code.
 
-use csi_proxy_client::Error;
+use csi_proxy_client::{Error, ErrorKind};
 use serde_json::{json, Value};
 
 use crate::cli::Confirm;
@@ -60,30 +60,16 @@ impl Failure {
     }
 }
 
+/// A failure of the SDK: its kind, and the exit code that kind has.
 impl From<Error> for Failure {
     fn from(e: Error) -> Self {
-        let code = match e {
-            Error::InvalidArgument { .. } | Error::Configuration { .. } => 2,
-            Error::NotServed { .. } | Error::UntrustedServer { .. } | Error::Unsupported { .. } => {
-                3
-            }
+        let kind = e.kind();
+        let code = match kind {
+            ErrorKind::InvalidArgument | ErrorKind::Configuration => 2,
+            ErrorKind::NotServed | ErrorKind::UntrustedServer | ErrorKind::Unsupported => 3,
             _ => 1,
         };
-        let kind = match e {
-            Error::NotServed { .. } => "not_served",
-            Error::UntrustedServer { .. } => "untrusted_server",
-            Error::Unsupported { .. } => "unsupported",
-            Error::InvalidArgument { .. } => "invalid_argument",
-            Error::Configuration { .. } => "configuration",
-            Error::Host { .. } => "host",
-            Error::NotFound { .. } => "not_found",
-            Error::Transport { .. } | Error::ConnectTimeout { .. } => "transport",
-            Error::Timeout { .. } => "timeout",
-            Error::PermissionDenied { .. } => "permission_denied",
-            Error::InvalidResponse { .. } => "invalid_response",
-            _ => "other",
-        };
-        Failure::new(kind, e.to_string(), code)
+        Failure::new(kind.as_str(), e.to_string(), code)
     }
 }
 

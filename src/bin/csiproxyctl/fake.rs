@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use csi_proxy_client::testing::{FakeHost, FakeProxy, ProxyRelease, StartOrder, Startup};
-use csi_proxy_client::{ApiGroup, ApiVersion, ServiceStatus, StartType, TargetPortal};
+use csi_proxy_client::{
+    api::{ServiceStatus, StartType, TargetPortal},
+    ApiGroup, ApiVersion,
+};
 use serde_json::json;
 
 use crate::cli::Cli;

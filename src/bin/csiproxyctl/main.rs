@@ -19,8 +19,10 @@ use std::time::Duration;
 
 use clap::Parser;
 use csi_proxy_client::{
-    ApiGroup, ApiVersion, CsiProxy, Operation, ServerTrust, Transport, VersionPolicy, VolumeId,
-    WindowsPath,
+    api::{VolumeId, WindowsPath},
+    negotiate::VersionPolicy,
+    transport::{ServerTrust, Transport},
+    ApiGroup, ApiVersion, CsiProxy, Operation,
 };
 use serde_json::json;
 
@@ -165,7 +167,7 @@ fn transport_text(transport: &Transport) -> String {
 /// What comes before the endpoint names: `\\.\pipe\` for CSI Proxy's.
 fn pipe_prefix(transport: &Transport) -> String {
     let pipe = transport.address(ApiGroup::Disk, ApiVersion::V1);
-    let name = csi_proxy_client::endpoint_name(ApiGroup::Disk, ApiVersion::V1);
+    let name = csi_proxy_client::transport::endpoint_name(ApiGroup::Disk, ApiVersion::V1);
     pipe.trim_end_matches(&name).to_owned()
 }
 

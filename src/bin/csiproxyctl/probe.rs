@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use csi_proxy_client::{
-    ApiGroup, AttemptOutcome, Negotiator, Operation, Support, Transport, VersionPolicy,
+    negotiate::{AttemptOutcome, Negotiator, VersionPolicy},
+    transport::Transport,
+    ApiGroup, Operation, Support,
 };
 use serde_json::json;
 

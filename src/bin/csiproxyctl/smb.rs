@@ -3,7 +3,10 @@
 use std::io::BufRead;
 
 use clap::Subcommand;
-use csi_proxy_client::{CsiProxy, Secret, SmbMapping, SmbRemotePath};
+use csi_proxy_client::{
+    api::{Secret, SmbMapping, SmbRemotePath},
+    CsiProxy,
+};
 
 use crate::cli::Confirm;
 use crate::failure::{confirmed, Failure, Outcome};

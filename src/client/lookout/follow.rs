@@ -4,9 +4,9 @@ use std::sync::Weak;
 
 use tokio::sync::watch;
 
-use super::{Lookout, YOUNG};
+use super::Lookout;
 use crate::adapter::FromConnection;
-use crate::negotiate::{until_served, Found, Pace, WaitLimit, MAX_LOOK_INTERVAL};
+use crate::availability::{until_served, Found, Pace, WaitLimit, MAX_LOOK_INTERVAL, YOUNG};
 
 /// The background task of a negotiated group: follows the connection in
 /// use, marks the group not served when it ends, and then looks for the

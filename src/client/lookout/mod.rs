@@ -9,7 +9,7 @@
 //! A version adopted while the proxy may still be creating its pipes is
 //! not final: a proxy creates them one after the other, so a look in that
 //! moment can find an older version before the newest exists. The group
-//! looks once more for a newer version when [`PIPE_GRACE`] has passed
+//! looks once more for a newer version when [`PIPE_GRACE`](crate::availability::PIPE_GRACE) has passed
 //! since the adoption ([`Lookout::look_for_newer`], from the background
 //! task), and a call that its version lacks waits for that look within the
 //! grace instead of failing ([`Lookout::wait_for_newer`]). Nothing looks
@@ -19,133 +19,48 @@
 //! negotiates afresh.
 //!
 //! Every wait, whoever waits, is the one loop of
-//! [`until_served`](crate::negotiate::until_served), paced by [`Pace`]:
+//! [`until_served`], paced by [`Pace`]:
 //! nothing here looks or sends twice without waiting, whatever an endpoint
 //! does.
 
+mod any;
+mod call;
 mod follow;
+mod newer;
+mod state;
 
 use std::sync::{Arc, Mutex as SyncMutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use arc_swap::ArcSwap;
 use tokio::sync::{watch, Mutex};
 
-use super::behaviour::{Behaviour, PIPE_GRACE};
+use super::behaviour::Behaviour;
 use super::health::ServedBy;
 use super::options::VersionChange;
 use crate::adapter::FromConnection;
+use crate::availability::{
+    is_worth_waiting_for, until_served, Found, Pace, WaitLimit, BACKGROUND_CONNECT_TIMEOUT,
+    LOOK_COOL_DOWN,
+};
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
 use crate::metrics::{self, CallSeries, CallVersion, GroupGauges};
-use crate::negotiate::{
-    is_worth_waiting_for, until_served, Connection, Found, GroupReport, Negotiated, Negotiator,
-    Pace, WaitLimit,
-};
-use crate::transport::ProxyChannel;
-use crate::version::ApiVersion;
-
-/// A look that failed is shared with every caller that comes within this
-/// time, instead of each of them looking again.
-const LOOK_COOL_DOWN: Duration = Duration::from_millis(50);
-
-/// Bounds each attempt of a look in the background: a caller that comes
-/// meanwhile waits for it rather than looking at the same time.
-const BACKGROUND_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// A connection that ends sooner than this after it was found "died
-/// young": the look that found it counts as failed, so the looks after it
-/// keep slowing down instead of starting afresh (an endpoint that closes
-/// every connection at once would otherwise be reconnected to in a loop).
-const YOUNG: Duration = Duration::from_secs(1);
+use crate::negotiate::{GroupReport, Negotiated, Negotiator};
+pub(crate) use any::AnyLookout;
+pub(crate) use state::SlotState;
+use state::{presence_of, Presence, Served};
 
 /// How long a wait for a group that is not there goes on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Patience {
     /// A call's: while the proxy as a whole is away (or changed within
-    /// [`PIPE_GRACE`](super::behaviour::PIPE_GRACE)); a group missing from a proxy that serves others is
+    /// [`PIPE_GRACE`](crate::availability::PIPE_GRACE)); a group missing from a proxy that serves others is
     /// answered at once.
     WhileProxyAway,
     /// `connect`'s, for a required group: until its deadline, whatever the
     /// other groups do.
     ForRequired,
-}
-
-/// What a group has now. Replaced whole on every change, so readers see
-/// one consistent picture without locking.
-pub(crate) struct SlotState<A: ?Sized> {
-    /// Counts changes; a caller that saw generation `g` fail only looks
-    /// again if nobody else did since.
-    pub generation: u64,
-    presence: Presence<A>,
-    /// Since when the group is served, or not served.
-    since: SystemTime,
-    /// When this state was found.
-    found_at: Instant,
-}
-
-/// Served, or why not.
-enum Presence<A: ?Sized> {
-    Served(Served<A>),
-    /// What the last look found; `None` when the connection ended and
-    /// nobody has looked since.
-    Absent(Option<Error>),
-}
-
-struct Served<A: ?Sized> {
-    api: Arc<A>,
-    /// `None` for a backend given directly (a mock).
-    version: Option<ApiVersion>,
-    channel: Option<ProxyChannel>,
-}
-
-impl<A: ?Sized> Served<A> {
-    /// Whether calls can still go to it: a closed connection sends nothing.
-    fn is_open(&self) -> bool {
-        self.channel.as_ref().is_none_or(|c| !c.is_closed())
-    }
-}
-
-impl<A: ?Sized> SlotState<A> {
-    fn served(&self) -> Option<&Served<A>> {
-        match &self.presence {
-            Presence::Served(served) => Some(served),
-            Presence::Absent(_) => None,
-        }
-    }
-
-    /// What is served, if calls can go to it now.
-    fn open(&self) -> Option<&Served<A>> {
-        self.served().filter(|s| s.is_open())
-    }
-
-    /// The adapter, if calls can go to it now.
-    pub fn usable(&self) -> Option<&Arc<A>> {
-        self.open().map(|s| &s.api)
-    }
-
-    /// The adapter, if the group is served, even if its connection ended.
-    pub fn api(&self) -> Option<&Arc<A>> {
-        self.served().map(|s| &s.api)
-    }
-
-    /// Whether this state is what a look found (not a connection that
-    /// ended since).
-    fn was_looked_for(&self) -> bool {
-        !matches!(self.presence, Presence::Absent(None))
-    }
-
-    /// What this state says of the group, as a result.
-    fn outcome(&self, group: ApiGroup) -> Result<()> {
-        match &self.presence {
-            Presence::Served(_) => Ok(()),
-            Presence::Absent(Some(error)) => Err(error.clone()),
-            Presence::Absent(None) => Err(Error::NotServed {
-                group,
-                tried: Vec::new(),
-            }),
-        }
-    }
 }
 
 /// One group: its current state, and how to look for the proxy again.
@@ -353,88 +268,6 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
         }
     }
 
-    /// When the version of `state` is due its last look for a newer one:
-    /// when [`PIPE_GRACE`] has passed since it was adopted, if the policy
-    /// prefers other versions to it. `None` when there is nothing newer to
-    /// look for, the group is not served, or that look was made.
-    pub(super) fn newer_due(&self, state: &SlotState<A>) -> Option<Instant> {
-        let version = state.served()?.version?;
-        let newer = self.quiet.as_ref()?.newer_than(self.group, version);
-        let due = state.found_at + PIPE_GRACE;
-        let last = *self
-            .newer_looked
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let made = last.is_some_and(|(g, at)| g == state.generation && at >= due);
-        (!newer.is_empty() && !made).then_some(due)
-    }
-
-    /// Looks for a version newer than that of the state of `generation`,
-    /// and moves to the best one found: new calls go to it, calls in
-    /// flight finish on the connection they have, and
-    /// [`version_changes`](crate::CsiProxy::version_changes) tells the
-    /// move. Nothing changes if the state changed since, or nothing newer
-    /// is served. With `cool_down`, a look for a newer version of the same
-    /// state younger than [`LOOK_COOL_DOWN`] is shared instead.
-    pub(super) async fn look_for_newer(&self, generation: u64, cool_down: bool) {
-        let _only_one = self.looking.lock().await;
-        let state = self.state();
-        if state.generation != generation {
-            return;
-        }
-        {
-            let mut last = self
-                .newer_looked
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if cool_down
-                && last.is_some_and(|(g, at)| g == generation && at.elapsed() < LOOK_COOL_DOWN)
-            {
-                return;
-            }
-            *last = Some((generation, Instant::now()));
-        }
-        let version = state.open().and_then(|s| s.version);
-        let (Some(quiet), Some(version)) = (&self.quiet, version) else {
-            return;
-        };
-        let Some(negotiated) = quiet.negotiate_newer(self.group, version).await else {
-            return;
-        };
-        self.keep_report(&negotiated);
-        let presence = presence_of(negotiated.connection(self.group));
-        self.adopt(presence, |now| now.generation == generation);
-    }
-
-    /// For a call that the version in use lacks (it found `served`): while
-    /// a newer version may still be appearing (within [`PIPE_GRACE`] of the
-    /// adoption), looks for one on `pace`. The adapter of a version newer
-    /// than `served` once one is in use; `None` once the grace has passed
-    /// without one.
-    pub async fn wait_for_newer(&self, pace: &mut Pace, served: ApiVersion) -> Option<Arc<A>> {
-        let found = until_served(pace, WaitLimit::QUIET, || async {
-            let state = self.state();
-            if let Some(now) = state.open().filter(|s| s.version > Some(served)) {
-                return Found::Served(now.api.clone());
-            }
-            let still_young = self
-                .newer_due(&state)
-                .is_some_and(|due| Instant::now() < due);
-            if !still_young {
-                return Found::Over(());
-            }
-            self.look_for_newer(state.generation, true).await;
-            match self.state().open().filter(|s| s.version > Some(served)) {
-                Some(now) => Found::Served(now.api.clone()),
-                None => Found::Absent {
-                    error: (),
-                    waiting_for: vec![self.group],
-                },
-            }
-        });
-        found.await.ok()
-    }
-
     /// The connection of the state of `generation` ended: unless the state
     /// changed since, the group is not served from now on.
     fn connection_ended(&self, generation: u64) {
@@ -497,122 +330,5 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
             }
             other => CallVersion::Direct(other),
         }
-    }
-}
-
-/// What a look's outcome makes of the group.
-fn presence_of<A: ?Sized + FromConnection>(outcome: Result<Connection>) -> Presence<A> {
-    match outcome {
-        Ok(connection) => Presence::Served(Served {
-            api: A::from_connection(&connection),
-            version: Some(connection.version()),
-            channel: Some(connection.channel()),
-        }),
-        Err(e) => Presence::Absent(Some(e)),
-    }
-}
-
-/// What the facade needs of a lookout, whatever its group's trait.
-#[async_trait::async_trait]
-pub(crate) trait AnyLookout: Send + Sync {
-    /// The version in use, if calls can go to it now.
-    fn version(&self) -> Option<ApiVersion>;
-    /// Whether calls can go to the group now.
-    fn is_served(&self) -> bool;
-    /// The group's health now, without waiting.
-    fn health(&self) -> super::health::GroupHealth;
-    /// Looks for the group's endpoints again now.
-    async fn look_again(&self) -> Result<()>;
-    /// `connect`'s wait for a required group: until it is served, or its
-    /// endpoint fails, or `limit` passes. The state `connect` negotiated
-    /// counts as the first look: the next one waits on the pace, and a
-    /// limit already passed looks no more.
-    async fn wait_for_required(&self, limit: WaitLimit) -> Result<()>;
-    /// What the last look tried and found; `None` for a backend given
-    /// directly.
-    fn report(&self) -> Option<GroupReport>;
-}
-
-#[async_trait::async_trait]
-impl<A: ?Sized + FromConnection + Send + Sync + 'static> AnyLookout for Lookout<A> {
-    fn version(&self) -> Option<ApiVersion> {
-        self.state.load().open().and_then(|s| s.version)
-    }
-
-    fn is_served(&self) -> bool {
-        self.state.load().usable().is_some()
-    }
-
-    fn health(&self) -> super::health::GroupHealth {
-        use super::health::{GroupHealth, GroupStatus};
-        let state = self.state.load();
-        let status = match &state.presence {
-            Presence::Served(served) if served.is_open() => GroupStatus::Served {
-                version: served.version,
-                since: state.since,
-            },
-            // Ended a moment ago; its end is being recorded.
-            Presence::Served(_) => GroupStatus::NotServed {
-                since: None,
-                last_error: None,
-            },
-            Presence::Absent(error) => GroupStatus::NotServed {
-                since: Some(state.since),
-                last_error: error.clone(),
-            },
-        };
-        GroupHealth {
-            group: self.group,
-            served_by: self.served_by,
-            status,
-        }
-    }
-
-    async fn look_again(&self) -> Result<()> {
-        let state = self.state();
-        if state.usable().is_some() {
-            return Ok(());
-        }
-        self.look(state.generation, false).await
-    }
-
-    async fn wait_for_required(&self, limit: WaitLimit) -> Result<()> {
-        let state = self.state();
-        if state.usable().is_some() {
-            return Ok(());
-        }
-        let found = state.outcome(self.group);
-        let over = limit.deadline.is_some_and(|d| Instant::now() >= d);
-        if over || found.as_ref().is_err_and(|e| !is_worth_waiting_for(e)) {
-            return found;
-        }
-        let mut pace = Pace::default();
-        pace.next_delay(); // the look `connect` made
-        self.wait_until_served(&mut pace, limit, Patience::ForRequired)
-            .await
-            .map(drop)
-    }
-
-    fn report(&self) -> Option<GroupReport> {
-        self.report
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_pace_starts_at_once_then_doubles_up_to_the_cap() {
-        let mut pace = Pace::default();
-        let waits: Vec<u64> = (0..7)
-            .map(|_| pace.next_delay().as_millis() as u64)
-            .collect();
-        assert_eq!(waits, [0, 20, 40, 80, 160, 250, 250]);
-        pace.reset();
-        assert_eq!(pace.next_delay(), Duration::ZERO);
     }
 }

@@ -50,7 +50,7 @@ use crate::error::{Code, Error};
 ///
 /// ```
 /// use csi_proxy_client::testing::FakeHost;
-/// use csi_proxy_client::{DiskApi, VolumeApi};
+/// use csi_proxy_client::api::{DiskApi, VolumeApi};
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> csi_proxy_client::Result<()> {
 /// let host = FakeHost::builder().disk(1, "pd-1", 10 << 30).build();
@@ -221,7 +221,7 @@ impl FakeHostBuilder {
     /// Adds an online disk `number` as [`DiskApi::partition_disk`] leaves
     /// it: a GPT with one data partition, holding an unformatted volume.
     ///
-    /// [`DiskApi::partition_disk`]: crate::DiskApi::partition_disk
+    /// [`DiskApi::partition_disk`]: crate::api::DiskApi::partition_disk
     pub fn partitioned_disk(mut self, number: u32, page83: &str, size_bytes: u64) -> Self {
         let disk = FakeDisk::new(page83, size_bytes, lun_location(number));
         self.state.add_disk(number, disk);

@@ -68,6 +68,7 @@ pub struct FakeVolume {
 
 /// What is at a path of a [`FakeHost`](super::FakeHost).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PathEntry {
     /// A directory.
     Directory,

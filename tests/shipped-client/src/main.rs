@@ -36,8 +36,8 @@ fn main() {
     }
 }
 
-fn transport(dir: &str) -> csi_proxy_client::Transport {
-    csi_proxy_client::Transport::unix_sockets(dir).expect("socket directory")
+fn transport(dir: &str) -> csi_proxy_client::transport::Transport {
+    csi_proxy_client::transport::Transport::unix_sockets(dir).expect("socket directory")
 }
 
 /// Resident memory with all six groups connected and idle.

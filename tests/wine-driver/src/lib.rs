@@ -1,7 +1,7 @@
 //! The node-side code of a (tiny) Windows CSI driver: what its tests, in
 //! `tests/`, hold to account against a fake CSI Proxy.
 
-use csi_proxy_client::{CsiProxy, Error, WindowsPath};
+use csi_proxy_client::{api::WindowsPath, CsiProxy, Error};
 
 /// NodeStageVolume's host work: the disk with page 0x83 ID `page83`,
 /// partitioned and formatted if it is new, mounted at `staging` (a folder

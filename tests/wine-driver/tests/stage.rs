@@ -3,7 +3,7 @@
 //! Wine (docs/testing.md of the SDK).
 
 use csi_proxy_client::testing::{FakeHost, FakeProxy, LocalEndpoints, PathEntry, ProxyRelease};
-use csi_proxy_client::{CsiProxy, WindowsPath};
+use csi_proxy_client::{api::WindowsPath, CsiProxy};
 
 const STAGING: &str = r"\var\lib\kubelet\plugins\example\pv\pvc-1\globalmount";
 

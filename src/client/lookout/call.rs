@@ -8,13 +8,14 @@ use std::time::Duration;
 
 use backon::BackoffBuilder;
 
-use super::lookout::{Lookout, Patience};
-use super::options::CallOptions;
+use super::{Lookout, Patience};
 use crate::adapter::FromConnection;
+use crate::availability::{Pace, WaitLimit};
 use crate::capability::Operation;
+use crate::client::options::CallOptions;
 use crate::error::{Error, Result};
 use crate::metrics::CallTimer;
-use crate::negotiate::{Pace, WaitLimit};
+use crate::transport::refused_unprocessed;
 
 /// What a call went through, for its answer when its deadline passes.
 #[derive(Default)]
@@ -108,25 +109,28 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
     {
         let may_repeat = !operation.is_mutating() || options.retry_mutations;
         let mut retries = None;
-        let mut refused = false;
+        let mut refused_before = false;
         let mut pace = Pace::default();
         loop {
             if let Some(error) = failure.take() {
-                if error.was_refused() {
-                    // Not processed, so safe to send once more whatever it
-                    // does; a proxy that refuses again is answered so.
-                    if std::mem::replace(&mut refused, true) {
-                        return Err(error);
+                let failed = Failed {
+                    refused: refused_unprocessed(&error),
+                    certainly_not_sent: error.certainly_not_sent(),
+                };
+                match next_after(failed, may_repeat, refused_before) {
+                    Next::SendAgain => {}
+                    Next::SendOnceMore => refused_before = true,
+                    Next::Retry => {
+                        let retries =
+                            retries.get_or_insert_with(|| self.behaviour.retry.backoff().build());
+                        match retries.next() {
+                            Some(delay) => tokio::time::sleep(delay).await,
+                            None => return Err(error),
+                        }
                     }
-                } else if !error.certainly_not_sent() {
-                    let retries =
-                        retries.get_or_insert_with(|| self.behaviour.retry.backoff().build());
-                    match (may_repeat, retries.next()) {
-                        (true, Some(delay)) => tokio::time::sleep(delay).await,
-                        // The outcome is unknown: report this connection's
-                        // failure, never what a later look finds.
-                        _ => return Err(error),
-                    }
+                    // The outcome is unknown: report this connection's
+                    // failure, never what a later look finds.
+                    Next::GiveUp => return Err(error),
                 }
                 progress.last_failure = Some(error);
             }
@@ -173,8 +177,85 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
     }
 }
 
+/// How an attempt's connection failure bears on sending the call again.
+#[derive(Clone, Copy, Debug)]
+struct Failed {
+    /// The proxy refused the request unprocessed.
+    refused: bool,
+    /// The request certainly did not reach the proxy.
+    certainly_not_sent: bool,
+}
+
+/// What a call does after an attempt failed on the connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Next {
+    /// Send it again once the group is served, spending no retry: it was
+    /// certainly not sent.
+    SendAgain,
+    /// Send it once more: the proxy refused it unprocessed, the first time.
+    SendOnceMore,
+    /// Send it again after the retry policy's next delay, if one is left:
+    /// it may have been processed, and may be repeated.
+    Retry,
+    /// Give up: the failure is the answer.
+    GiveUp,
+}
+
+/// The retry decision. A request the proxy refused unprocessed goes once
+/// more, whatever it does (a proxy that refuses again is answered so);
+/// one that certainly was not sent goes again; one that may have been
+/// processed goes again only if the operation may be repeated (a read, or
+/// a mutation the caller opted in for), under the retry policy.
+fn next_after(failed: Failed, may_repeat: bool, refused_before: bool) -> Next {
+    match failed {
+        Failed { refused: true, .. } if refused_before => Next::GiveUp,
+        Failed { refused: true, .. } => Next::SendOnceMore,
+        Failed {
+            certainly_not_sent: true,
+            ..
+        } => Next::SendAgain,
+        _ if may_repeat => Next::Retry,
+        _ => Next::GiveUp,
+    }
+}
+
 /// The connection to the proxy failed or broke. `Unknown` (a host failure)
 /// and every other answer of the proxy are not connection failures.
 fn is_connection_failure(error: &Error) -> bool {
     matches!(error, Error::Transport { .. })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_retry_decision() {
+        use Next::*;
+        // (refused, certainly not sent, may repeat, refused before) => next
+        let table = [
+            ((true, true, true, false), SendOnceMore),
+            ((true, true, false, false), SendOnceMore),
+            ((true, true, true, true), GiveUp),
+            ((true, true, false, true), GiveUp),
+            ((false, true, true, false), SendAgain),
+            ((false, true, false, false), SendAgain),
+            ((false, true, false, true), SendAgain),
+            ((false, false, true, false), Retry),
+            ((false, false, true, true), Retry),
+            ((false, false, false, false), GiveUp),
+            ((false, false, false, true), GiveUp),
+        ];
+        for ((refused, certainly_not_sent, may_repeat, refused_before), next) in table {
+            let failed = Failed {
+                refused,
+                certainly_not_sent,
+            };
+            assert_eq!(
+                next_after(failed, may_repeat, refused_before),
+                next,
+                "{failed:?}, may repeat: {may_repeat}, refused before: {refused_before}"
+            );
+        }
+    }
 }

@@ -1,64 +1,15 @@
-//! Waiting for the proxy: the one loop every wait for it runs
+//! Waiting until served: the one loop every wait for the proxy runs
 //! ([`until_served`]: a call's, `connect`'s, the background task's per
-//! group, and csiproxyctl's through [`Negotiator::negotiate_waiting`]), and
-//! the one schedule its looks follow ([`Pace`]).
+//! group), and the wait of [`Negotiator::negotiate_waiting`] on it.
 
 use std::future::Future;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::{Negotiated, Negotiator};
+use super::{is_worth_waiting_for, Pace, WAIT_LOG_INTERVAL};
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
-
-/// The first wait between two looks (or attempts) of one caller.
-const FIRST_LOOK_INTERVAL: Duration = Duration::from_millis(20);
-
-/// The longest wait between two looks for a proxy that is away, so that
-/// its return is noticed fast.
-pub(crate) const MAX_LOOK_INTERVAL: Duration = Duration::from_millis(250);
-
-/// How often a wait for the proxy says, at info level, what it waits for.
-const WAIT_LOG_INTERVAL: Duration = Duration::from_secs(10);
-
-/// The waits of one caller (or of the background task) between its looks
-/// and attempts: none before the first, then 20 ms, doubling up to
-/// [`MAX_LOOK_INTERVAL`]. No jitter: it would come on top of the cap, and
-/// a look at a missing endpoint costs the proxy nothing.
-#[derive(Debug, Default)]
-pub(crate) struct Pace {
-    next: Option<Duration>,
-}
-
-impl Pace {
-    /// The wait before the next look or attempt, counting it.
-    pub fn next_delay(&mut self) -> Duration {
-        let delay = self.next.unwrap_or(Duration::ZERO);
-        self.next = Some(match self.next {
-            None => FIRST_LOOK_INTERVAL,
-            Some(delay) => (delay * 2).min(MAX_LOOK_INTERVAL),
-        });
-        delay
-    }
-
-    /// Starts again from no wait: the last look found something lasting.
-    pub fn reset(&mut self) {
-        self.next = None;
-    }
-}
-
-/// Whether a look that failed so is worth waiting for: nothing is there
-/// (yet, or any more). An endpoint that exists but fails (access denied, a
-/// handshake that times out) already had its retries under the
-/// [`RetryPolicy`](crate::RetryPolicy) in that look; its error is the
-/// answer.
-pub(crate) fn is_worth_waiting_for(error: &Error) -> bool {
-    // Only untrusted servers answered: the proxy itself may still come.
-    matches!(
-        error,
-        Error::NotServed { .. } | Error::UntrustedServer { .. }
-    )
-}
+use crate::negotiate::{Negotiated, Negotiator};
 
 /// What one look found, for [`until_served`].
 pub(crate) enum Found<T, E = Error> {
@@ -149,55 +100,46 @@ where
     }
 }
 
-impl Negotiator {
-    /// Negotiates `groups`, then waits for the proxy: while a group of
-    /// `required` is not served (with `required` empty, while none of
-    /// `groups` is), negotiates the groups still missing again, on the
-    /// schedule every look for the proxy follows (20 ms doubling to 250
-    /// ms), until `wait` has passed. A group whose endpoint exists but
-    /// failed is not waited for: a required one ends the wait at once.
-    ///
-    /// Returns what the looks found, as [`negotiate`](Self::negotiate)
-    /// does: the caller reads each group's outcome from it. Logs at info
-    /// level every 10 s what it still waits for.
-    pub async fn negotiate_waiting(
-        &self,
-        groups: &[ApiGroup],
-        required: &[ApiGroup],
-        wait: Duration,
-    ) -> Result<Negotiated> {
-        // What the looks found so far, and the groups still missing.
-        let so_far = Mutex::new((Negotiated::default(), groups.to_vec()));
-        let waited = until_served(&mut Pace::default(), WaitLimit::announced(wait), || async {
-            let missing = lock(&so_far).1.clone();
-            let found = match self.negotiate(&missing).await {
-                Ok(found) => found,
-                Err(error) => return Found::Over(error),
-            };
-            let (negotiated, missing) = &mut *lock(&so_far);
-            negotiated.merge(found);
-            *missing = still_missing(negotiated, groups, required);
-            match missing.first() {
-                None => Found::Served(()),
-                // At the deadline the caller reads each group's outcome
-                // from what was found, not this error.
-                Some(&group) => Found::Absent {
-                    error: Error::NotServed {
-                        group,
-                        tried: Vec::new(),
-                    },
-                    waiting_for: missing.clone(),
+/// [`Negotiator::negotiate_waiting`]: negotiates `groups`, then again the
+/// groups still missing, on the pace, until none is missing (see
+/// [`still_missing`]) or `wait` has passed.
+pub(crate) async fn negotiate_waiting(
+    negotiator: &Negotiator,
+    groups: &[ApiGroup],
+    required: &[ApiGroup],
+    wait: Duration,
+) -> Result<Negotiated> {
+    // What the looks found so far, and the groups still missing.
+    let so_far = Mutex::new((Negotiated::default(), groups.to_vec()));
+    let waited = until_served(&mut Pace::default(), WaitLimit::announced(wait), || async {
+        let missing = lock(&so_far).1.clone();
+        let found = match negotiator.negotiate(&missing).await {
+            Ok(found) => found,
+            Err(error) => return Found::Over(error),
+        };
+        let (negotiated, missing) = &mut *lock(&so_far);
+        negotiated.merge(found);
+        *missing = still_missing(negotiated, groups, required);
+        match missing.first() {
+            None => Found::Served(()),
+            // At the deadline the caller reads each group's outcome
+            // from what was found, not this error.
+            Some(&group) => Found::Absent {
+                error: Error::NotServed {
+                    group,
+                    tried: Vec::new(),
                 },
-            }
-        })
-        .await;
-        match waited {
-            Err(error) if !is_worth_waiting_for(&error) => Err(error),
-            _ => Ok(so_far
-                .into_inner()
-                .unwrap_or_else(PoisonError::into_inner)
-                .0),
+                waiting_for: missing.clone(),
+            },
         }
+    })
+    .await;
+    match waited {
+        Err(error) if !is_worth_waiting_for(&error) => Err(error),
+        _ => Ok(so_far
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+            .0),
     }
 }
 
