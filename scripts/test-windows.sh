@@ -7,7 +7,7 @@
 # (the runner drivers use too: it makes the Wine prefix and the small
 # bcryptprimitives.dll that Wine 8 lacks), with the host backend (feature
 # host-process), whose tests need a Windows host. Extra arguments go to
-# cargo test, e.g. `scripts/test-windows.sh --test negotiation`; with `run`
+# cargo test, e.g. `scripts/test-windows.sh --test it negotiation`; with `run`
 # first, to cargo run instead, e.g. `scripts/test-windows.sh run --example
 # host_process -- --host`.
 set -euo pipefail

@@ -35,13 +35,13 @@ fn the_shipped_wire_code_is_what_the_protos_generate() {
 
     let mut stale = Vec::new();
     // The tests' own per-version client calls, from the same list.
-    let clients = root.join("tests/common/clients.rs");
+    let clients = root.join("tests/it/common/clients.rs");
     let text = test_clients(&services);
     if fs::read_to_string(&clients).ok().as_deref() != Some(text.as_str()) {
         if regenerate {
             fs::write(&clients, text).unwrap();
         } else {
-            stale.push("tests/common/clients.rs".to_owned());
+            stale.push("tests/it/common/clients.rs".to_owned());
         }
     }
     for (path, text) in &generated {
@@ -213,7 +213,7 @@ fn cheap_rpc(group: &str) -> (&'static str, &'static str, &'static str) {
     }
 }
 
-/// `tests/common/clients.rs`: `call_one`, one arm per generated
+/// `tests/it/common/clients.rs`: `call_one`, one arm per generated
 /// group-version.
 fn test_clients(services: &[Service]) -> String {
     let mut text = String::from(

@@ -11,6 +11,8 @@
 mod build_it;
 #[path = "shipped/calls.rs"]
 mod calls;
+#[allow(dead_code, unused_imports)] // the helpers of the main test binary
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};

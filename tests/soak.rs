@@ -17,6 +17,8 @@
 //! sockets here, and over named pipes when built for Windows. The two run
 //! one after the other.
 
+#[allow(dead_code, unused_imports)] // the helpers of the main test binary
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::collections::HashMap;

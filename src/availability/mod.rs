@@ -2,7 +2,10 @@
 //! proxy, how long it waits, and when it stops waiting. The client
 //! (`client::lookout` and the call policy), `connect`, and
 //! [`Negotiator::negotiate_waiting`](crate::negotiate::Negotiator::negotiate_waiting)
-//! all follow them; nothing else has a timing of its own.
+//! all follow them. The other timings are not about the proxy's presence:
+//! one connection attempt's timeout and a busy pipe's poll (the
+//! transport), and the delays between sending a call again after its
+//! connection broke (the [`RetryPolicy`](crate::RetryPolicy)).
 //!
 //! - **Pace** ([`Pace`]): every wait for the proxy, whoever waits, looks
 //!   at once, then after 20 ms, doubling up to 250 ms

@@ -8,6 +8,11 @@ use super::options::{Deadlines, VersionChange};
 use crate::availability::ProxyPresence;
 use crate::retry::RetryPolicy;
 
+/// Version changes kept for a receiver of
+/// [`CsiProxy::version_changes`](crate::CsiProxy::version_changes) that
+/// has not read them yet; older ones are dropped (it is told how many).
+pub(crate) const EVENT_ROOM: usize = 64;
+
 /// How the client behaves, shared by every group.
 pub(crate) struct Behaviour {
     pub deadlines: Deadlines,

@@ -9,7 +9,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use super::backend::{host_backends, this_process_has_host_access, Backend};
-use super::behaviour::Behaviour;
+use super::behaviour::{Behaviour, EVENT_ROOM};
 use super::groups::{Direct, Groups, MakeLookout};
 use super::health::ServedBy;
 use super::lookout::Lookout;
@@ -254,10 +254,10 @@ impl CsiProxyBuilder {
     }
 
     /// What the client's groups share: deadlines, the retry policy, and
-    /// room for 64 version changes not yet received.
+    /// room for [`EVENT_ROOM`] version changes not yet received.
     fn behaviour(&self) -> Arc<Behaviour> {
         let retry = self.negotiator.retry_policy();
-        Arc::new(Behaviour::new(self.deadlines.clone(), retry, 64))
+        Arc::new(Behaviour::new(self.deadlines.clone(), retry, EVENT_ROOM))
     }
 
     /// [`Backend::Host`]: the configured groups the host serves, and no

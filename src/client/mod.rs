@@ -145,7 +145,7 @@ impl CsiProxy {
         let behaviour = Arc::new(Behaviour::new(
             Deadlines::default(),
             RetryPolicy::default(),
-            16,
+            behaviour::EVENT_ROOM,
         ));
         let direct = Direct(&behaviour, ServedBy::Given);
         let groups = Groups::new(&direct, backends, behaviour.clone());

@@ -1,11 +1,9 @@
 //! Negotiation against real gRPC servers: Unix sockets here, named pipes
 //! when built for Windows (see `scripts/test-windows.sh`).
 
-mod common;
-
 use std::time::Duration;
 
-use common::{call_one, every_version, TestNode, STUB_MESSAGE};
+use crate::common::{call_one, every_version, TestNode, STUB_MESSAGE};
 use csi_proxy_client::{
     negotiate::{AttemptOutcome, Negotiated, Negotiator, VersionPolicy},
     transport::Transport,
@@ -566,7 +564,11 @@ mod trust {
         let address = transport.address(group, version);
         let log = std::path::PathBuf::from(format!("{address}.log"));
         let child = as_nobody(&std::env::current_exe().unwrap(), &address)
-            .args(["--ignored", "--exact", "trust::squatter_process"])
+            .args([
+                "--ignored",
+                "--exact",
+                "negotiation::trust::squatter_process",
+            ])
             .env("CSI_SQUAT_AT", &address)
             .env("CSI_SQUAT_LOG", &log)
             .spawn()

@@ -4,12 +4,10 @@
 //! deadline. Over Unix sockets here, and over named pipes when built for
 //! Windows.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::scenario::seeded_host;
-use common::TestNode;
+use crate::common::scenario::seeded_host;
+use crate::common::TestNode;
 use csi_proxy_client::testing::FakeProxy;
 use csi_proxy_client::{api::SmbRemotePath, ApiGroup, ApiVersion as V, CsiProxy, Error};
 

@@ -3,9 +3,7 @@
 //! typed error, and never panic. (The `fuzz/` targets do the same without a
 //! bound; this is the part every test run does.)
 
-mod common;
-
-use common::{every_version, TestNode};
+use crate::common::{every_version, TestNode};
 use csi_proxy_client::testing::sample;
 use csi_proxy_client::{Error, Operation};
 

@@ -2,10 +2,8 @@
 //! `InvalidArgument` before anything is sent, and nothing reaches the fake
 //! proxy.
 
-mod common;
-
-use common::scenario::seeded_host;
-use common::TestNode;
+use crate::common::scenario::seeded_host;
+use crate::common::TestNode;
 use csi_proxy_client::testing::sample::{portal, share, volume, IQN};
 use csi_proxy_client::testing::FakeProxy;
 use csi_proxy_client::{

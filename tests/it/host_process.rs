@@ -4,10 +4,8 @@
 //! feature `host-process`: under Wine in CI. Elsewhere, asking for it is a
 //! configuration error and `Automatic` is CSI Proxy alone.
 
-mod common;
-
-use common::scenario::seeded_host;
-use common::TestNode;
+use crate::common::scenario::seeded_host;
+use crate::common::TestNode;
 use csi_proxy_client::testing::FakeProxy;
 use csi_proxy_client::{health::ServedBy, ApiGroup, ApiVersion as V, Backend, CsiProxy, Error};
 

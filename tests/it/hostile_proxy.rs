@@ -6,14 +6,12 @@
 //!
 //! Unix sockets here, named pipes when built for Windows.
 
-mod common;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::TestNode;
 use bytes::Bytes;
-use common::TestNode;
 use csi_proxy_client::testing::listen;
 use csi_proxy_client::{
     api::{DiskApi, DiskLocation},

@@ -2,11 +2,9 @@
 //! answer, including malformed ones, checked byte for byte against a
 //! scripted gRPC server.
 
-mod common;
-
 use std::collections::{BTreeMap, HashMap};
 
-use common::TestNode;
+use crate::common::TestNode;
 use csi_proxy_client::testing::sample::{path, pod_path, portal, share, volume, IQN};
 use csi_proxy_client::{
     api::{

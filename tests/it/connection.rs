@@ -6,14 +6,12 @@
 //!
 //! Unix sockets here, named pipes when built for Windows.
 
-mod common;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common::TestNode;
 use bytes::Bytes;
-use common::TestNode;
 use csi_proxy_client::testing::{listen, RawCodec};
 use csi_proxy_client::wire::disk::v1 as wire;
 use csi_proxy_client::{

@@ -1,14 +1,12 @@
 //! The `metrics` feature: what a call, a negotiation and a version change
 //! record, checked with a recorder that logs every update.
 
-mod common;
-
 use std::time::Duration;
 
-use common::recorder::LogRecorder;
-use common::scenario::seeded_host;
-use common::slow::serve_slow_volumes;
-use common::TestNode;
+use crate::common::recorder::LogRecorder;
+use crate::common::scenario::seeded_host;
+use crate::common::slow::serve_slow_volumes;
+use crate::common::TestNode;
 use csi_proxy_client::metrics::{
     API_VERSION, CALLS_TOTAL, CALL_DURATION_SECONDS, GROUP_SERVED, NEGOTIATIONS_TOTAL,
     VERSION_CHANGES_TOTAL,

@@ -3,15 +3,13 @@
 //! one client. Every client here has the default settings. Over Unix
 //! sockets here, and over named pipes when built for Windows.
 
-mod common;
-
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::scenario::seeded_host;
-use common::slow::serve_slow_volumes;
-use common::TestNode;
+use crate::common::scenario::seeded_host;
+use crate::common::slow::serve_slow_volumes;
+use crate::common::TestNode;
 use csi_proxy_client::testing::sample::volume;
 use csi_proxy_client::testing::{FakeProxy, StartOrder, Startup};
 use csi_proxy_client::{

@@ -1,11 +1,9 @@
 //! The stable API as a driver sees it: the facade, bad input, secrets, mocks.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::TestNode;
+use crate::common::TestNode;
 use csi_proxy_client::testing::sample::{path, portal, share, volume, IQN};
 use csi_proxy_client::{
     api::{

@@ -3,9 +3,7 @@
 //! generated service, is emulated through the RPCs the table says, or fails
 //! with `Unsupported` without sending anything.
 
-mod common;
-
-use common::{every_version, TestNode, STUB_MESSAGE};
+use crate::common::{every_version, TestNode, STUB_MESSAGE};
 use csi_proxy_client::testing::sample;
 use csi_proxy_client::{ApiGroup, Code, Error, Operation, Support};
 

@@ -3,14 +3,12 @@
 //! and of v1.1, checked step by step on the fake host, with every step
 //! repeated as kubelet repeats calls.
 
-mod common;
-
-#[path = "../examples/node_plugin/node.rs"]
+#[path = "../../examples/node_plugin/node.rs"]
 mod node;
 
 use std::collections::BTreeSet;
 
-use common::TestNode;
+use crate::common::TestNode;
 use csi_proxy_client::testing::{FakeHost, FakeProxy, PathEntry, ProxyRelease};
 use csi_proxy_client::{api::WindowsPath, ApiGroup, ApiVersion as V, Code, CsiProxy, Error};
 

@@ -1,12 +1,10 @@
 //! The test harness itself: the fake host keeps the proxy's rules, and the
 //! fake proxy reports them over the wire the same way, with the same code.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::scenario::seeded_host;
-use common::TestNode;
+use crate::common::scenario::seeded_host;
+use crate::common::TestNode;
 use csi_proxy_client::testing::conformance::Fixture;
 use csi_proxy_client::testing::{FakeHost, FakeProxy, PathEntry};
 use csi_proxy_client::{

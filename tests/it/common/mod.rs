@@ -3,8 +3,6 @@
 //! under a prefix of their own), and a client-side helper that calls one
 //! RPC of any group-version through its generated client.
 
-#![allow(dead_code, unused_imports)] // each test binary uses a different part
-
 #[rustfmt::skip] // generated (tests/generated_code.rs)
 mod clients;
 pub mod recorder;
@@ -15,7 +13,7 @@ pub use clients::call_one;
 pub use csi_proxy_client::testing::STUB_MESSAGE;
 use csi_proxy_client::testing::{ScriptedServer, StubProxy};
 use csi_proxy_client::{
-    negotiate::VersionPolicy, transport::Transport, wire, ApiGroup, ApiVersion, CsiProxy,
+    negotiate::VersionPolicy, transport::Transport, ApiGroup, ApiVersion, CsiProxy,
 };
 
 /// A node with a chosen set of CSI Proxy endpoints.

@@ -3,10 +3,8 @@
 //! Unix sockets here and over named pipes when built for Windows (under
 //! Wine, see `scripts/test-windows.sh`).
 
-mod common;
-
-use common::scenario::{expected_unsupported, seeded_host, versions_with};
-use common::{every_version, TestNode};
+use crate::common::scenario::{expected_unsupported, seeded_host, versions_with};
+use crate::common::{every_version, TestNode};
 use csi_proxy_client::testing::conformance::{self, Fixture};
 use csi_proxy_client::testing::{FakeHost, FakeProxy, PathEntry};
 use csi_proxy_client::{

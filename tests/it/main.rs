@@ -1,0 +1,25 @@
+//! The integration tests, in one binary (one link, one build): each module
+//! is a topic, `common` holds the fake nodes and helpers they share. The
+//! few that must run apart are their own binaries: `generated_code` (writes
+//! files), `shipped_build` (builds a driver's crate in its own process),
+//! `soak` (long, one at a time) and `traces` (a global tracing subscriber).
+
+mod common;
+
+mod api;
+mod bad_input;
+mod capabilities;
+mod cli;
+mod conformance;
+mod connection;
+mod fake_harness;
+mod host_process;
+mod hostile_proxy;
+mod malformed_responses;
+mod metrics;
+mod negotiation;
+mod node_plugin;
+mod partial_proxy;
+mod resilience;
+mod translation;
+mod wire_layout;
