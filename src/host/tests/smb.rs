@@ -18,7 +18,7 @@ use crate::host::smb::{HostSmb, CLASS, NAMESPACE};
 use crate::host::wmi::{WmiObject, WmiValue, PATH};
 use crate::testing::conformance::{self, SmbFixture};
 use crate::working_dirs::KUBELET_DIR;
-use crate::{Error, Secret};
+use crate::{api::Secret, Error};
 
 const USER: &str = "node-user";
 const PASSWORD: &str = "correct horse battery staple";
