@@ -52,7 +52,7 @@
 //! (h2 wakes whoever waits on a stream when its frames arrive). Its task is
 //! running then, and tokio would poll it again, and on a multi-thread
 //! runtime wake another worker to share the "new" work. So while a caller
-//! drives, h2 gets a waker of the call's own ([`CallWake`]) that drops the
+//! drives, h2 gets a waker of the call's own ([`CallWake`](caller::CallWake)) that drops the
 //! wake-ups of its stream that come while the caller polls the connection:
 //! the caller polls its stream right after that poll, in the same poll of
 //! its task, and sees whatever they were for (h2's lock orders the two).
@@ -84,6 +84,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll, Wake, Waker};
 
 use tokio::sync::Notify;
+
+mod caller;
+
+pub(crate) use caller::Caller;
 
 /// h2's connection future, of whatever stream it runs on.
 pub(crate) type ConnectionFuture =
@@ -216,11 +220,7 @@ impl Driver {
         if given_up {
             self.hand_to_task();
         }
-        Caller {
-            driver: self.clone(),
-            id,
-            own: None,
-        }
+        Caller::new(self.clone(), id)
     }
 
     /// Polls the connection if a wake-up came since its last poll and
@@ -395,137 +395,6 @@ impl Wake for Wakeup {
     fn wake_by_ref(self: &Arc<Self>) {
         if let Some(driver) = self.0.upgrade() {
             driver.notify();
-        }
-    }
-}
-
-/// The waker h2 gets for a call's stream while its caller drives: it wakes
-/// the caller, except from the caller's own poll of the connection.
-struct CallWake {
-    id: Poller,
-    polling_for: Arc<AtomicU64>,
-    caller: Mutex<Option<Waker>>,
-}
-
-impl CallWake {
-    fn set(&self, waker: &Waker) {
-        keep_waker(
-            &mut self.caller.lock().unwrap_or_else(PoisonError::into_inner),
-            waker,
-        );
-    }
-}
-
-impl Wake for CallWake {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        // Its caller polls the connection now, and its stream right after
-        // (module docs). Relaxed is enough: the poller reads its own
-        // writes, and a wake-up from another thread comes under h2's lock,
-        // which orders it against the caller's next poll of its stream:
-        // before that poll, the poll sees what it was for; after it, this
-        // reads what the caller wrote before it.
-        if self.polling_for.load(Relaxed) == self.id {
-            return;
-        }
-        let caller = self
-            .caller
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        if let Some(caller) = caller {
-            caller.wake();
-        }
-    }
-}
-
-/// One call under way: whether its caller drives the connection. Its drop
-/// ends the call's part in driving.
-pub(crate) struct Caller {
-    driver: Arc<Driver>,
-    id: Poller,
-    /// Made when the caller first drives.
-    own: Option<(Arc<CallWake>, Waker)>,
-}
-
-impl Caller {
-    /// Whether the route is this caller's.
-    fn claims(&self, route: &Route) -> bool {
-        matches!(route.caller, Some((id, _)) if id == self.id)
-    }
-
-    /// Runs `f`, which hands h2 a request to send or drops the call's last
-    /// h2 handles; a caller that drives polls the connection right after,
-    /// so that the request goes out now (or what the end of the stream
-    /// leaves to do is done now), rather than waking the connection's task.
-    pub fn hand_over<R>(&self, f: impl FnOnce() -> R) -> R {
-        if self.claims(&self.driver.route()) {
-            self.driver.drive_after(self.id, f)
-        } else {
-            f()
-        }
-    }
-
-    /// Before the call polls its h2 stream (after it was woken, or for the
-    /// first time): a caller alone on the connection takes the route, with
-    /// `waker`, and polls the connection if a wake-up came. Returns the
-    /// waker to poll the call's h2 stream with, right after this.
-    pub fn drive_if_alone(&mut self, waker: &Waker) -> Waker {
-        {
-            let mut route = self.driver.route();
-            let alone = route.in_flight == 1;
-            match &mut route.caller {
-                Some((id, slot)) if *id == self.id => keep_waker(slot, waker),
-                // The other calls are done: alone again.
-                caller @ None if alone => *caller = Some((self.id, Some(waker.clone()))),
-                _ => return waker.clone(),
-            }
-        }
-        let (wake, own) = self.own.get_or_insert_with(|| {
-            let wake = Arc::new(CallWake {
-                id: self.id,
-                polling_for: self.driver.polling_for.clone(),
-                caller: Mutex::new(None),
-            });
-            (wake.clone(), Waker::from(wake))
-        });
-        wake.set(waker);
-        self.driver.drive(self.id);
-        own.clone()
-    }
-
-    /// The call returned what it waited for: until it waits again, its
-    /// owner may not poll it, so wake-ups go to the connection's task.
-    pub fn returned(&self) {
-        let had_waker = {
-            let mut route = self.driver.route();
-            match &mut route.caller {
-                Some((id, waker)) if *id == self.id => waker.take().is_some(),
-                _ => false,
-            }
-        };
-        if had_waker {
-            self.driver.hand_to_task();
-        }
-    }
-}
-
-impl Drop for Caller {
-    fn drop(&mut self) {
-        let claimed = {
-            let mut route = self.driver.route();
-            route.in_flight -= 1;
-            let claimed = self.claims(&route);
-            if claimed {
-                route.caller = None;
-            }
-            claimed
-        };
-        if claimed {
-            self.driver.hand_to_task();
         }
     }
 }
