@@ -3,7 +3,11 @@
 
 #![no_main]
 
-use csi_proxy_client::{api::{SmbRemotePath, VolumeId, WindowsPath}, transport::Transport, ApiGroup, ApiVersion};
+use csi_proxy_client::{
+    api::{SmbRemotePath, VolumeId, WindowsPath},
+    transport::Transport,
+    ApiGroup, ApiVersion,
+};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -14,9 +18,15 @@ fuzz_target!(|data: &[u8]| {
         let p = path.as_str();
         let bytes = p.as_bytes();
         assert!(p.len() <= 260, "{p:?} is too long");
-        assert!(bytes[0].is_ascii_alphabetic() && bytes[1] == b':' && bytes[2] == b'\\', "{p:?}");
+        assert!(
+            bytes[0].is_ascii_alphabetic() && bytes[1] == b':' && bytes[2] == b'\\',
+            "{p:?}"
+        );
         assert!(!p.contains(".."), "{p:?}");
-        assert!(!p[3..].contains(['"', '/', ':', '?', '*', '|', '\0']), "{p:?}");
+        assert!(
+            !p[3..].contains(['"', '/', ':', '?', '*', '|', '\0']),
+            "{p:?}"
+        );
         // Normalizing a normalized path changes nothing.
         assert_eq!(WindowsPath::new(p).unwrap().as_str(), p);
     }
@@ -32,6 +42,9 @@ fuzz_target!(|data: &[u8]| {
     let _ = VolumeId::new(text);
     if let Ok(transport) = Transport::named_pipes_with_prefix(text) {
         let pipe = transport.address(ApiGroup::Disk, ApiVersion::V1);
-        assert!(pipe.starts_with(r"\\.\pipe\"), "{pipe:?} is not a local pipe");
+        assert!(
+            pipe.starts_with(r"\\.\pipe\"),
+            "{pipe:?} is not a local pipe"
+        );
     }
 });

@@ -25,28 +25,44 @@ struct State {
 fn state() -> &'static State {
     static STATE: OnceLock<State> = OnceLock::new();
     STATE.get_or_init(|| {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         let dir = tempfile::tempdir().unwrap();
         let transport = csi_proxy_client::transport::Transport::unix_sockets(dir.path()).unwrap();
         let endpoints = runtime.block_on(async {
             let mut endpoints = Vec::new();
             for group in ApiGroup::ALL {
                 for &version in group.versions() {
-                    let raw = ScriptedServer::start(&transport, group, version).await.unwrap();
+                    let raw = ScriptedServer::start(&transport, group, version)
+                        .await
+                        .unwrap();
                     let proxy = CsiProxy::builder()
                         .transport(transport.clone())
-                        .policy(csi_proxy_client::negotiate::VersionPolicy::default().pin(group, version))
+                        .policy(
+                            csi_proxy_client::negotiate::VersionPolicy::default()
+                                .pin(group, version),
+                        )
                         .groups([group])
                         .connect()
                         .await
                         .unwrap();
                     let operations = Operation::of_group(group).collect();
-                    endpoints.push(Endpoint { raw, proxy, operations });
+                    endpoints.push(Endpoint {
+                        raw,
+                        proxy,
+                        operations,
+                    });
                 }
             }
             endpoints
         });
-        State { runtime, endpoints, _dir: dir }
+        State {
+            runtime,
+            endpoints,
+            _dir: dir,
+        }
     })
 }
 
@@ -58,7 +74,9 @@ fuzz_target!(|data: &[u8]| {
     let endpoint = &state.endpoints[*which as usize % state.endpoints.len()];
     let operation = endpoint.operations[*op as usize % endpoint.operations.len()];
     endpoint.raw.reply_bytes(answer);
-    let result = state.runtime.block_on(sample::call(&endpoint.proxy, operation));
+    let result = state
+        .runtime
+        .block_on(sample::call(&endpoint.proxy, operation));
     match result {
         Ok(())
         | Err(Error::InvalidResponse { .. })
