@@ -155,7 +155,8 @@ fn transport_json(transport: &Transport) -> serde_json::Value {
     json!({ "kind": "named_pipes", "prefix": pipe_prefix(transport) })
 }
 
-/// Where the transport's endpoints are, in words.
+/// Where the transport's endpoints are, in words (`fake`'s banner).
+#[cfg(feature = "testing")]
 fn transport_text(transport: &Transport) -> String {
     #[cfg(unix)]
     if let Some(dir) = transport.socket_dir() {
