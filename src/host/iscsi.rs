@@ -93,13 +93,11 @@ impl Initiator<'_> {
             .ok_or_else(|| self.error(format!("target {iqn} not found at {}", portal.address)))
     }
 
-    /// `target`, if the initiator is logged in to it; else the error that
-    /// it is not.
-    fn logged_in(&self, target: WmiObject, iqn: &str) -> Result<WmiObject> {
-        match target.get("IsConnected") {
-            Some(WmiValue::Bool(true)) => Ok(target),
-            _ => Err(self.error(format!("not logged in to {iqn}"))),
-        }
+    /// `target`, if the initiator is logged in to it: as CSI Proxy, a
+    /// target that is not (a node restarted since, and its sessions went)
+    /// has nothing to log out of and no disks, which is no error.
+    fn logged_in(target: WmiObject) -> Option<WmiObject> {
+        (target.get("IsConnected") == Some(&WmiValue::Bool(true))).then_some(target)
     }
 }
 
@@ -225,8 +223,9 @@ impl IscsiApi for HostIscsi {
         check_name("target IQN", iqn)?;
         let (portal, iqn) = (portal.clone(), iqn.to_owned());
         self.run(Op::DisconnectTarget, move |host| {
-            let target = host.logged_in(host.target(&portal, &iqn)?, &iqn)?;
-
+            let Some(target) = HostIscsi::logged_in(host.target(&portal, &iqn)?) else {
+                return Ok(());
+            };
             let sessions =
                 host.wmi
                     .associated(&target, TO_SESSION, SESSION, "iSCSISession", "iSCSITarget")?;
@@ -260,8 +259,9 @@ impl IscsiApi for HostIscsi {
         let (portal, iqn) = (portal.clone(), iqn.to_owned());
         let op = Op::GetTargetDisks;
         self.run(op, move |host| {
-            let target = host.logged_in(host.target(&portal, &iqn)?, &iqn)?;
-
+            let Some(target) = HostIscsi::logged_in(host.target(&portal, &iqn)?) else {
+                return Ok(Vec::new());
+            };
             let connections = host.wmi.associated(
                 &target,
                 TO_CONNECTION,

@@ -159,7 +159,8 @@ impl VolumeApi for HostVolume {
         };
         self.run(op, move |host| {
             let mut query = format!("SELECT * FROM {PARTITION} WHERE DiskNumber = {disk}");
-            if let Some(partition) = partition {
+            // 0 is every partition, as for the proxy.
+            if let Some(partition) = partition.filter(|&p| p != 0) {
                 query.push_str(&format!(" AND PartitionNumber = {partition}"));
             }
             let mut volumes = Vec::new();

@@ -54,6 +54,21 @@ pub async fn volume(api: &dyn VolumeApi, fixture: &VolumeFixture) -> Outcome {
             "volumes on the partition",
         )?;
     }
+    // Partition 0 is "every partition", as on the wire.
+    if let Some(on_any) = steps
+        .ok(
+            O::ListVolumesOnPartition,
+            api.list_volumes_on_disk(disk, Some(0)),
+        )
+        .await?
+    {
+        ensure_eq(
+            &on_any,
+            &volumes,
+            O::ListVolumesOnPartition,
+            "volumes on partition 0 (every partition)",
+        )?;
+    }
     steps
         .answers(
             O::IsVolumeFormatted,

@@ -115,13 +115,13 @@ impl IscsiApi for FakeHost {
         Ok(())
     }
 
+    /// A target the initiator is not logged in to (a node restarted
+    /// since) has nothing to log out of, as CSI Proxy answers.
     async fn disconnect_target(&self, portal: &TargetPortal, iqn: &str) -> Result<()> {
         let mut state = self.state();
+        known_target(&state, Op::DisconnectTarget, portal, iqn)?;
         let Some(disks) = state.sessions.remove(&(portal.clone(), iqn.to_owned())) else {
-            return Err(host_error(
-                Op::DisconnectTarget,
-                format!("not logged in to {iqn}"),
-            ));
+            return Ok(());
         };
         for disk in disks {
             state.remove_disk(disk);
@@ -129,16 +129,33 @@ impl IscsiApi for FakeHost {
         Ok(())
     }
 
+    /// None for a target the initiator is not logged in to, as CSI Proxy
+    /// answers.
     async fn get_target_disks(&self, portal: &TargetPortal, iqn: &str) -> Result<Vec<u32>> {
-        self.state()
-            .sessions
-            .get(&(portal.clone(), iqn.to_owned()))
-            .cloned()
-            .ok_or_else(|| host_error(Op::GetTargetDisks, format!("not logged in to {iqn}")))
+        let state = self.state();
+        known_target(&state, Op::GetTargetDisks, portal, iqn)?;
+        let session = state.sessions.get(&(portal.clone(), iqn.to_owned()));
+        Ok(session.cloned().unwrap_or_default())
     }
 
     async fn set_mutual_chap_secret(&self, secret: &Secret) -> Result<()> {
         self.state().mutual_chap_secret = Some(secret.clone()).filter(|s| !s.is_empty());
         Ok(())
+    }
+}
+
+/// Fails as CSI Proxy does when `portal` does not offer target `iqn`: it
+/// looks the target up before anything else.
+fn known_target(state: &HostState, op: Op, portal: &TargetPortal, iqn: &str) -> Result<()> {
+    let offered = state
+        .portals
+        .get(portal)
+        .is_some_and(|targets| targets.iter().any(|t| t.iqn == iqn));
+    match offered {
+        true => Ok(()),
+        false => Err(host_error(
+            op,
+            format!("target {iqn} not found at {}", portal.address),
+        )),
     }
 }
