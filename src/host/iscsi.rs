@@ -223,7 +223,7 @@ impl IscsiApi for HostIscsi {
         check_name("target IQN", iqn)?;
         let (portal, iqn) = (portal.clone(), iqn.to_owned());
         self.run(Op::DisconnectTarget, move |host| {
-            let Some(target) = HostIscsi::logged_in(host.target(&portal, &iqn)?) else {
+            let Some(target) = Initiator::logged_in(host.target(&portal, &iqn)?) else {
                 return Ok(());
             };
             let sessions =
@@ -259,7 +259,7 @@ impl IscsiApi for HostIscsi {
         let (portal, iqn) = (portal.clone(), iqn.to_owned());
         let op = Op::GetTargetDisks;
         self.run(op, move |host| {
-            let Some(target) = HostIscsi::logged_in(host.target(&portal, &iqn)?) else {
+            let Some(target) = Initiator::logged_in(host.target(&portal, &iqn)?) else {
                 return Ok(Vec::new());
             };
             let connections = host.wmi.associated(
