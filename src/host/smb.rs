@@ -23,6 +23,11 @@ pub(super) const CLASS: &str = "MSFT_SmbGlobalMapping";
 /// unavailable.
 const STATUS_OK: u64 = 0;
 
+/// The statuses of a mapping on its way back by itself (paused,
+/// connecting, reconnecting): every pod on the share uses it, so it is
+/// left alone rather than removed under them.
+const STATUS_RECOVERING: [u64; 3] = [1, 4, 5];
+
 /// Whether the share's root answers: a mapping whose status is OK may
 /// still hold credentials that no longer work (a rotated password).
 pub(crate) type Reachable = dyn Fn(&Path) -> bool + Send + Sync;
@@ -82,11 +87,16 @@ fn find_mapping(wmi: &Requests, root: &str) -> Result<Option<WmiObject>> {
     Ok(wmi.query(&query)?.into_iter().next())
 }
 
-/// Whether `mapping` can be used as it is: its status is OK and its share
-/// answers.
-fn is_usable(mapping: &WmiObject, root: &str, reachable: &Reachable) -> bool {
-    let status = mapping.get("Status").and_then(unsigned);
-    status == Some(STATUS_OK) && reachable(Path::new(root))
+/// Whether `mapping` is to be kept as it is: its status is OK and its
+/// share answers, or it is recovering by itself. A broken one (disconnected,
+/// a network error, unavailable, a status not known, or OK with a share
+/// that does not answer, as with a rotated password) is made again.
+fn is_kept(mapping: &WmiObject, root: &str, reachable: &Reachable) -> bool {
+    match mapping.get("Status").and_then(unsigned) {
+        Some(STATUS_OK) => reachable(Path::new(root)),
+        Some(status) => STATUS_RECOVERING.contains(&status),
+        None => false,
+    }
 }
 
 /// Removes `mapping`, even while files on it are open (`Force`).
@@ -126,9 +136,10 @@ fn credential(username: &str, password: &str) -> String {
 #[async_trait]
 #[deny(clippy::missing_trait_methods)]
 impl SmbApi for HostSmb {
-    /// A usable mapping is kept (credentials unchecked); one whose status
-    /// is not OK, or whose share does not answer, is removed and made
-    /// again. A local path outside the working directories is refused
+    /// A usable mapping is kept (credentials unchecked), and so is one
+    /// that is recovering by itself (paused, connecting, reconnecting);
+    /// a broken one (disconnected, a network error, unavailable), or an OK
+    /// one whose share does not answer, is removed and made again. A local path outside the working directories is refused
     /// before anything is done (the proxy checks it only after mapping).
     async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
         let op = Op::NewSmbGlobalMapping;
@@ -142,10 +153,10 @@ impl SmbApi for HostSmb {
         on_wmi(op, NAMESPACE, &self.wmi, move |wmi| {
             let remote = mapping.remote_path.as_str();
             let existing = find_mapping(&wmi, &root)?;
-            let usable = existing
+            let kept = existing
                 .as_ref()
-                .is_some_and(|m| is_usable(m, &root, &*reachable));
-            if !usable {
+                .is_some_and(|m| is_kept(m, &root, &*reachable));
+            if !kept {
                 if let Some(stale) = &existing {
                     remove(&wmi, stale)?;
                 }

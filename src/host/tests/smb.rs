@@ -185,6 +185,33 @@ async fn a_usable_mapping_is_kept_and_a_stale_one_is_made_again() {
         .await
         .unwrap();
     remove_and_create(&wmi);
+
+    // Network error (3) and unavailable (6): broken, made again.
+    for broken in [3, 6] {
+        let wmi = smb_wmi(vec![mapping(r"\\files\share", broken)]);
+        let group = smb(&wmi, &links, true);
+        group
+            .new_smb_global_mapping(&request(r"\\files\share", PASSWORD))
+            .await
+            .unwrap();
+        remove_and_create(&wmi);
+    }
+}
+
+#[tokio::test]
+async fn a_mapping_on_its_way_back_is_left_to_the_pods_that_use_it() {
+    let links = Arc::new(LinksInMemory::default());
+    // Paused (1), connecting (4), reconnecting (5): never removed under
+    // the pods on the share, even while it does not answer yet.
+    for recovering in [1, 4, 5] {
+        let wmi = smb_wmi(vec![mapping(r"\\files\share", recovering)]);
+        let group = smb(&wmi, &links, false);
+        group
+            .new_smb_global_mapping(&request(r"\\files\share", PASSWORD))
+            .await
+            .unwrap();
+        assert_eq!(wmi.take_log(), [QUERY], "status {recovering}");
+    }
 }
 
 #[tokio::test]
