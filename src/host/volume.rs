@@ -27,6 +27,10 @@ const MIN_GROWTH: u64 = 100 * 1024 * 1024;
 /// How many links and parents the closest volume's search follows.
 const MAX_STEPS: usize = 256;
 
+/// The most links the volume of a target path is followed through:
+/// Windows itself resolves at most 63 reparse points in one path.
+const MAX_LINKS: usize = 63;
+
 /// The volume group, served by the host.
 pub(crate) struct HostVolume {
     wmi: Arc<dyn Wmi>,
@@ -307,11 +311,35 @@ impl VolumeApi for HostVolume {
         .await
     }
 
+    /// The volume mounted at `target`, following links to it (a pod's
+    /// published path is a link to the staging folder), as CSI Proxy
+    /// does; a loop of links, or more than [`MAX_LINKS`] of them, is an
+    /// error.
     async fn get_volume_id_from_target_path(&self, target: &WindowsPath) -> Result<VolumeId> {
+        let op = Op::GetVolumeIdFromTargetPath;
         let target = target.clone();
-        self.run(Op::GetVolumeIdFromTargetPath, move |host| {
-            host.mounted_at(target.as_str())?
-                .ok_or_else(|| host.error(format!("no volume is mounted at {target}")))
+        self.run(op, move |host| {
+            let mut current = target.as_str().to_owned();
+            let mut seen = std::collections::HashSet::new();
+            while seen.insert(current.trim_end_matches('\\').to_lowercase()) {
+                if seen.len() > MAX_LINKS + 1 {
+                    let why = format!("{target}: more than {MAX_LINKS} links to follow");
+                    return Err(host.error(why));
+                }
+                if let Some(id) = host.mounted_at(&current)? {
+                    return Ok(id);
+                }
+                let entry = (host.links.entry(Path::new(&current)))
+                    .map_err(|e| io_error(op, &current, e))?;
+                let Entry::Link(to) = entry else {
+                    return Err(host.error(format!("no volume is mounted at {target}")));
+                };
+                current = match link_target(&to.to_string_lossy(), parent_of(&current)) {
+                    Followed::Volume(id) => return VolumeId::new(id),
+                    Followed::Path(next) => next,
+                };
+            }
+            Err(host.error(format!("{target}: its links make a loop at {current}")))
         })
         .await
     }

@@ -417,3 +417,41 @@ async fn what_wmi_does_not_say_is_an_error_not_a_guess() {
         assert!(matches!(result, Err(Error::Host { .. })), "{result:?}");
     }
 }
+
+#[tokio::test]
+async fn the_volume_of_a_path_is_found_through_links_to_its_mount_folder() {
+    let root = fresh_root("volume-links");
+    let folder = WindowsPath::new(format!(r"{root}\staging")).unwrap();
+    std::fs::create_dir(folder.as_str()).unwrap();
+    let host = host();
+    let data = id(DATA_VOLUME);
+    host.volume.mount_volume(&data, &folder).await.unwrap();
+    let at = |name: &str| WindowsPath::new(format!(r"{root}\{name}")).unwrap();
+    let link = |from: &str, to: &str| {
+        (host.links)
+            .create_dir_link(Path::new(to), Path::new(at(from).as_str()))
+            .unwrap()
+    };
+    // A pod's published path links to the staging folder; one more link
+    // before it, a relative one, and one straight to the volume.
+    link("published", folder.as_str());
+    link("pod", r"published");
+    link("direct", DATA_VOLUME);
+    for path in ["published", "pod", "direct"] {
+        let found = host.volume.get_volume_id_from_target_path(&at(path)).await;
+        assert_eq!(found.unwrap(), data, "{path}");
+    }
+    // A link to a folder that is no mount point, and a loop: no volume.
+    std::fs::create_dir(at("plain").as_str()).unwrap();
+    link("elsewhere", at("plain").as_str());
+    link("a", at("b").as_str());
+    link("b", at("a").as_str());
+    for (path, said) in [("elsewhere", "no volume is mounted"), ("a", "loop")] {
+        match host.volume.get_volume_id_from_target_path(&at(path)).await {
+            Err(Error::Host { message, .. }) => assert!(message.contains(said), "{message}"),
+            other => panic!("{path}: {other:?}"),
+        }
+    }
+    host.volume.unmount_volume(&data, &folder).await.unwrap();
+    std::fs::remove_dir_all(root.as_str()).unwrap();
+}
