@@ -88,7 +88,9 @@ impl Initiator<'_> {
     /// Target `iqn` at the registered `portal`.
     fn target(&self, portal: &TargetPortal, iqn: &str) -> Result<WmiObject> {
         let targets = self.targets(&self.registered(portal)?)?;
-        let named = |t: &WmiObject| string(t, "NodeAddress") == Some(iqn);
+        // IQNs are case-insensitive, as WQL compares them for CSI Proxy.
+        let named =
+            |t: &WmiObject| string(t, "NodeAddress").is_some_and(|a| a.eq_ignore_ascii_case(iqn));
         (targets.into_iter().find(named))
             .ok_or_else(|| self.error(format!("target {iqn} not found at {}", portal.address)))
     }

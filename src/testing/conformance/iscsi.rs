@@ -85,6 +85,19 @@ pub async fn iscsi(api: &dyn IscsiApi, fixture: &IscsiFixture) -> Outcome {
         .await?
     {
         ensure_eq(&disks.len(), &1, O::GetTargetDisks, "the target's disks")?;
+        // IQNs are case-insensitive: the same target in capitals.
+        let shouted = iqn.to_uppercase();
+        if let Some(same) = steps
+            .ok(O::GetTargetDisks, api.get_target_disks(portal, &shouted))
+            .await?
+        {
+            ensure_eq(
+                &same,
+                &disks,
+                O::GetTargetDisks,
+                "the disks of the IQN in capitals",
+            )?;
+        }
     }
     steps
         .ok(O::DisconnectTarget, api.disconnect_target(portal, iqn))

@@ -71,14 +71,14 @@ impl IscsiApi for FakeHost {
         let op = Op::ConnectTarget;
         let mut state = self.state();
         state.check_registered(op, portal)?;
-        let session = (portal.clone(), iqn.to_owned());
+        let target_iqn = target_iqn(&state, op, portal, iqn)?;
+        let session = (portal.clone(), target_iqn.clone());
         if state.sessions.contains_key(&session) {
             return Ok(());
         }
-        let target = state.portals[portal]
-            .iter()
-            .find(|t| t.iqn == iqn)
-            .ok_or_else(|| host_error(op, format!("target {iqn} not found")))?;
+        let target = (state.portals[portal].iter())
+            .find(|t| t.iqn == target_iqn)
+            .expect("found by target_iqn");
         let authenticated = match (auth, &target.chap) {
             (IscsiAuth::None, None) => true,
             (IscsiAuth::OneWayChap { username, secret }, Some((user, expected))) => {
@@ -119,8 +119,8 @@ impl IscsiApi for FakeHost {
     /// since) has nothing to log out of, as CSI Proxy answers.
     async fn disconnect_target(&self, portal: &TargetPortal, iqn: &str) -> Result<()> {
         let mut state = self.state();
-        known_target(&state, Op::DisconnectTarget, portal, iqn)?;
-        let Some(disks) = state.sessions.remove(&(portal.clone(), iqn.to_owned())) else {
+        let iqn = target_iqn(&state, Op::DisconnectTarget, portal, iqn)?;
+        let Some(disks) = state.sessions.remove(&(portal.clone(), iqn)) else {
             return Ok(());
         };
         for disk in disks {
@@ -133,8 +133,8 @@ impl IscsiApi for FakeHost {
     /// answers.
     async fn get_target_disks(&self, portal: &TargetPortal, iqn: &str) -> Result<Vec<u32>> {
         let state = self.state();
-        known_target(&state, Op::GetTargetDisks, portal, iqn)?;
-        let session = state.sessions.get(&(portal.clone(), iqn.to_owned()));
+        let iqn = target_iqn(&state, Op::GetTargetDisks, portal, iqn)?;
+        let session = state.sessions.get(&(portal.clone(), iqn));
         Ok(session.cloned().unwrap_or_default())
     }
 
@@ -144,16 +144,15 @@ impl IscsiApi for FakeHost {
     }
 }
 
-/// Fails as CSI Proxy does when `portal` does not offer target `iqn`: it
-/// looks the target up before anything else.
-fn known_target(state: &HostState, op: Op, portal: &TargetPortal, iqn: &str) -> Result<()> {
-    let offered = state
-        .portals
-        .get(portal)
-        .is_some_and(|targets| targets.iter().any(|t| t.iqn == iqn));
-    match offered {
-        true => Ok(()),
-        false => Err(host_error(
+/// The IQN of the target `portal` offers as `iqn`, in any case (IQNs are
+/// case-insensitive, and CSI Proxy's WMI query compares them so); fails as
+/// CSI Proxy does when there is none: it looks the target up first.
+fn target_iqn(state: &HostState, op: Op, portal: &TargetPortal, iqn: &str) -> Result<String> {
+    let targets = state.portals.get(portal).into_iter().flatten();
+    let mut found = targets.filter(|t| t.iqn.eq_ignore_ascii_case(iqn));
+    match found.next() {
+        Some(target) => Ok(target.iqn.clone()),
+        None => Err(host_error(
             op,
             format!("target {iqn} not found at {}", portal.address),
         )),
