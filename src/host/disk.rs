@@ -72,6 +72,26 @@ impl Storage<'_> {
         self.wmi.error(message)
     }
 
+    /// Each disk's number and identifiers, asked of the disk itself, or
+    /// why they could not be read; the error is the WMI query's.
+    fn each_disk_ids(&self, op: Op) -> Result<Vec<Result<(u32, DiskIds)>>> {
+        let disks = (self.wmi).query(&format!("SELECT Number, Path, SerialNumber FROM {DISK}"))?;
+        let read = |disk: &WmiObject| {
+            let path = string(disk, "Path")
+                .ok_or_else(|| self.error(format!("WMI gave a {DISK} without a Path")))?;
+            let answer = self.devices.ask(path).map_err(|e| io_error(op, path, e))?;
+            let page83 = page83_of(&answer.id_descriptor)
+                .map_err(|why| self.error(format!("{path}: its page 0x83 identifiers: {why}")))?;
+            let serial_number = string(disk, "SerialNumber").unwrap_or_default().to_owned();
+            let ids = DiskIds {
+                page83,
+                serial_number,
+            };
+            Ok((answer.number, ids))
+        };
+        Ok(disks.iter().map(read).collect())
+    }
+
     /// Disk `number`, with every property; not there is an error.
     fn disk(&self, number: u32) -> Result<WmiObject> {
         (self.wmi).one(
@@ -207,30 +227,11 @@ impl DiskApi for HostDisk {
     /// By the number each disk gives for itself; the serial number is
     /// `MSFT_Disk.SerialNumber`, as it is. One disk that cannot be asked
     /// fails the whole list, as through the proxy.
+    /// Every disk's identifiers; a disk that cannot be asked fails the
+    /// list, with its Windows code.
     async fn list_disk_ids(&self) -> Result<BTreeMap<u32, DiskIds>> {
-        let op = Op::ListDiskIds;
-        self.run(op, move |host| {
-            let mut ids = BTreeMap::new();
-            for disk in host
-                .wmi
-                .query(&format!("SELECT Number, Path, SerialNumber FROM {DISK}"))?
-            {
-                let path = string(&disk, "Path")
-                    .ok_or_else(|| host.error(format!("WMI gave a {DISK} without a Path")))?;
-                let answer = host.devices.ask(path).map_err(|e| io_error(op, path, e))?;
-                let page83 = page83_of(&answer.id_descriptor).map_err(|why| {
-                    host.error(format!("{path}: its page 0x83 identifiers: {why}"))
-                })?;
-                let serial_number = string(&disk, "SerialNumber").unwrap_or_default().to_owned();
-                ids.insert(
-                    answer.number,
-                    DiskIds {
-                        page83,
-                        serial_number,
-                    },
-                );
-            }
-            Ok(ids)
+        self.run(Op::ListDiskIds, move |host| {
+            host.each_disk_ids(Op::ListDiskIds)?.into_iter().collect()
         })
         .await
     }
@@ -269,8 +270,27 @@ impl DiskApi for HostDisk {
         .await
     }
 
+    /// The disk whose page 0x83 identifier is `page83`, as the proxy finds
+    /// it from the identifiers of every disk, but past a disk that cannot
+    /// be asked (one going away): a match is the answer whatever the other
+    /// disks do; with none, the first such failure is, since that disk
+    /// might have been the one.
     async fn get_disk_number_by_name(&self, page83: &str) -> Result<u32> {
-        crate::api::disk_by_page83(page83, DiskApi::list_disk_ids(self)).await
+        let op = Op::GetDiskNumberByName;
+        crate::api::check_name("disk name", page83)?;
+        let page83 = page83.to_owned();
+        self.run(op, move |host| {
+            let mut failed = None;
+            for disk in host.each_disk_ids(op)? {
+                match disk {
+                    Ok((number, ids)) if ids.page83 == page83 => return Ok(number),
+                    Ok(_) => {}
+                    Err(error) => drop(failed.get_or_insert(error)),
+                }
+            }
+            Err(failed.unwrap_or_else(|| crate::api::no_disk_with_page83(&page83)))
+        })
+        .await
     }
 }
 

@@ -294,3 +294,27 @@ async fn what_wmi_does_not_say_is_an_error_not_a_guess() {
         assert!(matches!(result, Err(Error::Host { .. })), "{result:?}");
     }
 }
+
+#[tokio::test]
+async fn a_disk_that_cannot_be_asked_does_not_hide_the_one_named() {
+    // Disk 3 answers; a second disk (going away) does not.
+    let wmi = recorded(0);
+    let mut gone = recorded_disk();
+    gone.insert("Number".into(), WmiValue::UInt(8));
+    gone.insert("Path".into(), text(r"\\?\scsi#disk&ven_gone#8"));
+    gone.insert(PATH.into(), text(&path(DISK, "8")));
+    wmi.store().add(DISK, gone);
+    let disk = HostDisk::new(wmi, devices(3));
+    assert_eq!(disk.get_disk_number_by_name(PAGE83).await.unwrap(), 3);
+    // The list, and a name no readable disk has, fail with the disk's code:
+    // the unreadable one might have been it.
+    for result in [
+        disk.list_disk_ids().await.map(drop),
+        disk.get_disk_number_by_name("no-such-disk").await.map(drop),
+    ] {
+        match result {
+            Err(Error::Host { os_code, .. }) => assert_eq!(os_code, Some(2)),
+            other => panic!("{other:?}"),
+        }
+    }
+}
