@@ -88,8 +88,8 @@
 //!   platforms.
 //!
 //! A driver's own `cargo doc` shows only the features it enables; to read
-//! the `testing` items there, `cargo doc --open -p csi-proxy-client
-//! --features csi-proxy-client/testing` (docs.rs shows every feature).
+//! the `testing` items there, `cargo doc --features
+//! csi-proxy-client/testing` in the driver's crate (docs.rs shows every feature).
 //!
 //! Items that need a feature, or a platform (Unix sockets), say so in
 //! their documentation.
