@@ -5,10 +5,12 @@
 //! What depends on which versions exist derives from these rows:
 //! [`ApiGroup::versions`], [`Layout::of`] (and so the client adapters and
 //! the fake proxy's server adapters), the releases the fake proxy can
-//! stand in for, the stub proxy's services, metric labels, the longest pipe
-//! name, and the tests' lists and counts. A new wire version is its
-//! `.proto`, the generated code (`tests/generated_code.rs`), one row here,
-//! and an adapter only if its messages have a new layout.
+//! stand in for, metric labels, the longest pipe name, and most of the
+//! tests' lists. What needs a type per version (the stub proxy's services,
+//! the tests' per-version clients) is generated with the wire code from
+//! `proto/` instead. A new wire version is its `.proto`, the generated
+//! code (`tests/generated_code.rs`), one row here, and an adapter only if
+//! its messages have a new layout (CONTRIBUTING.md has the steps).
 
 use crate::group::ApiGroup;
 use crate::version::ApiVersion;
