@@ -28,9 +28,16 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 rustup target list --installed | grep -qx "$target" || rustup target add "$target"
 
-# A Wine prefix of our own, so that the user's ~/.wine is left alone.
+# A Wine prefix of our own, so that the user's ~/.wine is left alone. It
+# is made here, before the wine server below that outlives the run: the
+# runner makes a missing prefix too, but waits for the server to end
+# after it, which that one never would.
 export WINEPREFIX="${WINEPREFIX:-$PWD/target/wine-prefix}"
-mkdir -p "$WINEPREFIX"
+if [ ! -f "$WINEPREFIX/system.reg" ]; then
+    mkdir -p "$WINEPREFIX"
+    wine wineboot --init >/dev/null 2>&1 || true
+    wineserver -w || true
+fi
 
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="$PWD/scripts/wine/runner.sh"

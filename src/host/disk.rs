@@ -280,15 +280,18 @@ impl DiskApi for HostDisk {
         crate::api::check_name("disk name", page83)?;
         let page83 = page83.to_owned();
         self.run(op, move |host| {
-            let mut failed = None;
+            let (mut found, mut failed) = (None::<u32>, None);
             for disk in host.each_disk_ids(op)? {
                 match disk {
-                    Ok((number, ids)) if ids.page83 == page83 => return Ok(number),
+                    // The lowest number, as the proxy's list gives it first.
+                    Ok((number, ids)) if ids.page83 == page83 => {
+                        found = Some(found.map_or(number, |f| f.min(number)));
+                    }
                     Ok(_) => {}
                     Err(error) => drop(failed.get_or_insert(error)),
                 }
             }
-            Err(failed.unwrap_or_else(|| crate::api::no_disk_with_page83(&page83)))
+            found.ok_or_else(|| failed.unwrap_or_else(|| crate::api::no_disk_with_page83(&page83)))
         })
         .await
     }

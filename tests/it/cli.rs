@@ -386,7 +386,11 @@ fn probe_exits_with_what_scripts_need() {
 
 #[test]
 fn usage_errors_are_one_json_document_under_json() {
-    for args in [&["--json", "--bogus"][..], &["--json", "disk", "lst"]] {
+    for args in [
+        &["--json", "--bogus"][..],
+        &["--json", "disk", "lst"],
+        &["--json", "disk"],
+    ] {
         let output = Command::new(BIN).args(args).output().unwrap();
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         let error: serde_json::Value = serde_json::from_slice(&output.stdout)
@@ -395,7 +399,7 @@ fn usage_errors_are_one_json_document_under_json() {
         assert_eq!(error["error"]["exit_code"], 2, "{error}");
         let message = error["error"]["message"].as_str().unwrap();
         assert!(
-            message.contains("--bogus") || message.contains("lst"),
+            message.contains("--bogus") || message.contains("lst") || message.contains("missing"),
             "{message}"
         );
         // Without --json, clap's usage on standard error, nothing on stdout.

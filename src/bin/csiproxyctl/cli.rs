@@ -118,27 +118,33 @@ pub enum Command {
 pub const NO_FAKE: &str = "this csiproxyctl has no fake proxy: an operator's build leaves it out; \
      build one with `--features cli,testing` to get `csiproxyctl fake`";
 
-/// Ends the program on a command line clap refused: its help and version
-/// as clap prints them; a usage error as one line on standard error (and,
-/// with `--json` anywhere on the line, as the JSON error document), exit 2.
+/// Ends the program on a command line clap refused: help and version asked
+/// for, as clap prints them; a usage error (a command without its
+/// subcommand included) on standard error and, with `--json` anywhere on
+/// the line, as the JSON error document, exit 2.
 pub fn refuse(usage: clap::Error) -> ExitCode {
     if matches!(
         usage.kind(),
-        ErrorKind::DisplayHelp
-            | ErrorKind::DisplayVersion
-            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
     ) {
         usage.exit();
     }
     let rendered = usage.render().to_string();
-    // clap's first line, without its `error: `: the rest is the usage.
-    let message = rendered
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .trim_start_matches("error: ")
-        .to_owned();
-    if std::env::args().any(|arg| arg == "--json") {
+    let message = match usage.kind() {
+        // clap shows the command's help: say what is missing.
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            "a subcommand or argument is missing (see --help)".to_owned()
+        }
+        // clap's first line, without its `error: `: the rest is the usage.
+        _ => rendered
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim_start_matches("error: ")
+            .to_owned(),
+    };
+    // `args_os`: an argument that is no Unicode is a usage error too.
+    if std::env::args_os().any(|arg| arg == "--json") {
         emit(&Failure::usage(message.clone()).to_json().to_string());
     }
     eprint!("{rendered}");
