@@ -11,9 +11,8 @@
 mod common;
 
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
 
-use common::TestNode;
+use common::{wait_until, TestNode};
 use csi_proxy_client::api::{IscsiAuth, Secret, SmbMapping};
 use csi_proxy_client::testing::sample::{portal, share, IQN};
 use csi_proxy_client::{ApiGroup, ApiVersion};
@@ -123,16 +122,6 @@ async fn secrets_never_show_in_traces() {
     for secret in ["smb-pa55", "chap-pa55", "mutual-pa55"] {
         assert!(!logs.contains(secret), "{secret} leaked into:\n{logs}");
     }
-}
-
-async fn wait_until(what: &str, done: impl Fn() -> bool) {
-    for _ in 0..500 {
-        if done() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("gave up waiting: {what}");
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::scenario::seeded_host;
 use crate::common::slow::serve_slow_volumes;
-use crate::common::TestNode;
+use crate::common::{wait_until, TestNode};
 use csi_proxy_client::testing::sample::volume;
 use csi_proxy_client::testing::{FakeProxy, StartOrder, Startup};
 use csi_proxy_client::{
@@ -44,15 +44,6 @@ async fn connect_requiring_disk(node: &TestNode, wait: Duration) -> Result<CsiPr
         .wait_for_proxy(wait)
         .connect()
         .await
-}
-
-/// Waits until `done` holds, for at most 10 s.
-async fn wait_until(what: &str, done: impl Fn() -> bool) {
-    let started = Instant::now();
-    while !done() {
-        assert!(started.elapsed() < Duration::from_secs(10), "never: {what}");
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
 }
 
 /// The changes received so far, as (from, to).

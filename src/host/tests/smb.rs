@@ -140,9 +140,20 @@ async fn a_new_mapping_maps_the_share_root_and_links_the_full_path() {
     std::fs::remove_dir_all(root.as_str()).unwrap();
 }
 
+/// Maps `\\files\share` with `password` over an existing mapping in
+/// `status`, the share answering or not; the recorded WMI, for its log.
+async fn map_over(status: u32, answering: bool, password: &str) -> Arc<RecordedWmi> {
+    let wmi = smb_wmi(vec![mapping(r"\\files\share", status)]);
+    let links = Arc::new(LinksInMemory::default());
+    smb(&wmi, &links, answering)
+        .new_smb_global_mapping(&request(r"\\files\share", password))
+        .await
+        .unwrap();
+    wmi
+}
+
 #[tokio::test]
 async fn a_usable_mapping_is_kept_and_a_stale_one_is_made_again() {
-    let links = Arc::new(LinksInMemory::default());
     let remove_and_create = |wmi: &RecordedWmi| {
         let log = wmi.take_log();
         assert_eq!(log.len(), 3, "{log:?}");
@@ -154,21 +165,11 @@ async fn a_usable_mapping_is_kept_and_a_stale_one_is_made_again() {
     };
 
     // OK, and the share answers: kept, whatever the credentials.
-    let wmi = smb_wmi(vec![mapping(r"\\files\share", 0)]);
-    let group = smb(&wmi, &links, true);
-    group
-        .new_smb_global_mapping(&request(r"\\files\share", "stale"))
-        .await
-        .unwrap();
+    let wmi = map_over(0, true, "stale").await;
     assert_eq!(wmi.take_log(), [QUERY]);
 
     // Disconnected (2): removed and made again.
-    let wmi = smb_wmi(vec![mapping(r"\\files\share", 2)]);
-    let group = smb(&wmi, &links, true);
-    group
-        .new_smb_global_mapping(&request(r"\\files\share", PASSWORD))
-        .await
-        .unwrap();
+    let wmi = map_over(2, true, PASSWORD).await;
     remove_and_create(&wmi);
     let status: Vec<_> = wmi
         .objects(CLASS)
@@ -178,38 +179,22 @@ async fn a_usable_mapping_is_kept_and_a_stale_one_is_made_again() {
     assert_eq!(status, [WmiValue::UInt(0)]);
 
     // OK, but the share does not answer (a rotated password): the same.
-    let wmi = smb_wmi(vec![mapping(r"\\files\share", 0)]);
-    let group = smb(&wmi, &links, false);
-    group
-        .new_smb_global_mapping(&request(r"\\files\share", PASSWORD))
-        .await
-        .unwrap();
+    let wmi = map_over(0, false, PASSWORD).await;
     remove_and_create(&wmi);
 
     // Network error (3) and unavailable (6): broken, made again.
     for broken in [3, 6] {
-        let wmi = smb_wmi(vec![mapping(r"\\files\share", broken)]);
-        let group = smb(&wmi, &links, true);
-        group
-            .new_smb_global_mapping(&request(r"\\files\share", PASSWORD))
-            .await
-            .unwrap();
+        let wmi = map_over(broken, true, PASSWORD).await;
         remove_and_create(&wmi);
     }
 }
 
 #[tokio::test]
 async fn a_mapping_on_its_way_back_is_left_to_the_pods_that_use_it() {
-    let links = Arc::new(LinksInMemory::default());
     // Paused (1), connecting (4), reconnecting (5): never removed under
     // the pods on the share, even while it does not answer yet.
     for recovering in [1, 4, 5] {
-        let wmi = smb_wmi(vec![mapping(r"\\files\share", recovering)]);
-        let group = smb(&wmi, &links, false);
-        group
-            .new_smb_global_mapping(&request(r"\\files\share", PASSWORD))
-            .await
-            .unwrap();
+        let wmi = map_over(recovering, false, PASSWORD).await;
         assert_eq!(wmi.take_log(), [QUERY], "status {recovering}");
     }
 }

@@ -112,3 +112,16 @@ pub fn every_version() -> Vec<(ApiGroup, ApiVersion)> {
         .flat_map(|&g| g.versions().iter().map(move |&v| (g, v)))
         .collect()
 }
+
+/// Waits until `done` holds, checking every 2 ms; fails the test with
+/// `what` after 10 s.
+pub async fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let started = std::time::Instant::now();
+    while !done() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "never: {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+}
