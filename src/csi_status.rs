@@ -23,6 +23,9 @@ impl ErrorKind {
             ErrorKind::NotFound => Code::NotFound,
             ErrorKind::NotImplemented => Code::Unimplemented,
             ErrorKind::InvalidResponse | ErrorKind::Host => Code::Internal,
+            ErrorKind::Conflict => Code::AlreadyExists,
+            ErrorKind::Ambiguous => Code::FailedPrecondition,
+            ErrorKind::InProgress => Code::Aborted,
         }
     }
 
@@ -37,6 +40,7 @@ impl ErrorKind {
                 | ErrorKind::Transport
                 | ErrorKind::Timeout
                 | ErrorKind::InvalidResponse
+                | ErrorKind::InProgress
         )
     }
 }
@@ -45,11 +49,15 @@ impl Error {
     /// The gRPC code a CSI node service answers for this error (see the
     /// table in the docs of [`From<Error> for tonic::Status`](#impl-From%3CError%3E-for-Status)):
     /// that of its [`kind`](Error::kind), or for a host failure the code
-    /// the proxy gave (`Unknown` answers `Internal`).
+    /// the proxy gave, or for one with code `Unknown` that of its
+    /// [`HostCause`](crate::HostCause) (`Internal` without one).
     pub fn csi_code(&self) -> Code {
         match self {
             Error::Host { code, .. } if !matches!(code, Code::Unknown | Code::Ok) => *code,
-            _ => self.kind().csi_code(),
+            _ => match self.host_cause() {
+                Some(cause) => cause.csi_code(),
+                None => self.kind().csi_code(),
+            },
         }
     }
 
@@ -58,13 +66,18 @@ impl Error {
     /// may be met, an unclear answer may be clear the next time. `false`
     /// for what needs a change first (an argument, the deployment, the
     /// proxy's version) and for host failures, which repeat, unless the
-    /// proxy said otherwise (`Unavailable`, `ResourceExhausted`, `Aborted`).
+    /// proxy said otherwise (`Unavailable`, `ResourceExhausted`, `Aborted`)
+    /// or Windows' cause passes by itself ([`HostCause::is_retryable`](crate::HostCause::is_retryable):
+    /// an unreachable server, a stale mapping, a path in use).
     pub fn is_retryable(&self) -> bool {
         match self {
-            Error::Host { code, .. } => matches!(
+            Error::Host { code, .. } if !matches!(code, Code::Unknown | Code::Ok) => matches!(
                 code,
                 Code::Unavailable | Code::ResourceExhausted | Code::Aborted
             ),
+            Error::Host { .. } => self
+                .host_cause()
+                .is_some_and(crate::HostCause::is_retryable),
             _ => self.kind().is_retryable(),
         }
     }
@@ -88,6 +101,10 @@ impl Error {
 /// | [`NotImplemented`](Error::NotImplemented) | `Unimplemented` | no | a backend (a test mock) lacks the operation |
 /// | [`InvalidResponse`](Error::InvalidResponse) | `Internal` | yes | the answer could not be understood; the outcome is unknown, and a retry of an idempotent CSI call is how to learn it |
 /// | [`Host`](Error::Host) with `Unknown` (almost every host failure) | `Internal` | no | the host operation failed; the same call would fail the same way |
+/// | [`Host`](Error::Host) with `Unknown` and a [`HostCause`](crate::HostCause) | the cause's | the cause's | Windows named what went wrong (a logon failure, an unreachable server, ...) |
+/// | [`Conflict`](Error::Conflict) | `AlreadyExists` | no | something else is at the path; it was left alone |
+/// | [`Ambiguous`](Error::Ambiguous) | `FailedPrecondition` | no | a lookup that must find one thing found several |
+/// | [`InProgress`](Error::InProgress) | `Aborted` | yes | an earlier attempt may still run on the host |
 /// | [`Host`](Error::Host) with another code | that code | for `Unavailable`, `ResourceExhausted`, `Aborted` | the proxy chose the code |
 ///
 ///

@@ -203,6 +203,36 @@ pub enum Error {
         /// The connect timeout that passed.
         after: Duration,
     },
+
+    /// Something unexpected is at a path the caller meant to use: another
+    /// volume, a link to somewhere else, a directory with files in it. It
+    /// was left as it is (see [`mount`](crate::mount)).
+    #[error("{path}: {found}; it was left as it is")]
+    Conflict {
+        /// The path, as Windows writes it.
+        path: String,
+        /// What is there, in words.
+        found: String,
+    },
+
+    /// A lookup that must find one thing found several.
+    #[error("more than one {what}: {}", candidates.join(", "))]
+    Ambiguous {
+        /// What was looked for.
+        what: String,
+        /// What matched.
+        candidates: Vec<String>,
+    },
+
+    /// An earlier attempt at the same change may still be running on the
+    /// host (it outlived its caller's deadline, or the proxy restarted
+    /// while it ran): it is not started again until it is seen done or
+    /// its time is up. Retry later.
+    #[error("{what} may still be running on the host; not starting it again yet")]
+    InProgress {
+        /// The change, in words.
+        what: String,
+    },
 }
 
 /// What kind of failure an [`Error`] is: the one classification from
@@ -246,6 +276,12 @@ pub enum ErrorKind {
     InvalidResponse,
     /// [`Error::Host`].
     Host,
+    /// [`Error::Conflict`].
+    Conflict,
+    /// [`Error::Ambiguous`].
+    Ambiguous,
+    /// [`Error::InProgress`].
+    InProgress,
 }
 
 impl ErrorKind {
@@ -265,6 +301,9 @@ impl ErrorKind {
             ErrorKind::NotImplemented => "not_implemented",
             ErrorKind::InvalidResponse => "invalid_response",
             ErrorKind::Host => "host",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::Ambiguous => "ambiguous",
+            ErrorKind::InProgress => "in_progress",
         }
     }
 }
@@ -291,6 +330,21 @@ impl Error {
             Error::NotImplemented { .. } => ErrorKind::NotImplemented,
             Error::InvalidResponse { .. } => ErrorKind::InvalidResponse,
             Error::Host { .. } => ErrorKind::Host,
+            Error::Conflict { .. } => ErrorKind::Conflict,
+            Error::Ambiguous { .. } => ErrorKind::Ambiguous,
+            Error::InProgress { .. } => ErrorKind::InProgress,
+        }
+    }
+
+    /// What Windows said went wrong, for an [`Error::Host`] whose Windows
+    /// error code or message names one of the causes a driver acts on
+    /// ([`HostCause`](crate::HostCause)); `None` for every other error.
+    pub fn host_cause(&self) -> Option<crate::HostCause> {
+        match self {
+            Error::Host {
+                os_code, message, ..
+            } => crate::HostCause::classify(*os_code, message),
+            _ => None,
         }
     }
 
@@ -302,7 +356,7 @@ impl Error {
     /// ```
     /// use csi_proxy_client::{Code, Error, Operation};
     ///
-    /// let error = Error::host(Operation::MountVolume, Code::Unknown, "access is denied");
+    /// let error = Error::host(Operation::MountVolume, Code::Unknown, "The device is not ready.");
     /// assert_eq!(error.csi_code(), Code::Internal);
     /// assert!(!error.is_retryable());
     /// ```

@@ -59,6 +59,10 @@
 //!   implement these; adapters (private) translate each to each wire
 //!   version, as [`Operation::support`] says.
 //! - [`health`]: what a client stands on now, and the changes of version.
+//! - [`mount`]: the node's volume operations on top of the traits
+//!   ([`mount::Mounter`]): stage, publish, expand, stats, SMB leases,
+//!   reconcile; idempotent, serialised per path, and right on every proxy
+//!   release.
 //! - [`negotiate`]: the [`negotiate::Negotiator`] probes each group's
 //!   candidate versions in the order of its [`negotiate::VersionPolicy`],
 //!   keeps the first endpoint that opens (and uses that very connection),
@@ -115,7 +119,9 @@ mod error;
 mod group;
 #[cfg(all(windows, feature = "host-process"))]
 mod host;
+mod host_cause;
 pub mod metrics;
+pub mod mount;
 pub mod negotiate;
 mod registry;
 mod retry;
@@ -133,6 +139,7 @@ pub use capability::{Operation, Support};
 pub use client::{Backend, Backends, CallOptions, CsiProxy, CsiProxyBuilder};
 pub use error::{Code, Error, ErrorKind, Result, Status};
 pub use group::ApiGroup;
+pub use host_cause::HostCause;
 pub use retry::RetryPolicy;
 pub use version::ApiVersion;
 
@@ -184,3 +191,7 @@ struct TestingGuideDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/host-process.md")]
 struct HostProcessGuideDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/mounting.md")]
+struct MountingGuideDoctests;

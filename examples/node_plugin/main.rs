@@ -1,13 +1,15 @@
 //! A CSI node plugin's volume life against embedded fake proxies: the
 //! functions of `node.rs` (what a driver's `NodeStageVolume`, ... handlers
 //! call), run unchanged on a node with CSI Proxy v0.2.2 and on one with
-//! v1.1, printing each step, the versions negotiated and the calls each
-//! proxy received. See `docs/porting.md` for the guide from the Go client.
+//! v1.3, printing each step, the versions negotiated and the calls each
+//! proxy received. See `docs/mounting.md` for the mounter, and
+//! `docs/porting.md` for the guide from the Go client.
 //!
 //! Run it with `cargo run --example node_plugin`.
 
 mod node;
 
+use csi_proxy_client::mount::Mounter;
 use csi_proxy_client::testing::{FakeHost, FakeProxy, LocalEndpoints, ProxyRelease};
 use csi_proxy_client::{api::WindowsPath, ApiGroup, CsiProxy};
 
@@ -19,7 +21,7 @@ const POD_DIR: &str = r"C:\var\lib\kubelet\pods\7c1d\volumes\kubernetes.io~csi\p
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    for release in [ProxyRelease::V0_2_2, ProxyRelease::V1_1_0] {
+    for release in [ProxyRelease::V0_2_2, ProxyRelease::LATEST] {
         let endpoints = LocalEndpoints::new()?;
         let transport = endpoints.transport();
         let host = FakeHost::builder()
@@ -36,45 +38,59 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .connect()
             .await?;
         println!("CSI Proxy {release}:\n{}", proxy.health());
-        one_volume(&proxy, &host).await?;
-        let mut rpcs: Vec<String> = fake
-            .calls()
-            .iter()
-            .map(|c| format!("{} {} {}", c.group, c.version, c.rpc))
-            .collect();
-        rpcs.dedup();
-        println!("  calls the proxy received:\n    {}\n", rpcs.join("\n    "));
+        // On a node: a folder under the plugin's host directory.
+        let state = tempfile::tempdir()?;
+        let mounter = Mounter::builder(proxy, state.path()).build()?;
+        one_volume(&mounter, &host, &fake).await?;
         fake.shutdown().await;
     }
     Ok(())
 }
 
-async fn one_volume(proxy: &CsiProxy, host: &FakeHost) -> Result<(), Box<dyn std::error::Error>> {
+async fn one_volume(
+    mounter: &Mounter,
+    host: &FakeHost,
+    fake: &FakeProxy,
+) -> Result<(), Box<dyn std::error::Error>> {
     let staging = WindowsPath::new(STAGING)?;
     let target = WindowsPath::new(format!(r"{POD_DIR}\mount"))?;
+    let rpcs = || {
+        let calls: Vec<String> = fake.calls().into_iter().map(|c| c.rpc).collect();
+        fake.clear_calls();
+        calls.join(" ")
+    };
 
-    let volume = node::node_stage_volume(proxy, PAGE83, &staging).await?;
-    println!("  staged {volume} at {staging}");
-    node::node_publish_volume(proxy, &staging, &target).await?;
-    println!("  published at {target}");
-    let stats = node::node_get_volume_stats(proxy, &target).await?;
+    let volume = node::node_stage_volume(mounter, PAGE83, &staging).await?;
+    println!("  staged {volume} at {staging}\n    {}", rpcs());
+    node::node_stage_volume(mounter, PAGE83, &staging).await?;
     println!(
-        "  stats: {} of {} bytes used",
-        stats.used_bytes, stats.total_bytes
+        "  staged again (kubelet's retry): nothing changed\n    {}",
+        rpcs()
+    );
+    node::node_publish_volume(mounter, &staging, &target).await?;
+    println!("  published at {target}\n    {}", rpcs());
+    let stats = node::node_get_volume_stats(mounter, &target).await?;
+    println!(
+        "  stats: {} of {} bytes used, {} free\n    {}",
+        stats.used_bytes,
+        stats.total_bytes,
+        stats.available_bytes,
+        rpcs()
     );
     // The controller grows the disk to 20 GiB; the node grows the volume.
     host.set_disk_size(1, 20 * GIB);
-    let size = node::node_expand_volume(proxy, &target).await?;
-    println!("  expanded to {size} bytes");
-    node::node_unpublish_volume(proxy, &target).await?;
-    node::node_unstage_volume(proxy, &staging).await?;
-    println!("  unpublished and unstaged");
+    let size = node::node_expand_volume(mounter, &target, Some(20 * GIB)).await?;
+    println!("  expanded to {size} bytes\n    {}", rpcs());
+    node::node_unpublish_volume(mounter, &target).await?;
+    node::node_unstage_volume(mounter, &staging).await?;
+    println!("  unpublished and unstaged (disk offline)\n    {}", rpcs());
     // What a handler answers kubelet when something fails: the SDK's error
     // converts into the CSI status (`?` in a tonic handler does it).
-    if let Err(error) = node::node_stage_volume(proxy, "Google  no-such-disk", &staging).await {
+    let other = WindowsPath::new(format!(r"{POD_DIR}\other"))?;
+    if let Err(error) = node::node_publish_volume(mounter, &staging, &other).await {
         let status = tonic::Status::from(error);
         println!(
-            "  a disk that is not attached: {:?}: {}",
+            "  a publish before the stage: {:?}: {}",
             status.code(),
             status.message()
         );

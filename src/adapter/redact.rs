@@ -40,6 +40,15 @@ pub(crate) fn redact(error: Error, secret: &Secret) -> Error {
             reason: clean(reason),
         },
         Error::NotFound { what } => Error::NotFound { what: clean(what) },
+        Error::Conflict { path, found } => Error::Conflict {
+            path,
+            found: clean(found),
+        },
+        Error::Ambiguous { what, candidates } => Error::Ambiguous {
+            what: clean(what),
+            candidates: candidates.into_iter().map(clean).collect(),
+        },
+        Error::InProgress { what } => Error::InProgress { what: clean(what) },
         Error::InvalidArgument { what, reason } => Error::InvalidArgument {
             what,
             reason: clean(reason),

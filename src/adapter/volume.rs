@@ -5,6 +5,16 @@
 //!   names, `DismountVolume`, `VolumeStats`, `GetVolumeDiskNumber` (int64)
 //!   and `GetVolumeIDFromMount`.
 //! - [`NumberedVolume`]: v1beta3, v1, v2alpha1.
+//!
+//! One answer depends on the proxy's release, not its wire version:
+//! `VolumeStatsResponse.volume_size` (v1beta1, v1beta2) is the volume's
+//! *free* space from CSI Proxy v0.2.0 to v0.2.2 and its *total* size from
+//! v1.0.0 on. Every v1.x release also serves volume v1beta3 and v1, which
+//! the default policy prefers, so a client on a string-ID version that
+//! tried a newer volume version and found it absent is on v0.2.x and
+//! reads the field as free space. A client kept on v1beta1/v1beta2 by its
+//! policy (nothing newer tried) cannot tell, and reads it as the total, as
+//! every release of the last years sends it.
 
 use async_trait::async_trait;
 
@@ -39,11 +49,18 @@ fn volume_ids(operation: Op, ids: Vec<String>) -> Result<Vec<VolumeId>> {
 
 pub(super) struct StringIdVolume {
     wire: WireClient,
+    /// Whether `VolumeStatsResponse.volume_size` is the free space (CSI
+    /// Proxy v0.2.x) rather than the total (see the module docs).
+    size_is_free_space: bool,
 }
 
 impl StringIdVolume {
     pub fn new(wire: WireClient) -> Self {
-        Self { wire }
+        let size_is_free_space = wire.newer_versions_absent();
+        Self {
+            wire,
+            size_is_free_space,
+        }
     }
 }
 
@@ -111,7 +128,24 @@ impl VolumeApi for StringIdVolume {
         let request = volume_only_request!(string_id::VolumeStatsRequest, volume);
         let response: string_id::VolumeStatsResponse =
             self.wire.call(Op::GetVolumeStats, request).await?;
-        volume_stats(response.volume_size, response.volume_used_size)
+        let stats = volume_stats(response.volume_size, response.volume_used_size)?;
+        if !self.size_is_free_space {
+            return Ok(stats);
+        }
+        // v0.2.x: free space and used bytes; the total is their sum.
+        let total_bytes = stats
+            .total_bytes
+            .checked_add(stats.used_bytes)
+            .ok_or_else(|| {
+                crate::error::Error::invalid_response(
+                    Op::GetVolumeStats,
+                    "free and used bytes add up to more than 2^64",
+                )
+            })?;
+        Ok(VolumeStats {
+            total_bytes,
+            ..stats
+        })
     }
 
     async fn get_disk_number_from_volume_id(&self, volume: &VolumeId) -> Result<u32> {

@@ -26,6 +26,8 @@ pub(crate) struct WireClient {
     /// natively, indexed by `Operation as usize`; built once, cloned per
     /// call without allocating.
     paths: Arc<[Option<PathAndQuery>]>,
+    /// See [`Connection::newer_versions_absent`].
+    newer_absent: bool,
 }
 
 impl WireClient {
@@ -48,7 +50,14 @@ impl WireClient {
             version,
             address: Arc::from(connection.address()),
             paths: paths.into(),
+            newer_absent: connection.newer_versions_absent(),
         }
+    }
+
+    /// Whether negotiation found a newer version of the group absent: the
+    /// node's proxy is older than the release that brought it.
+    pub fn newer_versions_absent(&self) -> bool {
+        self.newer_absent
     }
 
     /// Whether this version serves `operation` with an RPC of its own.

@@ -24,7 +24,6 @@ pub use filesystem::FilesystemApi;
 pub use iscsi::{IscsiApi, IscsiAuth, TargetPortal, DEFAULT_ISCSI_PORT};
 pub(crate) use path::quoted;
 pub use path::{WindowsPath, MAX_PATH};
-#[cfg(any(feature = "testing", all(windows, feature = "host-process")))]
 pub(crate) use smb::share_root;
 pub use smb::{SmbApi, SmbMapping, SmbRemotePath};
 pub use system::{ServiceInfo, ServiceStatus, StartType, SystemApi};

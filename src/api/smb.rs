@@ -48,9 +48,8 @@ impl SmbRemotePath {
 }
 
 /// The share's root, `\\server\share`, lower-cased, of a remote path
-/// that starts so: what CSI Proxy maps (and looks up, and removes),
-/// whatever folder below it the path names.
-#[cfg(any(feature = "testing", all(windows, feature = "host-process")))]
+/// that starts so: what CSI Proxy from v1.1.2 (and the host backend) maps,
+/// looks up and removes, whatever folder below it the path names.
 pub(crate) fn share_root(remote: &str) -> Option<String> {
     let rest = remote.strip_prefix("\\\\")?;
     let mut parts = rest.split('\\');
@@ -73,7 +72,10 @@ impl fmt::Display for SmbRemotePath {
 /// A global SMB mapping to create. Its `Debug` output hides the password.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SmbMapping {
-    /// The share (or a folder in it); the proxy maps the share's root.
+    /// The share (or a folder in it). CSI Proxy from v1.1.2 (and the host
+    /// backend) maps the share's root, `\\server\share`; earlier releases
+    /// map this exact path, under the same wire versions (the
+    /// [`mount`](crate::mount) layer's leases hold under both rules).
     pub remote_path: SmbRemotePath,
     /// Where to link the remote path locally, if anywhere; it must lie in
     /// the proxy's working directories.
@@ -135,14 +137,18 @@ impl SmbMapping {
 // The defaults answer `NotImplemented`, whatever the arguments.
 #[allow(unused_variables)]
 pub trait SmbApi: Send + Sync {
-    /// Maps the root of the share of `mapping.remote_path` globally (again,
-    /// if an existing mapping is no longer valid), and links
-    /// `mapping.local_path` to the remote path if given.
+    /// Maps the share of `mapping.remote_path` globally (its root from CSI
+    /// Proxy v1.1.2, the path itself before; again, if an existing mapping
+    /// is no longer valid), and links `mapping.local_path` to the remote
+    /// path if given. The mapping is made before the link: when the link is
+    /// refused, the mapping stays.
     async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
         not_implemented(Operation::NewSmbGlobalMapping)
     }
 
-    /// Removes the global mapping of the share that holds `remote_path`.
+    /// Removes the global mapping of the share that holds `remote_path` (of
+    /// `remote_path` itself before CSI Proxy v1.1.2). A mapping that does
+    /// not exist is an error.
     async fn remove_smb_global_mapping(&self, remote_path: &SmbRemotePath) -> Result<()> {
         not_implemented(Operation::RemoveSmbGlobalMapping)
     }

@@ -32,9 +32,20 @@ pub struct Connection {
     version: ApiVersion,
     address: String,
     channel: ProxyChannel,
+    /// Whether a version the policy prefers to this one was tried and its
+    /// endpoint was absent: evidence of an older proxy release, which some
+    /// answers depend on (see `adapter::volume`).
+    newer_absent: bool,
 }
 
 impl Connection {
+    /// Whether a version of the group newer than this one (one the policy
+    /// prefers) was tried and not served: the node's proxy release is older
+    /// than the one that brought it (unless the proxy was still starting).
+    pub(crate) fn newer_versions_absent(&self) -> bool {
+        self.newer_absent
+    }
+
     /// The group.
     pub fn group(&self) -> ApiGroup {
         self.group
@@ -323,12 +334,16 @@ async fn negotiate_group(
         let address = transport.address(group, version);
         match connect(transport, &address, options).await {
             Ok(channel) => {
+                let newer_absent = attempts
+                    .iter()
+                    .any(|a: &Attempt| a.outcome == AttemptOutcome::Absent);
                 attempts.push(Attempt::new(version, &address, AttemptOutcome::Connected));
                 outcome = Some(Ok(Connection {
                     group,
                     version,
                     address,
                     channel,
+                    newer_absent,
                 }));
                 break;
             }

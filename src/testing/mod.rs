@@ -10,7 +10,10 @@
 //!   runs on both.
 //! - [`FakeHost`]: an in-memory Windows host (disks, partitions, volumes,
 //!   mounts, symbolic links, SMB mappings, iSCSI portals and targets,
-//!   services) that implements every group trait with the proxy's rules.
+//!   services) that implements every group trait with the proxy's rules,
+//!   those of older releases too, and misbehaves on demand: failed or
+//!   delayed calls ([`WindowsError`]), offline or read-only disks, broken
+//!   SMB mappings ([`SmbMappingStatus`]), reboots.
 //! - [`FakeProxy`]: serves any chosen set of group-versions, backed by a
 //!   [`FakeHost`] or by any implementation of the traits (a mock), and
 //!   records every call; [`ProxyRelease`] names the set a CSI Proxy
@@ -40,7 +43,9 @@ mod scripted;
 mod startup;
 mod stub;
 
-pub use fake_host::{FakeDisk, FakeHost, FakeHostBuilder, FakeVolume, PathEntry};
+pub use fake_host::{
+    FakeDisk, FakeHost, FakeHostBuilder, FakeVolume, PathEntry, SmbMappingStatus, WindowsError,
+};
 pub use fake_proxy::{Call, FakeProxy};
 #[cfg(windows)]
 pub use listener::listen_owned_by;

@@ -10,10 +10,13 @@ use crate::registry::{LATEST_KNOWN_RELEASE as LATEST_KNOWN, WIRE_VERSIONS};
 use crate::version::ApiVersion;
 
 /// A CSI Proxy release (`v0.2.2`, `v1.1.3`, ...), for
-/// [`FakeProxy::serve_release`](super::FakeProxy::serve_release).
+/// [`FakeProxy::serve_release`](super::FakeProxy::serve_release) and
+/// [`FakeHost::behave_as`](super::FakeHost::behave_as).
 ///
 /// A release serves every group-version that existed when it was made: no
-/// version was ever removed from the server.
+/// version was ever removed from the server. Some behaviours changed within
+/// a version, between releases; the fake host and proxy follow them (see
+/// `docs/fake-host.md`).
 ///
 /// ```
 /// use csi_proxy_client::testing::ProxyRelease;
@@ -44,7 +47,15 @@ impl ProxyRelease {
     pub const V1_0_0: Self = Self::at(1, 0, 0);
     /// v1.1.0: the `v2alpha1` previews of filesystem and volume.
     pub const V1_1_0: Self = Self::at(1, 1, 0);
-    /// v1.3.0: the newest release this crate knows.
+    /// v1.1.1: the last release whose `NewSmbGlobalMapping` maps the remote
+    /// path itself rather than its share's root.
+    pub const V1_1_1: Self = Self::at(1, 1, 1);
+    /// v1.1.2: SMB global mappings of the share's root (`\\server\share`).
+    pub const V1_1_2: Self = Self::at(1, 1, 2);
+    /// v1.2.0: `ResizeVolume` skips growth of less than 100 MiB.
+    pub const V1_2_0: Self = Self::at(1, 2, 0);
+    /// v1.3.0: the newest release this crate knows; `MountVolume` accepts
+    /// the same volume mounted at the same folder again.
     pub const V1_3_0: Self = Self::at(1, 3, 0);
     /// The newest release this crate knows (today [`V1_3_0`](Self::V1_3_0)):
     /// it serves every group-version.

@@ -300,7 +300,7 @@ fn smb_map_takes_the_password_from_the_environment_or_stdin_only() {
         1,
     );
     assert!(
-        denied.contains("access is denied") && !denied.contains("wrong-password"),
+        denied.contains("user name or password is incorrect") && !denied.contains("wrong-password"),
         "{denied}"
     );
 

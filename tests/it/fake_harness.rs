@@ -122,7 +122,7 @@ async fn the_proxy_rules_hold_directly_and_over_the_wire() {
         direct.smb().unwrap().new_smb_global_mapping(&wrong).await,
         wired.smb().unwrap().new_smb_global_mapping(&wrong).await,
     );
-    assert!(msg.contains("access is denied"), "{msg}");
+    assert!(msg.contains("user name or password is incorrect"), "{msg}");
 
     let fixture = Fixture::default();
     let portal = fixture.iscsi.portal.clone();

@@ -17,6 +17,8 @@ mod host_process;
 mod hostile_proxy;
 mod malformed_responses;
 mod metrics;
+mod misbehaving_host;
+mod mounter;
 mod negotiation;
 mod node_plugin;
 mod partial_proxy;

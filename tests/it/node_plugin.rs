@@ -1,14 +1,15 @@
-//! The porting guide's node plugin (`examples/node_plugin/node.rs`): one
-//! volume's life, the same code against a fake proxy of CSI Proxy v0.2.2
-//! and of v1.1, checked step by step on the fake host, with every step
-//! repeated as kubelet repeats calls.
+//! The example node plugin (`examples/node_plugin/node.rs`, on the
+//! mounter): one volume's life, the same code against a fake proxy of CSI
+//! Proxy v0.2.2 and of v1.1, checked step by step on the fake host, with
+//! every step repeated as kubelet repeats calls.
 
 #[path = "../../examples/node_plugin/node.rs"]
-mod node;
+pub mod node;
 
 use std::collections::BTreeSet;
 
 use crate::common::TestNode;
+use csi_proxy_client::mount::Mounter;
 use csi_proxy_client::testing::{FakeHost, FakeProxy, PathEntry, ProxyRelease};
 use csi_proxy_client::{api::WindowsPath, ApiGroup, ApiVersion as V, Code, CsiProxy, Error};
 
@@ -19,7 +20,7 @@ const POD_DIR: &str = r"C:\var\lib\kubelet\pods\7c1d\volumes\kubernetes.io~csi\p
 const TARGET: &str = r"C:\var\lib\kubelet\pods\7c1d\volumes\kubernetes.io~csi\pvc-1234\mount";
 
 /// A node on `release` with one raw 10 GiB disk, and a client of it.
-async fn node_on(release: ProxyRelease) -> (TestNode, FakeHost, FakeProxy, CsiProxy) {
+async fn node_on(release: ProxyRelease) -> (TestNode, FakeHost, FakeProxy, Mounter) {
     let node = TestNode::new();
     let host = FakeHost::builder()
         .disk(1, "Google  other-disk", 5 * GIB)
@@ -36,7 +37,13 @@ async fn node_on(release: ProxyRelease) -> (TestNode, FakeHost, FakeProxy, CsiPr
         .connect()
         .await
         .unwrap();
-    (node, host, fake, proxy)
+    // The journal's folder stays for the test's life (a node's would).
+    let state = tempfile::tempdir().unwrap().keep();
+    let mounter = Mounter::builder(proxy, state)
+        .disk_wait(std::time::Duration::from_millis(200))
+        .build()
+        .unwrap();
+    (node, host, fake, mounter)
 }
 
 fn path(p: &str) -> WindowsPath {
@@ -45,14 +52,15 @@ fn path(p: &str) -> WindowsPath {
 
 /// The life of one volume, checked on the host after each step.
 async fn one_volume_life(release: ProxyRelease) -> (FakeProxy, CsiProxy) {
-    let (_node, host, fake, proxy) = node_on(release).await;
+    let (_node, host, fake, mounter) = node_on(release).await;
+    let proxy = mounter.proxy().clone();
     let (staging, target) = (path(STAGING), path(TARGET));
 
     // Stage, twice: the second finds it staged.
-    let volume = node::node_stage_volume(&proxy, PAGE83, &staging)
+    let volume = node::node_stage_volume(&mounter, PAGE83, &staging)
         .await
         .unwrap();
-    let again = node::node_stage_volume(&proxy, PAGE83, &staging)
+    let again = node::node_stage_volume(&mounter, PAGE83, &staging)
         .await
         .unwrap();
     assert_eq!(again, volume);
@@ -67,10 +75,10 @@ async fn one_volume_life(release: ProxyRelease) -> (FakeProxy, CsiProxy) {
     assert!(host.volume(&volume).unwrap().size_bytes < 10 * GIB);
 
     // Publish, twice; then once more over an empty directory kubelet made.
-    node::node_publish_volume(&proxy, &staging, &target)
+    node::node_publish_volume(&mounter, &staging, &target)
         .await
         .unwrap();
-    node::node_publish_volume(&proxy, &staging, &target)
+    node::node_publish_volume(&mounter, &staging, &target)
         .await
         .unwrap();
     let link = host.entry(TARGET);
@@ -79,23 +87,33 @@ async fn one_volume_life(release: ProxyRelease) -> (FakeProxy, CsiProxy) {
         "{link:?}"
     );
 
-    let stats = node::node_get_volume_stats(&proxy, &target).await.unwrap();
+    let stats = node::node_get_volume_stats(&mounter, &target)
+        .await
+        .unwrap();
     assert_eq!(stats.total_bytes, staged.size_bytes);
     assert!(stats.used_bytes <= stats.total_bytes);
 
     // The controller grew the disk: the volume follows, once.
     assert!(host.set_disk_size(2, 20 * GIB));
-    let grown = node::node_expand_volume(&proxy, &target).await.unwrap();
+    let grown = node::node_expand_volume(&mounter, &target, Some(20 * GIB))
+        .await
+        .unwrap();
     assert!(grown > 19 * GIB && grown <= 20 * GIB, "{grown}");
     assert_eq!(
-        node::node_expand_volume(&proxy, &target).await.unwrap(),
+        node::node_expand_volume(&mounter, &target, Some(20 * GIB))
+            .await
+            .unwrap(),
         grown
     );
     assert_eq!(host.volume(&volume).unwrap().size_bytes, grown);
 
     // Unpublish, twice: the link goes, the staged volume stays.
-    node::node_unpublish_volume(&proxy, &target).await.unwrap();
-    node::node_unpublish_volume(&proxy, &target).await.unwrap();
+    node::node_unpublish_volume(&mounter, &target)
+        .await
+        .unwrap();
+    node::node_unpublish_volume(&mounter, &target)
+        .await
+        .unwrap();
     assert_eq!(host.entry(TARGET), None);
     assert_eq!(
         host.entry(STAGING),
@@ -103,18 +121,19 @@ async fn one_volume_life(release: ProxyRelease) -> (FakeProxy, CsiProxy) {
     );
 
     // Unstage, twice: nothing is mounted and the staging path is gone.
-    node::node_unstage_volume(&proxy, &staging).await.unwrap();
-    node::node_unstage_volume(&proxy, &staging).await.unwrap();
+    node::node_unstage_volume(&mounter, &staging).await.unwrap();
+    node::node_unstage_volume(&mounter, &staging).await.unwrap();
     assert_eq!(host.entry(STAGING), None);
     assert!(host.volume(&volume).unwrap().mounts.is_empty());
     assert!(host.volume(&volume).unwrap().formatted, "the data stays");
+    assert!(!host.disk(2).unwrap().online, "offline after the unstage");
 
     // Publish over the directory kubelet may create first.
-    node::node_stage_volume(&proxy, PAGE83, &staging)
+    node::node_stage_volume(&mounter, PAGE83, &staging)
         .await
         .unwrap();
     proxy.filesystem().unwrap().mkdir(&target).await.unwrap();
-    node::node_publish_volume(&proxy, &staging, &target)
+    node::node_publish_volume(&mounter, &staging, &target)
         .await
         .unwrap();
     assert!(matches!(host.entry(TARGET), Some(PathEntry::Symlink(_))));
@@ -169,21 +188,22 @@ async fn the_same_code_runs_on_a_node_with_csi_proxy_v1_1() {
 
 #[tokio::test]
 async fn failures_reach_the_handler_as_csi_codes() {
-    let (_node, _host, _fake, proxy) = node_on(ProxyRelease::V0_2_2).await;
+    let (_node, _host, _fake, mounter) = node_on(ProxyRelease::V0_2_2).await;
+    let proxy = mounter.proxy();
     let staging = path(STAGING);
 
-    let missing = node::node_stage_volume(&proxy, "Google  no-such-disk", &staging).await;
+    let missing = node::node_stage_volume(&mounter, "Google  no-such-disk", &staging).await;
     let error = missing.unwrap_err();
     assert!(matches!(error, Error::NotFound { .. }), "{error:?}");
     assert_eq!(error.csi_code(), Code::NotFound);
     let made = proxy.filesystem().unwrap().path_exists(&staging).await;
     assert!(!made.unwrap(), "nothing was made");
 
-    let unstaged = node::node_get_volume_stats(&proxy, &staging)
+    let unstaged = node::node_get_volume_stats(&mounter, &staging)
         .await
         .unwrap_err();
-    assert!(matches!(unstaged, Error::Host { .. }), "{unstaged:?}");
-    assert_eq!(unstaged.csi_code(), Code::Internal);
+    assert!(matches!(unstaged, Error::NotFound { .. }), "{unstaged:?}");
+    assert_eq!(unstaged.csi_code(), Code::NotFound);
 
     let rejected = WindowsPath::new(r"C:\var\lib\kubelet\pods\a\..\..\..\Windows");
     let error = rejected.unwrap_err();

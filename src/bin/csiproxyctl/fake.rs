@@ -96,9 +96,14 @@ const FAKE_SHARE: (&str, &str, &str) = (r"\\fileserver\data", "csi", "fake-passw
 
 /// Serves the fake proxy until interrupted.
 pub async fn run(cli: &Cli, args: &FakeArgs) -> Outcome {
-    let served = match (&args.versions, &args.release) {
+    let release = args
+        .release
+        .as_deref()
+        .map(str::parse::<ProxyRelease>)
+        .transpose()?;
+    let served = match (&args.versions, release) {
         (Some(list), _) => versions(list)?,
-        (None, Some(release)) => release.parse::<ProxyRelease>()?.served(),
+        (None, Some(release)) => release.served(),
         (None, None) => ApiGroup::ALL
             .iter()
             .flat_map(|&g| g.versions().iter().map(move |&v| (g, v)))
@@ -134,6 +139,10 @@ pub async fn run(cli: &Cli, args: &FakeArgs) -> Outcome {
         eprintln!("csiproxyctl fake: endpoints in a random order, --seed {seed}");
     }
     proxy.set_startup(startup);
+    // A release's answers too, where they differ under one version.
+    if let Some(release) = release {
+        proxy.behave_as(release);
+    }
     proxy.serve_all(served.clone()).await?;
     // One line, once every endpoint is up: a script waits for it.
     let list: Vec<String> = served.iter().map(|(g, v)| format!("{g}={v}")).collect();

@@ -4,89 +4,106 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 
-use super::{disk_ids, host_error, FakeHost};
+use super::faults::{windows_error, WindowsError};
+use super::state::HostState;
+use super::{disk_ids, host_error, FakeDisk, FakeHost};
 use crate::api::{disk_by_page83, DiskApi, DiskIds, DiskLocation};
 use crate::capability::Operation as Op;
 use crate::error::Result;
+
+impl HostState {
+    fn disk_mut(&mut self, op: Op, disk: u32) -> Result<&mut FakeDisk> {
+        self.disks
+            .get_mut(&disk)
+            .ok_or_else(|| host_error(op, format!("disk {disk} not found")))
+    }
+
+    fn partition_disk(&mut self, disk: u32) -> Result<()> {
+        let op = Op::PartitionDisk;
+        let found = self.disk_mut(op, disk)?;
+        if !found.online {
+            return Err(host_error(op, format!("disk {disk} is offline")));
+        }
+        // Already initialised: left as it is, nothing written.
+        if found.partitioned {
+            return Ok(());
+        }
+        if found.read_only {
+            return Err(windows_error(op, WindowsError::WRITE_PROTECT));
+        }
+        if let Some(volume) = self.add_data_partition(disk) {
+            self.made_by_partition.insert(volume);
+        }
+        Ok(())
+    }
+}
 
 #[async_trait]
 #[deny(clippy::missing_trait_methods)]
 impl DiskApi for FakeHost {
     async fn list_disk_locations(&self) -> Result<BTreeMap<u32, DiskLocation>> {
-        Ok(self
-            .state()
-            .disks
-            .iter()
-            .map(|(&n, d)| (n, d.location.clone()))
-            .collect())
+        self.host_call(Op::ListDiskLocations, |state| {
+            Ok(state
+                .disks
+                .iter()
+                .map(|(&n, d)| (n, d.location.clone()))
+                .collect())
+        })
+        .await
     }
 
     async fn partition_disk(&self, disk: u32) -> Result<()> {
-        let mut state = self.state();
-        let Some(found) = state.disks.get(&disk) else {
-            return Err(host_error(
-                Op::PartitionDisk,
-                format!("disk {disk} not found"),
-            ));
-        };
-        if !found.online {
-            return Err(host_error(
-                Op::PartitionDisk,
-                format!("disk {disk} is offline"),
-            ));
-        }
-        // Already initialised: left as it is.
-        if !found.partitioned {
-            state.add_data_partition(disk);
-        }
-        Ok(())
+        self.host_call(Op::PartitionDisk, move |state| state.partition_disk(disk))
+            .await
     }
 
     async fn rescan(&self) -> Result<()> {
-        self.state().rescans += 1;
-        Ok(())
+        self.host_call(Op::Rescan, |state| {
+            state.rescans += 1;
+            Ok(())
+        })
+        .await
     }
 
     async fn list_disk_ids(&self) -> Result<BTreeMap<u32, DiskIds>> {
-        Ok(self
-            .state()
-            .disks
-            .iter()
-            .map(|(&n, d)| (n, disk_ids(d)))
-            .collect())
+        self.host_call(Op::ListDiskIds, |state| Ok(all_disk_ids(state)))
+            .await
     }
 
     async fn get_disk_stats(&self, disk: u32) -> Result<u64> {
-        self.state()
-            .disks
-            .get(&disk)
-            .map(|d| d.size_bytes)
-            .ok_or_else(|| host_error(Op::GetDiskStats, format!("disk {disk} not found")))
+        self.host_call(Op::GetDiskStats, move |state| {
+            Ok(state.disk_mut(Op::GetDiskStats, disk)?.size_bytes)
+        })
+        .await
     }
 
+    /// Changes only whether the disk is online: a read-only disk stays so,
+    /// as with CSI Proxy.
     async fn set_disk_state(&self, disk: u32, online: bool) -> Result<()> {
-        match self.state().disks.get_mut(&disk) {
-            Some(found) => {
-                found.online = online;
-                Ok(())
-            }
-            None => Err(host_error(
-                Op::SetDiskState,
-                format!("disk {disk} not found"),
-            )),
-        }
+        self.host_call(Op::SetDiskState, move |state| {
+            state.disk_mut(Op::SetDiskState, disk)?.online = online;
+            Ok(())
+        })
+        .await
     }
 
     async fn get_disk_state(&self, disk: u32) -> Result<bool> {
-        self.state()
-            .disks
-            .get(&disk)
-            .map(|d| d.online)
-            .ok_or_else(|| host_error(Op::GetDiskState, format!("disk {disk} not found")))
+        self.host_call(Op::GetDiskState, move |state| {
+            Ok(state.disk_mut(Op::GetDiskState, disk)?.online)
+        })
+        .await
     }
 
-    /// As the proxy does from v1beta1 on.
+    /// As the proxy does from v1beta1 on, counted as one call of
+    /// `GetDiskNumberByName`.
     async fn get_disk_number_by_name(&self, page83: &str) -> Result<u32> {
-        disk_by_page83(page83, self.list_disk_ids()).await
+        let ids = self
+            .host_call(Op::GetDiskNumberByName, |state| Ok(all_disk_ids(state)))
+            .await?;
+        disk_by_page83(page83, async { Ok(ids) }).await
     }
+}
+
+fn all_disk_ids(state: &HostState) -> BTreeMap<u32, DiskIds> {
+    state.disks.iter().map(|(&n, d)| (n, disk_ids(d))).collect()
 }

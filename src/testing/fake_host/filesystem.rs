@@ -26,8 +26,7 @@ impl HostState {
         let mut current = path.to_owned();
         for _ in 0..32 {
             if current.starts_with("\\\\") {
-                return crate::api::share_root(&current)
-                    .is_some_and(|root| self.smb_mappings.get(&root).is_some_and(|m| m.valid));
+                return self.smb_reachable(&current);
             }
             match self.tree.get(&current) {
                 Some(PathEntry::Symlink(target)) => current = target,
@@ -37,36 +36,17 @@ impl HostState {
         }
         false
     }
-}
 
-#[async_trait]
-#[deny(clippy::missing_trait_methods)]
-impl FilesystemApi for FakeHost {
-    async fn path_exists(&self, path: &WindowsPath) -> Result<bool> {
-        let state = self.state();
-        crate::working_dirs::check(&state.working_dirs, Operation::PathExists, path)?;
-        // Like the proxy's `os.Lstat`: a symlink exists, wherever it leads.
-        Ok(state.tree.exists(path.as_str()))
-    }
-
-    async fn mkdir(&self, path: &WindowsPath) -> Result<()> {
-        let mut state = self.state();
-        crate::working_dirs::check(&state.working_dirs, Operation::Mkdir, path)?;
-        state.mkdir_all(path.as_str());
-        Ok(())
-    }
-
-    async fn rmdir(&self, path: &WindowsPath, force: bool) -> Result<()> {
+    fn rmdir(&mut self, path: &WindowsPath, force: bool) -> Result<()> {
         let op = Operation::Rmdir;
-        let mut state = self.state();
-        crate::working_dirs::check(&state.working_dirs, op, path)?;
+        crate::working_dirs::check(&self.working_dirs, op, path)?;
         // Forced, the proxy runs Go's `os.RemoveAll`, which is content
         // with a path that is not there.
-        if force && !state.tree.exists(path.as_str()) {
+        if force && !self.tree.exists(path.as_str()) {
             return Ok(());
         }
-        state.check_exists(op, path)?;
-        let below = state.tree.descendants(path.as_str());
+        self.check_exists(op, path)?;
+        let below = self.tree.descendants(path.as_str());
         if !below.is_empty() && !force {
             return Err(host_error(
                 op,
@@ -74,62 +54,101 @@ impl FilesystemApi for FakeHost {
             ));
         }
         for child in below {
-            state.tree.remove(&child);
+            self.tree.remove(&child);
         }
-        if let Some(PathEntry::MountPoint(volume)) = state.tree.get(path.as_str()) {
-            if let Some(v) = state.volumes.get_mut(&volume) {
+        if let Some(PathEntry::MountPoint(volume)) = self.tree.get(path.as_str()) {
+            if let Some(v) = self.volumes.get_mut(&volume) {
                 v.mounts.remove(&key(path.as_str()));
             }
         }
-        state.tree.remove(path.as_str());
+        self.tree.remove(path.as_str());
         Ok(())
     }
 
-    async fn rmdir_contents(&self, path: &WindowsPath) -> Result<()> {
-        let op = Operation::RmdirContents;
-        let mut state = self.state();
-        crate::working_dirs::check(&state.working_dirs, op, path)?;
-        state.check_exists(op, path)?;
-        for child in state.tree.descendants(path.as_str()) {
-            state.tree.remove(&child);
-        }
-        Ok(())
-    }
-
-    async fn create_symlink(&self, target: &WindowsPath, link: &WindowsPath) -> Result<()> {
+    fn create_symlink(&mut self, target: &WindowsPath, link: &WindowsPath) -> Result<()> {
         let op = Operation::CreateSymlink;
-        let mut state = self.state();
-        crate::working_dirs::check(&state.working_dirs, op, target)?;
-        crate::working_dirs::check(&state.working_dirs, op, link)?;
-        if state.tree.exists(link.as_str()) {
+        crate::working_dirs::check(&self.working_dirs, op, target)?;
+        crate::working_dirs::check(&self.working_dirs, op, link)?;
+        if self.tree.exists(link.as_str()) {
             return Err(host_error(
                 op,
                 format!("{link}: cannot create a file when that file already exists"),
             ));
         }
         let link_key = key(link.as_str());
-        if parent(&link_key).is_some_and(|p| !state.tree.exists(p)) {
+        if parent(&link_key).is_some_and(|p| !self.tree.exists(p)) {
             return Err(host_error(
                 op,
                 format!("{link}: the system cannot find the path specified"),
             ));
         }
-        state
-            .tree
+        self.tree
             .insert(link.as_str(), PathEntry::Symlink(target.to_string()));
         Ok(())
     }
+}
+
+#[async_trait]
+#[deny(clippy::missing_trait_methods)]
+impl FilesystemApi for FakeHost {
+    async fn path_exists(&self, path: &WindowsPath) -> Result<bool> {
+        let (op, path) = (Operation::PathExists, path.clone());
+        self.host_call(op, move |state| {
+            crate::working_dirs::check(&state.working_dirs, op, &path)?;
+            // Like the proxy's `os.Lstat`: a symlink exists, wherever it leads.
+            Ok(state.tree.exists(path.as_str()))
+        })
+        .await
+    }
+
+    async fn mkdir(&self, path: &WindowsPath) -> Result<()> {
+        let (op, path) = (Operation::Mkdir, path.clone());
+        self.host_call(op, move |state| {
+            crate::working_dirs::check(&state.working_dirs, op, &path)?;
+            state.mkdir_all(path.as_str());
+            Ok(())
+        })
+        .await
+    }
+
+    async fn rmdir(&self, path: &WindowsPath, force: bool) -> Result<()> {
+        let path = path.clone();
+        self.host_call(Operation::Rmdir, move |state| state.rmdir(&path, force))
+            .await
+    }
+
+    async fn rmdir_contents(&self, path: &WindowsPath) -> Result<()> {
+        let (op, path) = (Operation::RmdirContents, path.clone());
+        self.host_call(op, move |state| {
+            crate::working_dirs::check(&state.working_dirs, op, &path)?;
+            state.check_exists(op, &path)?;
+            for child in state.tree.descendants(path.as_str()) {
+                state.tree.remove(&child);
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn create_symlink(&self, target: &WindowsPath, link: &WindowsPath) -> Result<()> {
+        let (target, link) = (target.clone(), link.clone());
+        self.host_call(Operation::CreateSymlink, move |state| {
+            state.create_symlink(&target, &link)
+        })
+        .await
+    }
 
     async fn is_symlink(&self, path: &WindowsPath) -> Result<bool> {
-        let state = self.state();
-        match state.tree.get(path.as_str()) {
+        let (op, path) = (Operation::IsSymlink, path.clone());
+        self.host_call(op, move |state| match state.tree.get(path.as_str()) {
             None => Err(host_error(
-                Operation::IsSymlink,
+                op,
                 format!("{path}: the system cannot find the file specified"),
             )),
             Some(PathEntry::Symlink(target)) => Ok(state.leads_somewhere(&target)),
             Some(PathEntry::MountPoint(_)) => Ok(true),
             Some(PathEntry::Directory) => Ok(false),
-        }
+        })
+        .await
     }
 }

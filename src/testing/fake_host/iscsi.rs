@@ -22,63 +22,20 @@ impl HostState {
             ))
         }
     }
-}
 
-#[async_trait]
-#[deny(clippy::missing_trait_methods)]
-impl IscsiApi for FakeHost {
-    async fn add_target_portal(&self, portal: &TargetPortal) -> Result<()> {
-        let mut state = self.state();
-        if !state.portals.contains_key(portal) {
-            return Err(host_error(
-                Op::AddTargetPortal,
-                format!(
-                    "target portal {}:{} did not respond",
-                    portal.address, portal.port
-                ),
-            ));
-        }
-        state.registered_portals.insert(portal.clone());
-        Ok(())
-    }
-
-    async fn discover_target_portal(&self, portal: &TargetPortal) -> Result<Vec<String>> {
-        let state = self.state();
-        state.check_registered(Op::DiscoverTargetPortal, portal)?;
-        Ok(state.portals[portal]
-            .iter()
-            .map(|t| t.iqn.clone())
-            .collect())
-    }
-
-    async fn remove_target_portal(&self, portal: &TargetPortal) -> Result<()> {
-        let mut state = self.state();
-        state.check_registered(Op::RemoveTargetPortal, portal)?;
-        state.registered_portals.remove(portal);
-        Ok(())
-    }
-
-    async fn list_target_portals(&self) -> Result<Vec<TargetPortal>> {
-        Ok(self.state().registered_portals.iter().cloned().collect())
-    }
-
-    async fn connect_target(
-        &self,
-        portal: &TargetPortal,
-        iqn: &str,
-        auth: &IscsiAuth,
-    ) -> Result<()> {
+    fn connect_target(&mut self, portal: &TargetPortal, iqn: &str, auth: &IscsiAuth) -> Result<()> {
         let op = Op::ConnectTarget;
-        let mut state = self.state();
-        state.check_registered(op, portal)?;
-        let target_iqn = target_iqn(&state, op, portal, iqn)?;
+        self.check_registered(op, portal)?;
+        let target_iqn = target_iqn(self, op, portal, iqn)?;
         let session = (portal.clone(), target_iqn.clone());
-        if state.sessions.contains_key(&session) {
+        if self.sessions.contains_key(&session) {
             return Ok(());
         }
-        let target = (state.portals[portal].iter())
-            .find(|t| t.iqn == target_iqn)
-            .expect("found by target_iqn");
+        let Some(target) =
+            (self.portals.get(portal).into_iter().flatten()).find(|t| t.iqn == target_iqn)
+        else {
+            return Err(host_error(op, format!("target {iqn} not found")));
+        };
         let authenticated = match (auth, &target.chap) {
             (IscsiAuth::None, None) => true,
             (IscsiAuth::OneWayChap { username, secret }, Some((user, expected))) => {
@@ -88,7 +45,7 @@ impl IscsiApi for FakeHost {
                 username == user
                     && secret == expected
                     && target.mutual_secret.is_some()
-                    && target.mutual_secret == state.mutual_chap_secret
+                    && target.mutual_secret == self.mutual_chap_secret
             }
             _ => false,
         };
@@ -101,46 +58,118 @@ impl IscsiApi for FakeHost {
         let disks = target.disks.clone();
         let mut numbers = Vec::with_capacity(disks.len());
         for (lun, (page83, size)) in disks.into_iter().enumerate() {
-            let number = state.next_disk_number();
+            let number = self.next_disk_number();
             let location = DiskLocation {
                 adapter: "iscsi".into(),
                 bus: "0".into(),
                 target: iqn.to_owned(),
                 lun_id: lun.to_string(),
             };
-            state.add_disk(number, FakeDisk::new(&page83, size, location));
+            self.add_disk(number, FakeDisk::new(&page83, size, location));
             numbers.push(number);
         }
-        state.sessions.insert(session, numbers);
+        self.sessions.insert(session, numbers);
         Ok(())
+    }
+}
+
+#[async_trait]
+#[deny(clippy::missing_trait_methods)]
+impl IscsiApi for FakeHost {
+    async fn add_target_portal(&self, portal: &TargetPortal) -> Result<()> {
+        let portal = portal.clone();
+        self.host_call(Op::AddTargetPortal, move |state| {
+            if !state.portals.contains_key(&portal) {
+                return Err(host_error(
+                    Op::AddTargetPortal,
+                    format!(
+                        "target portal {}:{} did not respond",
+                        portal.address, portal.port
+                    ),
+                ));
+            }
+            state.registered_portals.insert(portal);
+            Ok(())
+        })
+        .await
+    }
+
+    async fn discover_target_portal(&self, portal: &TargetPortal) -> Result<Vec<String>> {
+        let (op, portal) = (Op::DiscoverTargetPortal, portal.clone());
+        self.host_call(op, move |state| {
+            state.check_registered(op, &portal)?;
+            let targets = state.portals.get(&portal).into_iter().flatten();
+            Ok(targets.map(|t| t.iqn.clone()).collect())
+        })
+        .await
+    }
+
+    async fn remove_target_portal(&self, portal: &TargetPortal) -> Result<()> {
+        let (op, portal) = (Op::RemoveTargetPortal, portal.clone());
+        self.host_call(op, move |state| {
+            state.check_registered(op, &portal)?;
+            state.registered_portals.remove(&portal);
+            Ok(())
+        })
+        .await
+    }
+
+    async fn list_target_portals(&self) -> Result<Vec<TargetPortal>> {
+        self.host_call(Op::ListTargetPortals, |state| {
+            Ok(state.registered_portals.iter().cloned().collect())
+        })
+        .await
+    }
+
+    async fn connect_target(
+        &self,
+        portal: &TargetPortal,
+        iqn: &str,
+        auth: &IscsiAuth,
+    ) -> Result<()> {
+        let (portal, iqn, auth) = (portal.clone(), iqn.to_owned(), auth.clone());
+        self.host_call(Op::ConnectTarget, move |state| {
+            state.connect_target(&portal, &iqn, &auth)
+        })
+        .await
     }
 
     /// A target the initiator is not logged in to (a node restarted
     /// since) has nothing to log out of, as CSI Proxy answers.
     async fn disconnect_target(&self, portal: &TargetPortal, iqn: &str) -> Result<()> {
-        let mut state = self.state();
-        let iqn = target_iqn(&state, Op::DisconnectTarget, portal, iqn)?;
-        let Some(disks) = state.sessions.remove(&(portal.clone(), iqn)) else {
-            return Ok(());
-        };
-        for disk in disks {
-            state.remove_disk(disk);
-        }
-        Ok(())
+        let (op, portal, iqn) = (Op::DisconnectTarget, portal.clone(), iqn.to_owned());
+        self.host_call(op, move |state| {
+            let iqn = target_iqn(state, op, &portal, &iqn)?;
+            let Some(disks) = state.sessions.remove(&(portal, iqn)) else {
+                return Ok(());
+            };
+            for disk in disks {
+                state.remove_disk(disk);
+            }
+            Ok(())
+        })
+        .await
     }
 
     /// None for a target the initiator is not logged in to, as CSI Proxy
     /// answers.
     async fn get_target_disks(&self, portal: &TargetPortal, iqn: &str) -> Result<Vec<u32>> {
-        let state = self.state();
-        let iqn = target_iqn(&state, Op::GetTargetDisks, portal, iqn)?;
-        let session = state.sessions.get(&(portal.clone(), iqn));
-        Ok(session.cloned().unwrap_or_default())
+        let (op, portal, iqn) = (Op::GetTargetDisks, portal.clone(), iqn.to_owned());
+        self.host_call(op, move |state| {
+            let iqn = target_iqn(state, op, &portal, &iqn)?;
+            let session = state.sessions.get(&(portal, iqn));
+            Ok(session.cloned().unwrap_or_default())
+        })
+        .await
     }
 
     async fn set_mutual_chap_secret(&self, secret: &Secret) -> Result<()> {
-        self.state().mutual_chap_secret = Some(secret.clone()).filter(|s| !s.is_empty());
-        Ok(())
+        let secret = secret.clone();
+        self.host_call(Op::SetMutualChapSecret, move |state| {
+            state.mutual_chap_secret = Some(secret).filter(|s| !s.is_empty());
+            Ok(())
+        })
+        .await
     }
 }
 

@@ -1,7 +1,10 @@
 //! An in-memory Windows host that implements every group trait with real
 //! state and CSI Proxy's rules.
 
+mod builder;
+mod control;
 mod disk;
+mod faults;
 mod filesystem;
 mod iscsi;
 mod smb;
@@ -11,13 +14,12 @@ mod volume;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-pub use state::{FakeDisk, FakeVolume, PathEntry};
-use state::{HostState, IscsiTarget, SmbShare};
+pub use builder::FakeHostBuilder;
+pub use faults::WindowsError;
+use state::HostState;
+pub use state::{FakeDisk, FakeVolume, PathEntry, SmbMappingStatus};
 
-use crate::api::{
-    DiskIds, DiskLocation, Secret, ServiceInfo, ServiceStatus, StartType, TargetPortal, VolumeId,
-    WindowsPath,
-};
+use crate::api::{DiskIds, DiskLocation, ServiceInfo, TargetPortal, VolumeId, WindowsPath};
 use crate::capability::Operation;
 use crate::client::{Backends, CsiProxy};
 use crate::error::{Code, Error};
@@ -26,9 +28,9 @@ use crate::error::{Code, Error};
 /// symlinks and mount points, SMB global mappings, an iSCSI initiator and
 /// Windows services, behind all six group traits.
 ///
-/// It follows CSI Proxy's rules (v1.x), so a test harness is no more
-/// lenient than production: filesystem paths (and SMB local paths) must lie
-/// under a working directory (default `C:\var\lib\kubelet`); `rmdir` of a
+/// It follows CSI Proxy's rules, so a test harness is no more lenient
+/// than production: filesystem paths (and SMB local paths) must lie under a
+/// working directory (default `C:\var\lib\kubelet`); `rmdir` of a
 /// non-empty directory needs `force`; partitioning is idempotent (GPT);
 /// mounting needs an existing empty folder and is idempotent for the same
 /// volume; `resize_volume(_, 0)` grows to the maximum, and a target less
@@ -36,13 +38,25 @@ use crate::error::{Code, Error};
 /// an SMB mapping maps the share's root, is kept while usable and remapped
 /// when it went bad; iSCSI logins check CHAP and attach the target's disks.
 /// Failures are [`Error::Host`] with code `Unknown` and a message, as the
-/// proxy reports them.
+/// proxy reports them; those Windows itself reports (a wrong password, a
+/// read-only disk) carry the Windows text and code ([`WindowsError`]).
+///
+/// Those rules are CSI Proxy v1.3's. Where older releases differed (the SMB
+/// mapping key, resize, mounting twice), [`FakeHost::behave_as`] (or
+/// [`FakeHostBuilder::release`]) makes the host follow an older one.
 ///
 /// As on a real node, an SMB global mapping made by
 /// `new_smb_global_mapping` stays when its `local_path` is refused
 /// afterwards ([`FakeHost::smb_mappings`] shows it): a driver must clean up
 /// after that. Every rule, and the upstream function it follows, is listed
 /// in the crate's `docs/fake-host.md`.
+///
+/// A test can also make the host misbehave as real nodes do: fail or delay
+/// the n-th call of an operation ([`FakeHost::fail_call`],
+/// [`FakeHost::delay_call`]), take disks offline or make them read-only,
+/// hide a new partition's volume for a few listings, break or disconnect
+/// SMB mappings, map shares behind the driver's back, rotate a share's
+/// password, and [reboot](FakeHost::reboot) the node.
 ///
 /// Clones share the host. Seed it with [`FakeHost::builder`], use it as
 /// the backend of a [`FakeProxy`](super::FakeProxy) or directly through
@@ -82,9 +96,7 @@ impl FakeHost {
     /// A host with no disks, the kubelet directory `C:\var\lib\kubelet` as
     /// its working directory, and nothing else; see [`FakeHostBuilder`].
     pub fn builder() -> FakeHostBuilder {
-        FakeHostBuilder {
-            state: HostState::new(),
-        }
+        FakeHostBuilder::with_state(HostState::new())
     }
 
     /// A [`CsiProxy`] whose six groups are this host, without any wire in
@@ -153,35 +165,6 @@ impl FakeHost {
         self.state().system_volume.clone()
     }
 
-    /// The roots (`\\server\share`, lower-cased) of the global SMB mappings.
-    pub fn smb_mappings(&self) -> Vec<String> {
-        self.state().smb_mappings.keys().cloned().collect()
-    }
-
-    /// Breaks the global mapping of `share_root` (as a dropped network
-    /// connection would); the next `NewSmbGlobalMapping` remaps it.
-    pub fn invalidate_smb_mapping(&self, share_root: &str) {
-        if let Some(mapping) = self
-            .state()
-            .smb_mappings
-            .get_mut(&share_root.to_lowercase())
-        {
-            mapping.valid = false;
-        }
-    }
-
-    /// Gives disk `number` a new size, as a cloud provider's resize of an
-    /// attached disk (`ControllerExpandVolume`) does; its volume keeps its
-    /// size until `resize_volume` grows it. Returns whether the disk exists.
-    pub fn set_disk_size(&self, number: u32, size_bytes: u64) -> bool {
-        let mut state = self.state();
-        let Some(disk) = state.disks.get_mut(&number) else {
-            return false;
-        };
-        disk.size_bytes = size_bytes;
-        true
-    }
-
     /// The target portals registered with the initiator.
     pub fn registered_portals(&self) -> Vec<TargetPortal> {
         self.state().registered_portals.iter().cloned().collect()
@@ -200,131 +183,6 @@ impl FakeHost {
     /// How many times the storage buses were rescanned.
     pub fn rescans(&self) -> usize {
         self.state().rescans
-    }
-}
-
-/// Seeds a [`FakeHost`].
-#[derive(Debug)]
-pub struct FakeHostBuilder {
-    state: HostState,
-}
-
-impl FakeHostBuilder {
-    /// Adds an online, raw disk `number` of `size_bytes` with page83
-    /// identifier `page83`, on adapter 0, target 0, LUN = `number`.
-    pub fn disk(mut self, number: u32, page83: &str, size_bytes: u64) -> Self {
-        let disk = FakeDisk::new(page83, size_bytes, lun_location(number));
-        self.state.add_disk(number, disk);
-        self
-    }
-
-    /// Adds an online disk `number` as [`DiskApi::partition_disk`] leaves
-    /// it: a GPT with one data partition, holding an unformatted volume.
-    ///
-    /// [`DiskApi::partition_disk`]: crate::api::DiskApi::partition_disk
-    pub fn partitioned_disk(mut self, number: u32, page83: &str, size_bytes: u64) -> Self {
-        let disk = FakeDisk::new(page83, size_bytes, lun_location(number));
-        self.state.add_disk(number, disk);
-        self.state.add_data_partition(number);
-        self
-    }
-
-    /// Adds disk `number` as the system disk: partitioned, with one
-    /// formatted volume that holds drive `C:`. Without a system disk, a path
-    /// under no mounted volume belongs to no volume; with one, it belongs to
-    /// `C:`'s, as on a real node (`GetClosestVolumeIDFromTargetPath`,
-    /// `GetVolumeIDFromTargetPath` of `C:\`).
-    pub fn system_disk(mut self, number: u32, page83: &str, size_bytes: u64) -> Self {
-        let disk = FakeDisk::new(page83, size_bytes, lun_location(number));
-        self.state.add_system_disk(number, disk);
-        self
-    }
-
-    /// Adds a disk with everything chosen by the caller.
-    pub fn custom_disk(mut self, number: u32, disk: FakeDisk) -> Self {
-        self.state.add_disk(number, disk);
-        self
-    }
-
-    /// Adds a working directory; filesystem paths must lie under one.
-    pub fn working_dir(mut self, dir: &str) -> Self {
-        self.state.working_dirs.push(dir.to_owned());
-        self
-    }
-
-    /// Creates directory `path` (and its parents) up front, normalized as
-    /// [`FakeHost::entry`] normalizes it.
-    ///
-    /// # Panics
-    ///
-    /// When `path` is not one [`WindowsPath::new`] accepts.
-    pub fn dir(mut self, path: &str) -> Self {
-        self.state.mkdir_all(&local_path(path));
-        self
-    }
-
-    /// Adds an SMB share that accepts `username` with `password`.
-    pub fn smb_share(mut self, root: &str, username: &str, password: &str) -> Self {
-        self.state.shares.insert(
-            root.replace('/', "\\").to_lowercase(),
-            SmbShare {
-                username: username.to_owned(),
-                password: Secret::new(password),
-            },
-        );
-        self
-    }
-
-    /// Adds an iSCSI target `iqn` at `portal` with disks of the given page83
-    /// IDs and sizes; with `chap`, logins must authenticate as that user and
-    /// secret; with `mutual_secret`, the target also expects the initiator's
-    /// mutual CHAP secret to equal it.
-    pub fn iscsi_target(
-        mut self,
-        portal: TargetPortal,
-        iqn: &str,
-        disks: &[(&str, u64)],
-        chap: Option<(&str, &str)>,
-        mutual_secret: Option<&str>,
-    ) -> Self {
-        let target = IscsiTarget {
-            iqn: iqn.to_owned(),
-            disks: disks.iter().map(|&(p, s)| (p.to_owned(), s)).collect(),
-            chap: chap.map(|(u, s)| (u.to_owned(), Secret::new(s))),
-            mutual_secret: mutual_secret.map(Secret::new),
-        };
-        self.state.portals.entry(portal).or_default().push(target);
-        self
-    }
-
-    /// Adds a Windows service.
-    pub fn service(
-        mut self,
-        name: &str,
-        display_name: &str,
-        start_type: StartType,
-        status: ServiceStatus,
-    ) -> Self {
-        let info = ServiceInfo {
-            display_name: display_name.to_owned(),
-            start_type,
-            status,
-        };
-        self.state.services.insert(name.to_lowercase(), info);
-        self
-    }
-
-    /// Sets the BIOS serial number.
-    pub fn bios_serial_number(mut self, serial: &str) -> Self {
-        self.state.bios_serial = serial.to_owned();
-        self
-    }
-
-    /// The host.
-    pub fn build(self) -> FakeHost {
-        FakeHost {
-            state: Arc::new(Mutex::new(self.state)),
-        }
     }
 }
 

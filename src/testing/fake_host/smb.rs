@@ -1,44 +1,117 @@
-//! The SMB group of the fake host.
+//! The SMB group of the fake host: global mappings, keyed as the release
+//! the host follows keys them, with their users and statuses.
 
 use async_trait::async_trait;
 
-use super::state::{PathEntry, SmbMappingState};
+use super::faults::{windows_error, WindowsError};
+use super::state::{
+    key as key_of, parent, HostState, PathEntry, SmbMappingState, SmbMappingStatus,
+};
 use super::{host_error, FakeHost};
 use crate::api::{share_root, SmbApi, SmbMapping, SmbRemotePath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
+use crate::testing::ProxyRelease;
 
-#[async_trait]
-#[deny(clippy::missing_trait_methods)]
-impl SmbApi for FakeHost {
-    async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
+/// `remote` as a mapping key is compared: backslashes, lower-cased, no
+/// trailing backslash.
+pub(super) fn normalized(remote: &str) -> String {
+    remote
+        .replace('/', "\\")
+        .trim_end_matches('\\')
+        .to_lowercase()
+}
+
+/// `\\server` of a share path (lower-cased).
+fn server_of(remote: &str) -> Option<String> {
+    let root = share_root(remote)?;
+    let end = root[2..].find('\\')? + 2;
+    Some(root[..end].to_owned())
+}
+
+impl HostState {
+    /// What the proxy maps for `remote`: the share's root from v1.1.2 on,
+    /// the remote path itself before. `None` for a path that names no share.
+    pub(super) fn mapping_key(&self, remote: &str) -> Option<String> {
+        let root = share_root(remote)?;
+        Some(if self.release >= ProxyRelease::V1_1_2 {
+            root
+        } else {
+            normalized(remote)
+        })
+    }
+
+    /// Whether a link to the share path `remote` leads somewhere: some
+    /// usable mapping's key is that path or a folder above it.
+    pub(super) fn smb_reachable(&self, remote: &str) -> bool {
+        let target = normalized(remote);
+        self.smb_mappings.iter().any(|(key, mapping)| {
+            mapping.usable()
+                && (target == *key
+                    || target
+                        .strip_prefix(key.as_str())
+                        .is_some_and(|rest| rest.starts_with('\\')))
+        })
+    }
+
+    /// Makes a new mapping at `key`, as `New-SmbGlobalMapping` does, or
+    /// fails as Windows refuses it.
+    fn make_mapping(&mut self, key: String, mapping: &SmbMapping) -> Result<()> {
         let op = Op::NewSmbGlobalMapping;
-        let mut state = self.state();
+        // A mapping not OK (disconnected) is still there under that name.
+        if self.smb_mappings.contains_key(&key) {
+            return Err(windows_error(op, WindowsError::ALREADY_ASSIGNED));
+        }
         let remote = mapping.remote_path.as_str();
-        let root = share_root(remote)
+        let (Some(root), Some(server)) = (share_root(remote), server_of(remote)) else {
+            return Err(host_error(op, format!("{remote} is not a share path")));
+        };
+        let on_server = |name: &String| name.starts_with(&format!("{server}\\"));
+        if !self.shares.keys().any(on_server) {
+            return Err(windows_error(op, WindowsError::BAD_NETPATH));
+        }
+        let Some(share) = self.shares.get(&root) else {
+            return Err(windows_error(op, WindowsError::BAD_NET_NAME));
+        };
+        let other_user = self.smb_mappings.iter().any(|(other, m)| {
+            on_server(other)
+                && m.status == SmbMappingStatus::Ok
+                && !m.username.eq_ignore_ascii_case(&mapping.username)
+        });
+        if other_user {
+            return Err(windows_error(op, WindowsError::SESSION_CREDENTIAL_CONFLICT));
+        }
+        if share.username != mapping.username || share.password != mapping.password {
+            return Err(windows_error(op, WindowsError::LOGON_FAILURE));
+        }
+        let made = SmbMappingState::new(&mapping.username, mapping.password.clone());
+        self.smb_mappings.insert(key, made);
+        Ok(())
+    }
+
+    fn new_smb_global_mapping(&mut self, mapping: &SmbMapping) -> Result<()> {
+        let op = Op::NewSmbGlobalMapping;
+        let remote = mapping.remote_path.as_str();
+        let key = self
+            .mapping_key(remote)
             .ok_or_else(|| host_error(op, format!("{remote} is not a share path")))?;
-        // A usable mapping is kept as it is, credentials unchecked; one that
-        // went bad is removed and made again.
-        let usable = state.smb_mappings.get(&root).is_some_and(|m| m.valid);
-        if !usable {
-            let Some(share) = state.shares.get(&root) else {
-                return Err(host_error(
-                    op,
-                    format!("{root}: the network path was not found"),
-                ));
-            };
-            if share.username != mapping.username || share.password != mapping.password {
-                return Err(host_error(op, format!("{root}: access is denied")));
+        // A mapping with status OK whose share answers is kept as it is,
+        // credentials unchecked; one whose share stopped answering is
+        // removed and made again. One not OK counts as not mapped, and is
+        // mapped over (which Windows refuses).
+        match self.smb_mappings.get(&key) {
+            Some(m) if m.status == SmbMappingStatus::Ok && m.valid => {}
+            Some(m) if m.status == SmbMappingStatus::Ok => {
+                self.smb_mappings.remove(&key);
+                self.make_mapping(key, mapping)?;
             }
-            state
-                .smb_mappings
-                .insert(root, SmbMappingState { valid: true });
+            _ => self.make_mapping(key, mapping)?,
         }
         // As the proxy does: the local path is checked only now, so a
         // mapping made above stays when it is refused.
         if let Some(local) = &mapping.local_path {
-            crate::working_dirs::check(&state.working_dirs, op, local)?;
-            if state.tree.exists(local.as_str()) {
+            crate::working_dirs::check(&self.working_dirs, op, local)?;
+            if self.tree.exists(local.as_str()) {
                 return Err(host_error(
                     op,
                     format!(
@@ -46,21 +119,49 @@ impl SmbApi for FakeHost {
                     ),
                 ));
             }
-            state
-                .tree
+            if parent(&key_of(local.as_str())).is_some_and(|p| !self.tree.exists(p)) {
+                return Err(host_error(
+                    op,
+                    format!(
+                        "creating link {local} to {remote} failed: \
+                         the system cannot find the path specified"
+                    ),
+                ));
+            }
+            self.tree
                 .insert(local.as_str(), PathEntry::Symlink(remote.to_owned()));
         }
         Ok(())
     }
 
-    async fn remove_smb_global_mapping(&self, remote_path: &SmbRemotePath) -> Result<()> {
+    fn remove_smb_global_mapping(&mut self, remote: &SmbRemotePath) -> Result<()> {
         let op = Op::RemoveSmbGlobalMapping;
-        let mut state = self.state();
-        let root = share_root(remote_path.as_str())
-            .ok_or_else(|| host_error(op, format!("{remote_path} is not a share path")))?;
-        match state.smb_mappings.remove(&root) {
+        let key = self
+            .mapping_key(remote.as_str())
+            .ok_or_else(|| host_error(op, format!("{remote} is not a share path")))?;
+        match self.smb_mappings.remove(&key) {
             Some(_) => Ok(()),
-            None => Err(host_error(op, format!("{root}: no global mapping exists"))),
+            None => Err(host_error(op, format!("{key}: no global mapping exists"))),
         }
+    }
+}
+
+#[async_trait]
+#[deny(clippy::missing_trait_methods)]
+impl SmbApi for FakeHost {
+    async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
+        let mapping = mapping.clone();
+        self.host_call(Op::NewSmbGlobalMapping, move |state| {
+            state.new_smb_global_mapping(&mapping)
+        })
+        .await
+    }
+
+    async fn remove_smb_global_mapping(&self, remote_path: &SmbRemotePath) -> Result<()> {
+        let remote = remote_path.clone();
+        self.host_call(Op::RemoveSmbGlobalMapping, move |state| {
+            state.remove_smb_global_mapping(&remote)
+        })
+        .await
     }
 }

@@ -2,7 +2,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::faults::Faults;
 use crate::api::{DiskLocation, Secret, ServiceInfo, TargetPortal, VolumeId};
+use crate::testing::ProxyRelease;
 use crate::working_dirs::KUBELET_DIR;
 
 /// Where a partition starts on a disk: the rest is usable.
@@ -29,14 +31,18 @@ pub struct FakeDisk {
     pub location: DiskLocation,
     /// Its size.
     pub size_bytes: u64,
-    /// Whether it is online.
+    /// Whether it is online. An offline disk lists no volumes, and its
+    /// volumes cannot be used.
     pub online: bool,
     /// Whether it has a partition table (GPT) with a data partition.
     pub partitioned: bool,
+    /// Whether it is read-only (`IsReadOnly`): what would write to it
+    /// fails with Windows error 19, and `SetDiskState` does not clear it.
+    pub read_only: bool,
 }
 
 impl FakeDisk {
-    /// An online, raw disk.
+    /// An online, writable, raw disk.
     pub fn new(page83: &str, size_bytes: u64, location: DiskLocation) -> Self {
         Self {
             page83: page83.to_owned(),
@@ -45,6 +51,7 @@ impl FakeDisk {
             size_bytes,
             online: true,
             partitioned: false,
+            read_only: false,
         }
     }
 }
@@ -84,9 +91,49 @@ pub(super) struct SmbShare {
     pub password: Secret,
 }
 
+/// The status Windows reports for an SMB global mapping
+/// (`Get-SmbGlobalMapping`'s `Status`), set with
+/// [`FakeHost::set_smb_mapping_status`](super::FakeHost::set_smb_mapping_status).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SmbMappingStatus {
+    /// Connected: CSI Proxy counts the share as mapped.
+    #[default]
+    Ok,
+    /// The connection is lost (after a network failure, or on a node that
+    /// came back with its mappings disconnected). CSI Proxy counts the share
+    /// as not mapped and maps it again over the old mapping, which Windows
+    /// refuses (error 85); links to it lead nowhere.
+    Disconnected,
+}
+
 #[derive(Debug)]
 pub(super) struct SmbMappingState {
+    /// Whether the share still answers through it (`Test-Path`): false
+    /// after [`FakeHost::invalidate_smb_mapping`](super::FakeHost::invalidate_smb_mapping).
     pub valid: bool,
+    pub status: SmbMappingStatus,
+    pub username: String,
+    /// What it was made with; kept as a real mapping keeps its credentials.
+    #[allow(dead_code)]
+    pub password: Secret,
+}
+
+impl SmbMappingState {
+    /// A new, working mapping as `username`.
+    pub fn new(username: &str, password: Secret) -> Self {
+        Self {
+            valid: true,
+            status: SmbMappingStatus::Ok,
+            username: username.to_owned(),
+            password,
+        }
+    }
+
+    /// Whether links through it lead somewhere.
+    pub fn usable(&self) -> bool {
+        self.valid && self.status == SmbMappingStatus::Ok
+    }
 }
 
 #[derive(Debug)]
@@ -117,6 +164,18 @@ pub(super) struct HostState {
     pub rescans: usize,
     /// The volume that holds drive `C:`, if the host was given a system disk.
     pub system_volume: Option<VolumeId>,
+    /// The release whose rules the host follows.
+    pub release: ProxyRelease,
+    /// Calls received, and the failures and delays planned.
+    pub faults: Faults,
+    /// Per disk: how many more listings hide the volumes `PartitionDisk`
+    /// made on it.
+    pub hidden_listings: BTreeMap<u32, usize>,
+    /// The volumes `PartitionDisk` made (the builder's are not "new").
+    pub made_by_partition: BTreeSet<VolumeId>,
+    /// Per volume: what was below its mount point when a reboot unmounted
+    /// it (relative keys), shown again where it is mounted next.
+    pub detached: BTreeMap<VolumeId, Vec<(String, PathEntry)>>,
 }
 
 impl HostState {
@@ -137,6 +196,11 @@ impl HostState {
             bios_serial: "FAKE-BIOS-0001".to_owned(),
             rescans: 0,
             system_volume: None,
+            release: ProxyRelease::LATEST,
+            faults: Faults::default(),
+            hidden_listings: BTreeMap::new(),
+            made_by_partition: BTreeSet::new(),
+            detached: BTreeMap::new(),
         };
         state.working_dirs.push(KUBELET_DIR.to_owned());
         state.mkdir_all(KUBELET_DIR);
@@ -169,16 +233,14 @@ impl HostState {
     }
 
     /// Gives raw disk `number` a GPT with one data partition holding a new,
-    /// unformatted volume, as `PartitionDisk` does.
-    pub fn add_data_partition(&mut self, number: u32) {
+    /// unformatted volume, as `PartitionDisk` does; returns the volume.
+    pub fn add_data_partition(&mut self, number: u32) -> Option<VolumeId> {
         let id = self.new_volume_id(number);
-        let Some(disk) = self.disks.get_mut(&number) else {
-            return;
-        };
+        let disk = self.disks.get_mut(&number)?;
         disk.partitioned = true;
         let size_bytes = disk.size_bytes.saturating_sub(PARTITION_OFFSET);
         self.volumes.insert(
-            id,
+            id.clone(),
             FakeVolume {
                 disk: number,
                 partition: DATA_PARTITION,
@@ -188,6 +250,7 @@ impl HostState {
                 mounts: BTreeSet::new(),
             },
         );
+        Some(id)
     }
 
     pub fn mkdir_all(&mut self, path: &str) {

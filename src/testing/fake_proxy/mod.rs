@@ -48,8 +48,30 @@ fn unroutable(operation: Operation) -> Status {
     ))
 }
 
+/// The release a fake proxy stands for, shared with its servers: what
+/// they encode may depend on it.
+#[derive(Clone, Debug, Default)]
+pub(super) struct ReleaseCell(Arc<Mutex<Option<ProxyRelease>>>);
+
+impl ReleaseCell {
+    fn set(&self, release: ProxyRelease) {
+        if let Ok(mut cell) = self.0.lock() {
+            *cell = Some(release);
+        }
+    }
+
+    /// The release, if one was given.
+    pub(super) fn get(&self) -> Option<ProxyRelease> {
+        self.0.lock().ok().and_then(|cell| *cell)
+    }
+}
+
 /// The server of `layout` on top of `backends`, if the group has a backend.
-fn server_for(layout: Layout, backends: &Backends) -> Option<Arc<dyn WireServer>> {
+fn server_for(
+    layout: Layout,
+    backends: &Backends,
+    release: &ReleaseCell,
+) -> Option<Arc<dyn WireServer>> {
     Some(match layout {
         Layout::DiskStringId => Arc::new(disk::StringIdDisk(backends.disk.clone()?)),
         Layout::DiskNumbered => Arc::new(disk::NumberedDisk(backends.disk.clone()?)),
@@ -60,7 +82,10 @@ fn server_for(layout: Layout, backends: &Backends) -> Option<Arc<dyn WireServer>
             Arc::new(filesystem::PlainFilesystem(backends.filesystem.clone()?))
         }
         Layout::SmbErrorField | Layout::SmbPlain => Arc::new(smb::Smb(backends.smb.clone()?)),
-        Layout::VolumeStringId => Arc::new(volume::StringIdVolume(backends.volume.clone()?)),
+        Layout::VolumeStringId => Arc::new(volume::StringIdVolume {
+            api: backends.volume.clone()?,
+            release: release.clone(),
+        }),
         Layout::VolumeNumbered => Arc::new(volume::NumberedVolume(backends.volume.clone()?)),
         Layout::Iscsi => Arc::new(iscsi::Iscsi(backends.iscsi.clone()?)),
         Layout::System => Arc::new(system::System(backends.system.clone()?)),
@@ -99,6 +124,13 @@ pub struct Call {
 /// it. Dropping the proxy stops its servers; [`FakeProxy::shutdown`] also
 /// waits until the endpoints are gone.
 ///
+/// A proxy that was told its release ([`FakeProxy::serve_release`],
+/// [`FakeProxy::behave_as`]) answers as that release did where answers
+/// changed within a version: before v1.0.0, `VolumeStats` (volume v1beta1
+/// and v1beta2) puts the bytes *remaining* in `volume_size`, not the total.
+/// Made with [`FakeProxy::for_host`], it also makes its host follow that
+/// release's rules ([`FakeHost::behave_as`]).
+///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> csi_proxy_client::Result<()> {
@@ -119,6 +151,9 @@ pub struct Call {
 pub struct FakeProxy {
     endpoints: Endpoints,
     backends: Backends,
+    /// The host behind every group, when made with `for_host`.
+    host: Option<FakeHost>,
+    release: ReleaseCell,
     calls: Arc<Mutex<Vec<Call>>>,
     startup: Startup,
 }
@@ -128,6 +163,7 @@ impl std::fmt::Debug for FakeProxy {
         f.debug_struct("FakeProxy")
             .field("transport", self.endpoints.transport())
             .field("served", &self.served())
+            .field("release", &self.release())
             .finish_non_exhaustive()
     }
 }
@@ -138,6 +174,8 @@ impl FakeProxy {
         Self {
             endpoints: Endpoints::new(transport),
             backends,
+            host: None,
+            release: ReleaseCell::default(),
             calls: Arc::default(),
             startup: Startup::default(),
         }
@@ -168,9 +206,36 @@ impl FakeProxy {
         self
     }
 
-    /// A fake proxy backed by `host` for every group.
+    /// A fake proxy backed by `host` for every group. It keeps a clone of
+    /// `host` (clones share the host), so that
+    /// [`serve_release`](Self::serve_release) and
+    /// [`behave_as`](Self::behave_as) make the host follow the release too.
     pub fn for_host(transport: Transport, host: &FakeHost) -> Self {
-        Self::new(transport, host.backends())
+        let mut proxy = Self::new(transport, host.backends());
+        proxy.host = Some(host.clone());
+        proxy
+    }
+
+    /// From now on, answers as CSI Proxy `release` did where answers
+    /// changed within a version (see the type's documentation), without
+    /// changing what is served; with a host from
+    /// [`for_host`](Self::for_host), also calls
+    /// [`FakeHost::behave_as`]. For a proxy started with
+    /// [`serve`](Self::serve) or [`serve_all`](Self::serve_all).
+    pub fn behave_as(&mut self, release: ProxyRelease) -> &mut Self {
+        self.release.set(release);
+        if let Some(host) = &self.host {
+            host.behave_as(release);
+        }
+        self
+    }
+
+    /// The release it stands for, if it was told one
+    /// ([`serve_release`](Self::serve_release),
+    /// [`behave_as`](Self::behave_as)). Without one, it answers as the
+    /// newest release does.
+    pub fn release(&self) -> Option<ProxyRelease> {
+        self.release.get()
     }
 
     /// The transport it serves on.
@@ -181,9 +246,10 @@ impl FakeProxy {
     /// Starts serving `group` `version`. Fails if the group has no backend,
     /// the group never had that version, or its endpoint is taken.
     pub async fn serve(&mut self, group: ApiGroup, version: ApiVersion) -> Result<()> {
-        let (backends, calls) = (&self.backends, &self.calls);
+        let (backends, calls, release) = (&self.backends, &self.calls, &self.release);
         let make_routes = || {
-            let server = server_for(Layout::of(group, version), backends).ok_or_else(|| {
+            let layout = Layout::of(group, version);
+            let server = server_for(layout, backends, release).ok_or_else(|| {
                 Error::invalid_argument("group", format!("no backend for the {group} group"))
             })?;
             let dispatch = Dispatch {
@@ -211,8 +277,12 @@ impl FakeProxy {
         serve_each(self, versions, startup).await
     }
 
-    /// Serves what CSI Proxy `release` serves: a node on that release.
+    /// Serves what CSI Proxy `release` serves, and answers as it did
+    /// ([`behave_as`](Self::behave_as)): a node on that release. With a
+    /// host from [`for_host`](Self::for_host), the host follows that
+    /// release's rules too.
     pub async fn serve_release(&mut self, release: ProxyRelease) -> Result<()> {
+        self.behave_as(release);
         self.serve_all(release.served()).await
     }
 

@@ -5,17 +5,36 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::codec::{bytes, decode, disk_id, host, path, reply, volume, wire_bytes, Answer};
-use super::WireServer;
-use crate::api::VolumeApi;
+use super::{ReleaseCell, WireServer};
+use crate::api::{VolumeApi, VolumeStats};
 use crate::capability::Operation as Op;
+use crate::testing::ProxyRelease;
 use crate::wire::volume::{v1beta2 as string_id, v2alpha1 as numbered};
 
-pub(super) struct StringIdVolume(pub Arc<dyn VolumeApi>);
+/// The server of the string-ID layout (v1alpha1 to v1beta2). Its
+/// `VolumeStats` answer depends on the release it stands for: CSI Proxy
+/// v0.2.x put the bytes remaining in `volume_size`, v1.0.0 and later the
+/// total.
+pub(super) struct StringIdVolume {
+    pub api: Arc<dyn VolumeApi>,
+    pub release: ReleaseCell,
+}
+
+impl StringIdVolume {
+    /// What goes in `volume_size`.
+    fn volume_size(&self, stats: &VolumeStats) -> u64 {
+        let remaining = self.release.get().is_some_and(|r| r < ProxyRelease::V1_0_0);
+        match remaining {
+            true => stats.total_bytes.saturating_sub(stats.used_bytes),
+            false => stats.total_bytes,
+        }
+    }
+}
 
 #[async_trait]
 impl WireServer for StringIdVolume {
     async fn handle(&self, op: Op, body: &[u8]) -> Answer {
-        let api = &self.0;
+        let api = &self.api;
         match op {
             Op::ListVolumesOnDisk => {
                 let request: string_id::ListVolumesOnDiskRequest = decode(body)?;
@@ -53,7 +72,7 @@ impl WireServer for StringIdVolume {
                 let request: string_id::VolumeStatsRequest = decode(body)?;
                 let stats = host!(api.get_volume_stats(&volume(request.volume_id)?));
                 reply(string_id::VolumeStatsResponse {
-                    volume_size: wire_bytes(stats.total_bytes),
+                    volume_size: wire_bytes(self.volume_size(&stats)),
                     volume_used_size: wire_bytes(stats.used_bytes),
                 })
             }

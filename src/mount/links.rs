@@ -1,0 +1,153 @@
+//! Publish and unpublish: a pod's target as a link to the staging path.
+
+use std::sync::Arc;
+
+use super::journal::{key, LinkTo};
+use super::path_state::conflict;
+use super::{Change, Inner, Mounter, PathState};
+use crate::api::WindowsPath;
+use crate::error::{Error, Result};
+use crate::host_cause::HostCause;
+
+impl Mounter {
+    /// `NodePublishVolume`: makes `target` a link to `staging`.
+    ///
+    /// - The link is there already: [`Change::Unchanged`].
+    /// - An empty folder at `target` (kubelet makes one) is replaced; its
+    ///   parent is made if missing.
+    /// - A link to elsewhere, another volume, a folder with files in it:
+    ///   [`Error::Conflict`], nothing changed.
+    /// - `staging` holds no staged volume: [`Error::NotFound`], nothing
+    ///   changed (kubelet may publish after a failed unstage,
+    ///   kubernetes #100182).
+    pub async fn publish(&self, staging: &WindowsPath, target: &WindowsPath) -> Result<Change> {
+        let (inner, staging2, target2) = (self.inner.clone(), staging.clone(), target.clone());
+        self.inner
+            .flights
+            .run(
+                target.as_str(),
+                format!("publish {}", key(staging.as_str())),
+                async move { inner.publish(&staging2, &target2).await },
+            )
+            .await
+    }
+
+    /// `NodeUnpublishVolume`: removes the link (or the empty folder) at
+    /// `target`, never what it leads to. Nothing there:
+    /// [`Change::Unchanged`]. A folder with files in it is
+    /// [`Error::Conflict`], and stays.
+    pub async fn unpublish(&self, target: &WindowsPath) -> Result<Change> {
+        let (inner, target2) = (self.inner.clone(), target.clone());
+        self.inner
+            .flights
+            .run(target.as_str(), "unpublish".into(), async move {
+                inner.unpublish(&target2).await
+            })
+            .await
+    }
+}
+
+impl Inner {
+    async fn publish(
+        self: &Arc<Self>,
+        staging: &WindowsPath,
+        target: &WindowsPath,
+    ) -> Result<Change> {
+        let found = self.inspect(target, false).await?;
+        let ours = |t: &WindowsPath| key(t.as_str()) == key(staging.as_str());
+        match &found {
+            PathState::Link {
+                target: Some(to),
+                reachable: true,
+                ..
+            } if ours(to) => return Ok(Change::Unchanged),
+            PathState::Link {
+                target: Some(to), ..
+            } if !ours(to) => return Err(conflict(target, &found)),
+            PathState::VolumeMount { volume }
+            | PathState::Link {
+                target: None,
+                volume: Some(volume),
+                ..
+            } => {
+                // A link this mounter did not record: the same volume as
+                // the staging path's is the same publish.
+                return match self.volume_at(staging).await? {
+                    Some(staged) if staged == *volume => {
+                        self.record_link(target, staging)?;
+                        Ok(Change::Unchanged)
+                    }
+                    _ => Err(conflict(target, &found)),
+                };
+            }
+            PathState::SmbLink { .. }
+            | PathState::Link {
+                target: None,
+                volume: None,
+                ..
+            } => return Err(conflict(target, &found)),
+            PathState::Absent | PathState::Directory | PathState::Link { .. } => {}
+        }
+        self.check_staged(staging).await?;
+        if found != PathState::Absent {
+            self.remove_unforced(target).await?;
+        }
+        let filesystem = self.proxy.filesystem()?;
+        match filesystem.create_symlink(staging, target).await {
+            Err(error) if error.host_cause() == Some(HostCause::PathNotFound) => {
+                // The pod's volume folder is kubelet's to make; make it if
+                // it did not.
+                let Some(parent) = target.parent() else {
+                    return Err(error);
+                };
+                filesystem.mkdir(&parent).await?;
+                filesystem.create_symlink(staging, target).await?;
+            }
+            other => other?,
+        }
+        self.record_link(target, staging)?;
+        Ok(Change::Changed)
+    }
+
+    /// Fails unless `staging` holds a staged volume or share.
+    async fn check_staged(&self, staging: &WindowsPath) -> Result<()> {
+        // A disk's volume: one call.
+        if self.volume_at(staging).await?.is_some() {
+            return Ok(());
+        }
+        match self.inspect(staging, true).await? {
+            PathState::VolumeMount { .. }
+            | PathState::SmbLink {
+                reachable: true, ..
+            }
+            | PathState::Link {
+                volume: Some(_), ..
+            } => Ok(()),
+            found => Err(Error::NotFound {
+                what: format!("volume staged at {staging} ({found})"),
+            }),
+        }
+    }
+
+    fn record_link(&self, link: &WindowsPath, to: &WindowsPath) -> Result<()> {
+        self.journal.update(|records| {
+            records.links.insert(
+                key(link.as_str()),
+                (link.clone(), LinkTo::Local(to.clone())),
+            );
+        })
+    }
+
+    async fn unpublish(self: &Arc<Self>, target: &WindowsPath) -> Result<Change> {
+        // One call: a link or an empty folder goes, nothing there is no
+        // change, a folder with files in it stays.
+        let changed = match self.remove_unforced(target).await {
+            Ok(()) => true,
+            Err(error) if error.host_cause() == Some(HostCause::PathNotFound) => false,
+            Err(error) => return Err(error),
+        };
+        self.journal
+            .update(|records| records.links.remove(&key(target.as_str())))?;
+        Ok(Change::from(changed))
+    }
+}

@@ -1,0 +1,257 @@
+//! The node side of a volume's life, once: what every Windows CSI driver
+//! writes by hand in its `safe_mounter_windows.go`, built on the group
+//! traits so that it runs on every CSI Proxy release and on the host
+//! backend.
+//!
+//! A [`Mounter`] turns kubelet's node calls into host work that converges:
+//!
+//! | call | CSI node call | what it guarantees |
+//! |---|---|---|
+//! | [`inspect`](Mounter::inspect) | any | what is at a path, in one answer; "not a mount point" is a state, not an error |
+//! | [`find_disk`](Mounter::find_disk) | stage | one disk by LUN, page 0x83 ID, serial number or predicate, waited for with at most one rescan a poll; none is `NotFound`, several is `Ambiguous` |
+//! | [`stage_disk`](Mounter::stage_disk) | `NodeStageVolume` | online, partition only a raw disk, wait for its volume, format only a volume without a file system, mount; a kubelet retry joins a stage still running |
+//! | [`unstage_disk`](Mounter::unstage_disk) | `NodeUnstageVolume` | flush, unmount, remove the empty folder, optionally offline; a retry after a partial failure finishes the remaining steps |
+//! | [`publish`](Mounter::publish) / [`unpublish`](Mounter::unpublish) | `NodePublishVolume` / `NodeUnpublishVolume` | a link from the pod's target to the staging path, replacing only an empty folder; a link elsewhere is a conflict |
+//! | [`expand`](Mounter::expand) | `NodeExpandVolume` | rescan and grow; "nothing to grow" is success |
+//! | [`stats`](Mounter::stats) | `NodeGetVolumeStats` | total, used, available: right on every release |
+//! | [`stage_smb`](Mounter::stage_smb) / [`unstage_smb`](Mounter::unstage_smb) | stage / unstage of a share | one mapping per share, leased by each volume, removed when the last one goes and only if this mounter made it |
+//! | [`rotate_smb_credentials`](Mounter::rotate_smb_credentials) | | maps a share again with new credentials |
+//! | [`reconcile`](Mounter::reconcile) | plugin start | finishes or undoes half-done work, removes dangling links, drops the leases of volumes that are gone |
+//!
+//! Every call is idempotent and says whether it changed anything
+//! ([`Change`]). Something unexpected at a path is [`Error::Conflict`](crate::Error::Conflict) and
+//! is left as it is; no volume with a file system is formatted, and no
+//! folder is force-removed. Calls on the same staging path or target run
+//! one at a time, and a repeat while one runs waits for its answer.
+//! What CSI Proxy cannot tell (where a link leads, which mappings exist and
+//! who made them, which steps of an unstage are done) is kept in a small
+//! journal in a folder of the driver's ([`MounterBuilder`]), which outlives
+//! driver restarts and node reboots. `docs/mounting.md` has each rule, its
+//! test, and the Go drivers' bugs it avoids.
+//!
+//! ```
+//! use csi_proxy_client::api::WindowsPath;
+//! use csi_proxy_client::mount::{DiskSelector, Mounter};
+//! use csi_proxy_client::CsiProxy;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # use csi_proxy_client::testing::{FakeHost, FakeProxy, LocalEndpoints, ProxyRelease};
+//! # let endpoints = LocalEndpoints::new()?;
+//! # let host = FakeHost::builder().disk(1, "Google  pvc-1", 10 << 30)
+//! #     .dir(r"C:\var\lib\kubelet\pods\p1\volumes").build();
+//! # let mut fake = FakeProxy::for_host(endpoints.transport(), &host);
+//! # fake.serve_release(ProxyRelease::V0_2_2).await?;
+//! # let state = tempfile::tempdir()?;
+//! let proxy = CsiProxy::builder()
+//! #   .transport(endpoints.transport())
+//!     .connect()
+//!     .await?;
+//! // A folder on the node that outlives the driver: the mounter's journal.
+//! let mounter = Mounter::builder(proxy, state.path()).build()?;
+//!
+//! let staging = WindowsPath::new(r"C:\var\lib\kubelet\plugins\pd\pvc-1\globalmount")?;
+//! let target = WindowsPath::new(r"C:\var\lib\kubelet\pods\p1\volumes\pvc-1")?;
+//! let staged = mounter.stage_disk(&DiskSelector::page83("Google  pvc-1"), &staging).await?;
+//! assert!(staged.formatted, "a raw disk was partitioned and formatted");
+//! mounter.publish(&staging, &target).await?;
+//! let stats = mounter.stats(&target).await?;
+//! assert!(stats.total_bytes > stats.used_bytes);
+//! // kubelet repeats calls: nothing changes the second time.
+//! assert!(!mounter.stage_disk(&DiskSelector::page83("Google  pvc-1"), &staging).await?.change.changed());
+//! # Ok(()) }
+//! ```
+
+mod block;
+mod disks;
+mod fingerprint;
+mod flight;
+mod journal;
+mod links;
+mod path_state;
+mod reconcile;
+mod smb;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use block::{Expanded, FsStats, Staged};
+pub use disks::{DiskCandidate, DiskSelector};
+pub use path_state::PathState;
+pub use reconcile::ReconcileReport;
+pub use smb::{Rotated, SmbCredentials, SmbMappingRemoval};
+
+use crate::client::CsiProxy;
+use crate::error::Result;
+use flight::Flights;
+use journal::Journal;
+
+/// Whether a call changed the host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Change {
+    /// It did what was asked.
+    Changed,
+    /// It was already so: nothing was changed.
+    Unchanged,
+}
+
+impl Change {
+    /// Whether anything changed.
+    pub fn changed(self) -> bool {
+        self == Change::Changed
+    }
+
+    /// `Changed` if `changed`.
+    pub(crate) fn from(changed: bool) -> Self {
+        if changed {
+            Change::Changed
+        } else {
+            Change::Unchanged
+        }
+    }
+}
+
+/// The node's volume operations on one [`CsiProxy`]; see the [module
+/// docs](self). Cheap to clone; clones share their locks and journal.
+#[derive(Clone)]
+pub struct Mounter {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Mounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mounter")
+            .field("settings", &self.inner.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the operations share: the proxy, the journal, the keys in use.
+pub(crate) struct Inner {
+    proxy: CsiProxy,
+    journal: Journal,
+    flights: Arc<Flights>,
+    settings: Settings,
+}
+
+/// The timings and policies of a [`Mounter`].
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    disk_wait: Duration,
+    poll_interval: Duration,
+    volume_wait: Duration,
+    format_grace: Duration,
+    smb_removal: SmbMappingRemoval,
+    foreign_shares: Vec<String>,
+}
+
+/// Sets up a [`Mounter`]: [`Mounter::builder`].
+#[derive(Debug)]
+pub struct MounterBuilder {
+    proxy: CsiProxy,
+    state_dir: PathBuf,
+    settings: Settings,
+}
+
+impl Mounter {
+    /// A mounter on `proxy` that keeps its journal in `state_dir`: a folder
+    /// of the driver's that outlives the driver's restarts and the node's
+    /// reboots, such as a folder under the plugin's host directory
+    /// (`C:\var\lib\kubelet\plugins\<driver>\mounter`) seen from the
+    /// driver's container. One folder per driver: two mounters must not
+    /// share one.
+    pub fn builder(proxy: CsiProxy, state_dir: impl Into<PathBuf>) -> MounterBuilder {
+        MounterBuilder {
+            proxy,
+            state_dir: state_dir.into(),
+            settings: Settings {
+                disk_wait: Duration::from_secs(120),
+                poll_interval: Duration::from_secs(1),
+                volume_wait: Duration::from_secs(30),
+                format_grace: Duration::from_secs(600),
+                smb_removal: SmbMappingRemoval::WhenUnused,
+                foreign_shares: Vec::new(),
+            },
+        }
+    }
+
+    /// The proxy it works through.
+    pub fn proxy(&self) -> &CsiProxy {
+        &self.inner.proxy
+    }
+}
+
+impl MounterBuilder {
+    /// How long [`Mounter::stage_disk`] waits for its disk to appear
+    /// (default 2 minutes, as azuredisk waits for a LUN).
+    pub fn disk_wait(mut self, wait: Duration) -> Self {
+        self.settings.disk_wait = wait;
+        self
+    }
+
+    /// How often a wait looks again (default 1 s): for a disk (with at most
+    /// one rescan a look), and for a new partition's volume.
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.settings.poll_interval = interval;
+        self
+    }
+
+    /// How long a stage waits for the volume of a partition it just made
+    /// to be listed (default 30 s).
+    pub fn volume_wait(mut self, wait: Duration) -> Self {
+        self.settings.volume_wait = wait;
+        self
+    }
+
+    /// How long a format whose outcome is unknown (its call timed out, or
+    /// the proxy restarted while it ran) is taken to be still running on
+    /// the host (default 10 minutes). Until then, a stage that finds the
+    /// volume still without a file system answers [`Error::InProgress`]
+    /// instead of formatting again; after it, it formats.
+    ///
+    /// [`Error::InProgress`]: crate::Error::InProgress
+    pub fn format_grace(mut self, grace: Duration) -> Self {
+        self.settings.format_grace = grace;
+        self
+    }
+
+    /// When a share's global mapping that this mounter made is removed
+    /// (default [`SmbMappingRemoval::WhenUnused`]).
+    pub fn smb_mapping_removal(mut self, removal: SmbMappingRemoval) -> Self {
+        self.settings.smb_removal = removal;
+        self
+    }
+
+    /// A share whose mapping someone else makes and owns (an administrator,
+    /// another driver): this mounter uses it and never removes it. CSI
+    /// Proxy cannot say who made a mapping, so a mapping the mounter finds
+    /// in place the first time it maps a share is taken as its own unless
+    /// named here.
+    pub fn foreign_smb_share(mut self, share: &crate::api::SmbRemotePath) -> Self {
+        if let Some(root) = smb::share_key(share) {
+            self.settings.foreign_shares.push(root);
+        }
+        self
+    }
+
+    /// The mounter, with the journal read from the state folder (made if
+    /// missing).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Configuration`](crate::Error::Configuration) when the
+    /// folder cannot be made or read, or holds a journal this version
+    /// cannot read.
+    pub fn build(self) -> Result<Mounter> {
+        let journal = Journal::open(&self.state_dir)?;
+        Ok(Mounter {
+            inner: Arc::new(Inner {
+                proxy: self.proxy,
+                journal,
+                flights: Arc::default(),
+                settings: self.settings,
+            }),
+        })
+    }
+}

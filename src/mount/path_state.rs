@@ -1,0 +1,200 @@
+//! What is at a path, in one answer.
+
+use std::fmt;
+
+use super::journal::{key, LinkTo};
+use super::{Inner, Mounter};
+use crate::api::{SmbRemotePath, VolumeId, WindowsPath};
+use crate::error::{Error, Result};
+use crate::host_cause::HostCause;
+
+/// What is at a path on the node: [`Mounter::inspect`].
+///
+/// CSI Proxy has no call that reads a link or lists a folder, so what it
+/// cannot tell is said here as such: a link this mounter made is known
+/// from its journal (where it leads, and whether it still leads
+/// somewhere); a link it did not make that leads to a volume reads as
+/// that volume's mount point, and one that leads nowhere reads as a
+/// directory. Whether a directory is empty is learned when the mounter
+/// acts on it: it removes only empty ones.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PathState {
+    /// Nothing is there.
+    Absent,
+    /// A directory with no volume mounted at it.
+    Directory,
+    /// The folder where `volume` is mounted (or a link, not made by this
+    /// mounter, that leads to it).
+    VolumeMount {
+        /// The volume.
+        volume: VolumeId,
+    },
+    /// A link to a folder on the node.
+    Link {
+        /// Where it leads, when this mounter made it.
+        target: Option<WindowsPath>,
+        /// The volume it leads to, if it leads to one.
+        volume: Option<VolumeId>,
+        /// Whether it still leads somewhere (after a reboot, a staging
+        /// folder's volume may be gone).
+        reachable: bool,
+    },
+    /// A link to a folder on an SMB share, made by this mounter.
+    SmbLink {
+        /// The share folder.
+        remote: SmbRemotePath,
+        /// Whether the share answers through it (its mapping is there and
+        /// connected).
+        reachable: bool,
+    },
+}
+
+impl PathState {
+    /// The volume a block volume's path holds, directly or through a link.
+    pub fn volume(&self) -> Option<&VolumeId> {
+        match self {
+            PathState::VolumeMount { volume } => Some(volume),
+            PathState::Link { volume, .. } => volume.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for PathState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PathState::Absent => f.write_str("nothing is there"),
+            PathState::Directory => f.write_str("there is a directory"),
+            PathState::VolumeMount { volume } => write!(f, "volume {volume} is mounted there"),
+            PathState::Link {
+                target, reachable, ..
+            } => {
+                let dangling = if *reachable {
+                    ""
+                } else {
+                    " that leads nowhere"
+                };
+                match target {
+                    Some(target) => write!(f, "there is a link to {target}{dangling}"),
+                    None => write!(f, "there is a link{dangling}"),
+                }
+            }
+            PathState::SmbLink { remote, reachable } => {
+                let dangling = if *reachable {
+                    ""
+                } else {
+                    " that does not answer"
+                };
+                write!(f, "there is a link to the share {remote}{dangling}")
+            }
+        }
+    }
+}
+
+/// The conflict of finding `found` at `path`.
+pub(super) fn conflict(path: &WindowsPath, found: impl fmt::Display) -> Error {
+    Error::Conflict {
+        path: path.to_string(),
+        found: found.to_string(),
+    }
+}
+
+impl Mounter {
+    /// What is at `path`: `IsSymlink` (which fails for a path that does
+    /// not exist) and, for a folder that leads somewhere,
+    /// `GetVolumeIDFromTargetPath`, read together with the journal. "Not a mount point" is an answer
+    /// ([`PathState::Directory`]), not an error; a host failure that says
+    /// something else (access denied, out of resources) is.
+    pub async fn inspect(&self, path: &WindowsPath) -> Result<PathState> {
+        self.inner.inspect(path, true).await
+    }
+}
+
+impl Inner {
+    /// [`Mounter::inspect`]; without `volume_of_links`, a link this
+    /// mounter made is not asked for its volume (one call less, for
+    /// callers that only need where it leads).
+    pub(super) async fn inspect(
+        &self,
+        path: &WindowsPath,
+        volume_of_links: bool,
+    ) -> Result<PathState> {
+        let Some(reachable) = self.probe(path).await? else {
+            return Ok(PathState::Absent);
+        };
+        let recorded = self
+            .journal
+            .read()
+            .links
+            .get(&key(path.as_str()))
+            .map(|(_, to)| to.clone());
+        match recorded {
+            Some(LinkTo::Smb(remote)) => Ok(PathState::SmbLink { remote, reachable }),
+            Some(LinkTo::Local(target)) => {
+                let volume = match reachable && volume_of_links {
+                    true => self.volume_at(path).await?,
+                    false => None,
+                };
+                Ok(PathState::Link {
+                    target: Some(target),
+                    volume,
+                    reachable,
+                })
+            }
+            // A folder, or a link that leads nowhere: the proxy tells them
+            // apart by nothing.
+            None if !reachable => Ok(PathState::Directory),
+            None => Ok(match self.volume_at(path).await? {
+                Some(volume) => PathState::VolumeMount { volume },
+                None => PathState::Link {
+                    target: None,
+                    volume: None,
+                    reachable: true,
+                },
+            }),
+        }
+    }
+
+    /// Whether `path` is a link or mount point that leads somewhere
+    /// (`IsSymlink`), `None` when nothing is there: one call where
+    /// `PathExists` and `IsSymlink` would be two. A failure that does not
+    /// say "not found" is asked again with `PathExists`.
+    pub(super) async fn probe(&self, path: &WindowsPath) -> Result<Option<bool>> {
+        let filesystem = self.proxy.filesystem()?;
+        match filesystem.is_symlink(path).await {
+            Ok(leads) => Ok(Some(leads)),
+            Err(error) if error.host_cause() == Some(HostCause::PathNotFound) => Ok(None),
+            Err(error @ Error::Host { .. }) => match filesystem.path_exists(path).await? {
+                false => Ok(None),
+                true => Err(error),
+            },
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The volume at `path` (following links), `None` when the host says
+    /// there is none, or the proxy is too old to say.
+    pub(super) async fn volume_at(&self, path: &WindowsPath) -> Result<Option<VolumeId>> {
+        match self
+            .proxy
+            .volume()?
+            .get_volume_id_from_target_path(path)
+            .await
+        {
+            Ok(volume) => Ok(Some(volume)),
+            Err(Error::Unsupported { .. }) => Ok(None),
+            Err(error @ Error::Host { .. }) => match error.host_cause() {
+                // What stops the host from answering is no "no".
+                Some(
+                    HostCause::AccessDenied
+                    | HostCause::OutOfResources
+                    | HostCause::LogonFailure
+                    | HostCause::CredentialConflict,
+                ) => Err(error),
+                _ => Ok(None),
+            },
+            Err(error) => Err(error),
+        }
+    }
+}

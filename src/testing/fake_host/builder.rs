@@ -1,0 +1,179 @@
+//! Seeding a fake host.
+
+use std::sync::{Arc, Mutex};
+
+use super::state::{HostState, IscsiTarget, SmbShare};
+use super::{local_path, lun_location, FakeDisk, FakeHost};
+use crate::api::{Secret, ServiceInfo, ServiceStatus, StartType, TargetPortal};
+use crate::testing::ProxyRelease;
+
+/// Seeds a [`FakeHost`].
+#[derive(Debug)]
+pub struct FakeHostBuilder {
+    state: HostState,
+}
+
+impl FakeHostBuilder {
+    /// Adds an online, raw disk `number` of `size_bytes` with page83
+    /// identifier `page83`, on adapter 0, target 0, LUN = `number`.
+    pub fn disk(mut self, number: u32, page83: &str, size_bytes: u64) -> Self {
+        let disk = FakeDisk::new(page83, size_bytes, lun_location(number));
+        self.state.add_disk(number, disk);
+        self
+    }
+
+    /// Adds an online disk `number` as [`DiskApi::partition_disk`] leaves
+    /// it: a GPT with one data partition, holding an unformatted volume.
+    ///
+    /// [`DiskApi::partition_disk`]: crate::api::DiskApi::partition_disk
+    pub fn partitioned_disk(mut self, number: u32, page83: &str, size_bytes: u64) -> Self {
+        let disk = FakeDisk::new(page83, size_bytes, lun_location(number));
+        self.state.add_disk(number, disk);
+        self.state.add_data_partition(number);
+        self
+    }
+
+    /// Adds disk `number` as the system disk: partitioned, with one
+    /// formatted volume that holds drive `C:`. Without a system disk, a path
+    /// under no mounted volume belongs to no volume; with one, it belongs to
+    /// `C:`'s, as on a real node (`GetClosestVolumeIDFromTargetPath`,
+    /// `GetVolumeIDFromTargetPath` of `C:\`).
+    pub fn system_disk(mut self, number: u32, page83: &str, size_bytes: u64) -> Self {
+        let disk = FakeDisk::new(page83, size_bytes, lun_location(number));
+        self.state.add_system_disk(number, disk);
+        self
+    }
+
+    /// Adds a disk with everything chosen by the caller.
+    pub fn custom_disk(mut self, number: u32, disk: FakeDisk) -> Self {
+        self.state.add_disk(number, disk);
+        self
+    }
+
+    /// Takes disk `number` (added before) offline, as a disk left offline
+    /// by a former unstage, or by the SAN policy, comes: it lists no
+    /// volumes, and `PartitionDisk`, format and mount fail until
+    /// `SetDiskState` brings it online.
+    ///
+    /// # Panics
+    ///
+    /// When the builder has no disk `number` yet.
+    pub fn offline(mut self, number: u32) -> Self {
+        self.disk_mut("offline", number).online = false;
+        self
+    }
+
+    /// Makes disk `number` (added before) read-only, as a re-attached disk
+    /// may come back: what would write to it fails with Windows error 19,
+    /// and `SetDiskState` does not clear it.
+    ///
+    /// # Panics
+    ///
+    /// When the builder has no disk `number` yet.
+    pub fn read_only(mut self, number: u32) -> Self {
+        self.disk_mut("read_only", number).read_only = true;
+        self
+    }
+
+    /// The host follows the rules of CSI Proxy `release` (default
+    /// [`ProxyRelease::LATEST`]); see [`FakeHost::behave_as`].
+    pub fn release(mut self, release: ProxyRelease) -> Self {
+        self.state.release = release;
+        self
+    }
+
+    fn disk_mut(&mut self, caller: &str, number: u32) -> &mut FakeDisk {
+        match self.state.disks.get_mut(&number) {
+            Some(disk) => disk,
+            None => panic!("FakeHostBuilder::{caller}: no disk {number}; add it first"),
+        }
+    }
+
+    /// Adds a working directory; filesystem paths must lie under one.
+    pub fn working_dir(mut self, dir: &str) -> Self {
+        self.state.working_dirs.push(dir.to_owned());
+        self
+    }
+
+    /// Creates directory `path` (and its parents) up front, normalized as
+    /// [`FakeHost::entry`] normalizes it.
+    ///
+    /// # Panics
+    ///
+    /// When `path` is not one [`WindowsPath::new`](crate::api::WindowsPath::new) accepts.
+    pub fn dir(mut self, path: &str) -> Self {
+        self.state.mkdir_all(&local_path(path));
+        self
+    }
+
+    /// Adds an SMB share that accepts `username` with `password`. `root`
+    /// is `\\server\share`; a server is known to the host when it has a
+    /// share.
+    pub fn smb_share(mut self, root: &str, username: &str, password: &str) -> Self {
+        self.state.shares.insert(
+            super::smb::normalized(root),
+            SmbShare {
+                username: username.to_owned(),
+                password: Secret::new(password),
+            },
+        );
+        self
+    }
+
+    /// Adds an iSCSI target `iqn` at `portal` with disks of the given page83
+    /// IDs and sizes; with `chap`, logins must authenticate as that user and
+    /// secret; with `mutual_secret`, the target also expects the initiator's
+    /// mutual CHAP secret to equal it.
+    pub fn iscsi_target(
+        mut self,
+        portal: TargetPortal,
+        iqn: &str,
+        disks: &[(&str, u64)],
+        chap: Option<(&str, &str)>,
+        mutual_secret: Option<&str>,
+    ) -> Self {
+        let target = IscsiTarget {
+            iqn: iqn.to_owned(),
+            disks: disks.iter().map(|&(p, s)| (p.to_owned(), s)).collect(),
+            chap: chap.map(|(u, s)| (u.to_owned(), Secret::new(s))),
+            mutual_secret: mutual_secret.map(Secret::new),
+        };
+        self.state.portals.entry(portal).or_default().push(target);
+        self
+    }
+
+    /// Adds a Windows service.
+    pub fn service(
+        mut self,
+        name: &str,
+        display_name: &str,
+        start_type: StartType,
+        status: ServiceStatus,
+    ) -> Self {
+        let info = ServiceInfo {
+            display_name: display_name.to_owned(),
+            start_type,
+            status,
+        };
+        self.state.services.insert(name.to_lowercase(), info);
+        self
+    }
+
+    /// Sets the BIOS serial number.
+    pub fn bios_serial_number(mut self, serial: &str) -> Self {
+        self.state.bios_serial = serial.to_owned();
+        self
+    }
+
+    /// The host.
+    pub fn build(self) -> FakeHost {
+        FakeHost {
+            state: Arc::new(Mutex::new(self.state)),
+        }
+    }
+
+    /// A builder for a host with `state`.
+    pub(super) fn with_state(state: HostState) -> Self {
+        Self { state }
+    }
+}

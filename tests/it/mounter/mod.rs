@@ -1,0 +1,135 @@
+//! The mounter (`csi_proxy_client::mount`), one test a line of the
+//! scenario table in `docs/mounting.md`: over a fake proxy on real
+//! endpoints (Unix sockets here, named pipes under Wine), at the CSI Proxy
+//! releases whose rules differ, with a fake host that misbehaves.
+
+mod block;
+mod recovery;
+mod round_trips;
+mod smb;
+
+use std::time::Duration;
+
+use csi_proxy_client::api::WindowsPath;
+use csi_proxy_client::mount::Mounter;
+use csi_proxy_client::testing::{
+    FakeHost, FakeHostBuilder, FakeProxy, LocalEndpoints, ProxyRelease,
+};
+use csi_proxy_client::{CsiProxy, Operation};
+
+pub const GIB: u64 = 1 << 30;
+pub const PAGE83: &str = "Google  pvc-1";
+pub const STAGING: &str = r"C:\var\lib\kubelet\plugins\kubernetes.io\csi\pd\pv1\globalmount";
+pub const STAGING_2: &str = r"C:\var\lib\kubelet\plugins\kubernetes.io\csi\pd\pv2\globalmount";
+pub const TARGET: &str = r"C:\var\lib\kubelet\pods\p1\volumes\kubernetes.io~csi\pv1\mount";
+pub const TARGET_2: &str = r"C:\var\lib\kubelet\pods\p2\volumes\kubernetes.io~csi\pv1\mount";
+
+/// A node: a fake host behind a fake proxy at a release, a client, and a
+/// mounter with its journal in a folder of its own.
+pub struct Node {
+    pub host: FakeHost,
+    pub fake: FakeProxy,
+    pub mounter: Mounter,
+    endpoints: LocalEndpoints,
+    state: tempfile::TempDir,
+}
+
+impl Node {
+    /// `host` (the kubelet folders added) behind a proxy at `release`.
+    pub async fn on(release: ProxyRelease, host: FakeHostBuilder) -> Node {
+        let host = host
+            .dir(r"C:\var\lib\kubelet\plugins\kubernetes.io\csi\pd\pv1")
+            .dir(r"C:\var\lib\kubelet\plugins\kubernetes.io\csi\pd\pv2")
+            .dir(r"C:\var\lib\kubelet\pods\p1\volumes\kubernetes.io~csi\pv1")
+            .dir(r"C:\var\lib\kubelet\pods\p2\volumes\kubernetes.io~csi\pv1")
+            .build();
+        let endpoints = LocalEndpoints::new().unwrap();
+        let mut fake = FakeProxy::for_host(endpoints.transport(), &host);
+        fake.serve_release(release).await.unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let mounter = mounter(connect(&endpoints).await, state.path());
+        Node {
+            host,
+            fake,
+            mounter,
+            endpoints,
+            state,
+        }
+    }
+
+    /// One raw 10 GiB disk with [`PAGE83`] at LUN 1, at `release`.
+    pub async fn with_disk(release: ProxyRelease) -> Node {
+        Node::on(release, FakeHost::builder().disk(1, PAGE83, 10 * GIB)).await
+    }
+
+    /// The driver restarts: a new client and mounter, the same journal.
+    pub async fn restart_driver(&mut self) {
+        self.mounter = mounter(connect(&self.endpoints).await, self.state.path());
+    }
+
+    /// A second mounter on the same node with its own journal (another
+    /// driver).
+    pub async fn other_driver(&self, state: &std::path::Path) -> Mounter {
+        mounter(connect(&self.endpoints).await, state)
+    }
+
+    /// A client whose calls of `op` give up after `deadline`.
+    pub async fn client_with_deadline(&self, op: Operation, deadline: Duration) -> CsiProxy {
+        CsiProxy::builder()
+            .transport(self.endpoints.transport())
+            .deadline(op, deadline)
+            .connect()
+            .await
+            .unwrap()
+    }
+
+    /// The journal folder.
+    pub fn state_dir(&self) -> &std::path::Path {
+        self.state.path()
+    }
+
+    /// The RPCs the proxy received since the last call, forgotten.
+    pub fn take_rpcs(&self) -> Vec<String> {
+        let rpcs = self.fake.calls().into_iter().map(|c| c.rpc).collect();
+        self.fake.clear_calls();
+        rpcs
+    }
+
+    /// How many calls of `op` the host received.
+    pub fn host_calls(&self, op: Operation) -> usize {
+        self.host.calls_of(op)
+    }
+}
+
+async fn connect(endpoints: &LocalEndpoints) -> CsiProxy {
+    CsiProxy::builder()
+        .transport(endpoints.transport())
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// A mounter with the short waits a test wants.
+pub fn mounter(proxy: CsiProxy, state: &std::path::Path) -> Mounter {
+    Mounter::builder(proxy, state)
+        .poll_interval(Duration::from_millis(10))
+        .disk_wait(Duration::from_millis(300))
+        .volume_wait(Duration::from_secs(2))
+        .build()
+        .unwrap()
+}
+
+pub fn path(p: &str) -> WindowsPath {
+    WindowsPath::new(p).unwrap()
+}
+
+/// The releases whose rules differ for the mounter: v0.2.2 (free space in
+/// VolumeStats), v1.1.1 (full-path SMB mappings, a mount of the same
+/// volume refused, no resize threshold), and the newest.
+pub fn releases() -> [ProxyRelease; 3] {
+    [
+        ProxyRelease::V0_2_2,
+        "v1.1.1".parse().unwrap(),
+        ProxyRelease::LATEST,
+    ]
+}

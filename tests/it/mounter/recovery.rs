@@ -1,0 +1,147 @@
+//! Reboots, restarts and `reconcile`.
+
+use super::{path, Node, GIB, PAGE83, STAGING, STAGING_2, TARGET};
+use csi_proxy_client::api::{FilesystemApi, Secret, SmbRemotePath};
+use csi_proxy_client::mount::{Change, DiskSelector, SmbCredentials};
+use csi_proxy_client::testing::{FakeHost, ProxyRelease, WindowsError};
+use csi_proxy_client::Operation as Op;
+
+const ROOT: &str = r"\\files\share";
+
+fn creds() -> SmbCredentials {
+    SmbCredentials::new("user", Secret::new("pw"))
+}
+
+#[tokio::test]
+async fn a_reboot_drops_mappings_and_reconcile_clears_the_way_for_kubelet() {
+    let host = FakeHost::builder()
+        .smb_share(ROOT, "user", "pw")
+        .disk(1, PAGE83, 10 * GIB);
+    let mut node = Node::on(ProxyRelease::LATEST, host).await;
+    let share = SmbRemotePath::new(r"\\files\share\pv1").unwrap();
+    node.mounter
+        .stage_smb("pv1", &share, &creds(), &path(STAGING))
+        .await
+        .unwrap();
+    node.mounter
+        .stage_disk(&DiskSelector::page83(PAGE83), &path(STAGING_2))
+        .await
+        .unwrap();
+    node.mounter
+        .publish(&path(STAGING_2), &path(TARGET))
+        .await
+        .unwrap();
+
+    node.host.reboot();
+    node.restart_driver().await;
+    let report = node
+        .mounter
+        .reconcile(|volume| volume == "pv1")
+        .await
+        .unwrap();
+    assert_eq!(report.links_removed, vec![path(STAGING)], "{report:?}");
+    assert!(report.leases_dropped.is_empty());
+    // kubelet makes its staging folder, and stages again: mapped again.
+    node.host.mkdir(&path(STAGING)).await.unwrap();
+    let again = node
+        .mounter
+        .stage_smb("pv1", &share, &creds(), &path(STAGING))
+        .await
+        .unwrap();
+    assert_eq!(again, Change::Changed);
+    assert_eq!(node.host.smb_mappings(), vec![ROOT.to_owned()]);
+    // The disk's volume came back unmounted: its stage mounts it again,
+    // and the pod's link leads to it once more.
+    let staged = node
+        .mounter
+        .stage_disk(&DiskSelector::page83(PAGE83), &path(STAGING_2))
+        .await
+        .unwrap();
+    assert!(staged.change.changed() && !staged.formatted, "{staged:?}");
+    assert_eq!(
+        node.mounter
+            .publish(&path(STAGING_2), &path(TARGET))
+            .await
+            .unwrap(),
+        Change::Unchanged
+    );
+}
+
+#[tokio::test]
+async fn reconcile_drops_the_leases_of_volumes_that_are_gone_and_their_mapping() {
+    let host = FakeHost::builder().smb_share(ROOT, "user", "pw");
+    let node = Node::on(ProxyRelease::LATEST, host).await;
+    for (volume, staging) in [("pv1", STAGING), ("pv2", STAGING_2)] {
+        let share = SmbRemotePath::new(format!(r"{ROOT}\{volume}")).unwrap();
+        node.mounter
+            .stage_smb(volume, &share, &creds(), &path(staging))
+            .await
+            .unwrap();
+    }
+    let report = node
+        .mounter
+        .reconcile(|volume| volume == "pv2")
+        .await
+        .unwrap();
+    assert_eq!(report.leases_dropped, vec!["pv1".to_owned()]);
+    assert!(report.mappings_removed.is_empty(), "pv2 still uses it");
+    assert_eq!(node.host.entry(STAGING), None);
+    let report = node.mounter.reconcile(|_| false).await.unwrap();
+    assert_eq!(report.mappings_removed, vec![ROOT.to_owned()]);
+    assert!(node.host.smb_mappings().is_empty());
+}
+
+#[tokio::test]
+async fn reconcile_finishes_an_unstage_a_restart_cut_short() {
+    let mut node = Node::with_disk(ProxyRelease::LATEST).await;
+    node.mounter
+        .stage_disk(&DiskSelector::page83(PAGE83), &path(STAGING))
+        .await
+        .unwrap();
+    node.host.fail_call(
+        Op::SetDiskState,
+        1,
+        WindowsError::new(WindowsError::IO_DEVICE),
+    );
+    node.mounter
+        .unstage_disk(&path(STAGING), true)
+        .await
+        .unwrap_err();
+    node.restart_driver().await;
+    let report = node.mounter.reconcile(|_| true).await.unwrap();
+    assert_eq!(report.unstages_finished, vec![path(STAGING)]);
+    assert!(!node.host.disk(1).unwrap().online);
+    let report = node.mounter.reconcile(|_| true).await.unwrap();
+    assert!(report.unstages_finished.is_empty(), "{report:?}");
+}
+
+#[tokio::test]
+async fn a_pre_1_1_2_proxy_maps_each_path_and_every_one_is_removed() {
+    let host = FakeHost::builder().smb_share(ROOT, "user", "pw");
+    let node = Node::on("v1.1.1".parse().unwrap(), host).await;
+    let a = SmbRemotePath::new(r"\\files\share\a").unwrap();
+    let b = SmbRemotePath::new(r"\\files\share\b").unwrap();
+    node.mounter
+        .stage_smb("pv1", &a, &creds(), &path(STAGING))
+        .await
+        .unwrap();
+    node.mounter
+        .stage_smb("pv2", &b, &creds(), &path(STAGING_2))
+        .await
+        .unwrap();
+    assert_eq!(node.host.smb_mappings().len(), 2);
+    node.mounter
+        .unstage_smb("pv1", &path(STAGING))
+        .await
+        .unwrap();
+    node.mounter
+        .unstage_smb("pv2", &path(STAGING_2))
+        .await
+        .unwrap();
+    assert!(
+        node.host.smb_mappings().is_empty(),
+        "{:?}",
+        node.host.smb_mappings()
+    );
+    assert_eq!(node.host.entry(STAGING_2), None);
+}

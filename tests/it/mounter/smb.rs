@@ -1,0 +1,329 @@
+//! SMB shares: one mapping per share, leased by the volumes that use it.
+
+use super::{path, releases, Node, STAGING, STAGING_2, TARGET};
+use csi_proxy_client::api::{Secret, SmbRemotePath};
+use csi_proxy_client::mount::{Change, Mounter, PathState, SmbCredentials};
+use csi_proxy_client::testing::{FakeHost, PathEntry, ProxyRelease, SmbMappingStatus};
+use csi_proxy_client::{Code, Error, HostCause, Operation as Op};
+
+const ROOT: &str = r"\\files\share";
+
+fn share(sub: &str) -> SmbRemotePath {
+    SmbRemotePath::new(format!(r"{ROOT}\{sub}")).unwrap()
+}
+
+fn creds(password: &str) -> SmbCredentials {
+    SmbCredentials::new("user", Secret::new(password))
+}
+
+async fn node_with_share(release: ProxyRelease) -> Node {
+    let host = FakeHost::builder().smb_share(ROOT, "user", "pw").smb_share(
+        r"\\files\other",
+        "admin",
+        "root-pw",
+    );
+    Node::on(release, host).await
+}
+
+#[tokio::test]
+async fn two_volumes_on_one_share_share_one_mapping_until_both_are_unstaged() {
+    for release in releases() {
+        let node = node_with_share(release).await;
+        let m = &node.mounter;
+        let (a, b) = (path(STAGING), path(STAGING_2));
+        assert_eq!(
+            m.stage_smb("pv1", &share("a"), &creds("pw"), &a)
+                .await
+                .unwrap(),
+            Change::Changed
+        );
+        assert_eq!(
+            m.stage_smb("pv1", &share("a"), &creds("pw"), &a)
+                .await
+                .unwrap(),
+            Change::Unchanged
+        );
+        m.stage_smb("pv2", &share("b"), &creds("pw"), &b)
+            .await
+            .unwrap();
+        let mapped = node.host.smb_mappings();
+        if release < "v1.1.2".parse().unwrap() {
+            assert_eq!(mapped.len(), 2, "{release} maps each path: {mapped:?}");
+        } else {
+            assert_eq!(mapped, vec![ROOT.to_owned()], "{release}");
+        }
+        assert_eq!(
+            m.inspect(&a).await.unwrap(),
+            PathState::SmbLink {
+                remote: share("a"),
+                reachable: true
+            }
+        );
+        // A pod publishes the share's staging path like a disk's.
+        m.publish(&a, &path(TARGET)).await.unwrap();
+        m.unpublish(&path(TARGET)).await.unwrap();
+
+        assert_eq!(m.unstage_smb("pv1", &a).await.unwrap(), Change::Changed);
+        assert_eq!(node.host.entry(STAGING), None);
+        assert!(
+            !node.host.smb_mappings().is_empty(),
+            "{release}: pv2 still uses the share"
+        );
+        assert_eq!(m.unstage_smb("pv1", &a).await.unwrap(), Change::Unchanged);
+        m.unstage_smb("pv2", &b).await.unwrap();
+        assert!(
+            node.host.smb_mappings().is_empty(),
+            "{release}: {:?}",
+            node.host.smb_mappings()
+        );
+    }
+}
+
+#[tokio::test]
+async fn leases_outlive_a_driver_restart() {
+    let mut node = node_with_share(ProxyRelease::LATEST).await;
+    node.mounter
+        .stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
+        .await
+        .unwrap();
+    node.mounter
+        .stage_smb("pv2", &share("b"), &creds("pw"), &path(STAGING_2))
+        .await
+        .unwrap();
+    node.restart_driver().await;
+    node.mounter
+        .unstage_smb("pv1", &path(STAGING))
+        .await
+        .unwrap();
+    assert_eq!(node.host.smb_mappings().len(), 1);
+    node.restart_driver().await;
+    node.mounter
+        .unstage_smb("pv2", &path(STAGING_2))
+        .await
+        .unwrap();
+    assert!(node.host.smb_mappings().is_empty());
+}
+
+#[tokio::test]
+async fn a_disconnected_mapping_is_made_again() {
+    let node = node_with_share(ProxyRelease::LATEST).await;
+    let m = &node.mounter;
+    m.stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
+        .await
+        .unwrap();
+    node.host
+        .set_smb_mapping_status(ROOT, SmbMappingStatus::Disconnected);
+    // A new volume on the share: the proxy maps over the stale mapping,
+    // Windows refuses (85), the mounter removes it and maps again.
+    m.stage_smb("pv2", &share("b"), &creds("pw"), &path(STAGING_2))
+        .await
+        .unwrap();
+    assert_eq!(
+        node.host.smb_mapping_status(ROOT),
+        Some(SmbMappingStatus::Ok)
+    );
+    // The first volume's link answers again; its stage is a no-op.
+    assert_eq!(
+        m.stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
+            .await
+            .unwrap(),
+        Change::Unchanged
+    );
+}
+
+#[tokio::test]
+async fn a_stage_after_a_broken_link_remaps_and_relinks() {
+    let node = node_with_share(ProxyRelease::LATEST).await;
+    let m = &node.mounter;
+    m.stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
+        .await
+        .unwrap();
+    node.host
+        .set_smb_mapping_status(ROOT, SmbMappingStatus::Disconnected);
+    assert_eq!(
+        m.inspect(&path(STAGING)).await.unwrap(),
+        PathState::SmbLink {
+            remote: share("a"),
+            reachable: false
+        }
+    );
+    assert_eq!(
+        m.stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
+            .await
+            .unwrap(),
+        Change::Changed
+    );
+    assert_eq!(
+        node.host.smb_mapping_status(ROOT),
+        Some(SmbMappingStatus::Ok)
+    );
+}
+
+#[tokio::test]
+async fn rotated_credentials_map_the_share_again() {
+    let node = node_with_share(ProxyRelease::LATEST).await;
+    let m = &node.mounter;
+    m.stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
+        .await
+        .unwrap();
+    node.host.set_smb_share_password(ROOT, "pw2");
+    // The mapping still works with the old password: a stage with the new
+    // one uses it as it is, as CSI Proxy does.
+    m.stage_smb("pv2", &share("b"), &creds("pw2"), &path(STAGING_2))
+        .await
+        .unwrap();
+    let rotated = m
+        .rotate_smb_credentials(&share("a"), &creds("pw2"))
+        .await
+        .unwrap();
+    assert_eq!(rotated.change, Change::Changed);
+    assert_eq!(
+        rotated.interrupted,
+        vec!["pv1".to_owned(), "pv2".to_owned()]
+    );
+    assert_eq!(node.host.smb_mappings(), vec![ROOT.to_owned()]);
+    let again = m
+        .rotate_smb_credentials(&share("a"), &creds("pw2"))
+        .await
+        .unwrap();
+    assert_eq!(again.change, Change::Unchanged);
+    // A wrong password is Windows' logon failure, and changes nothing.
+    let error = m
+        .rotate_smb_credentials(&share("a"), &creds("wrong"))
+        .await
+        .unwrap_err();
+    assert_eq!(error.host_cause(), Some(HostCause::LogonFailure), "{error}");
+}
+
+#[tokio::test]
+async fn windows_refusals_are_typed_and_leave_nothing_behind() {
+    let node = node_with_share(ProxyRelease::LATEST).await;
+    let m = &node.mounter;
+    let stage = |remote: &str, password: &str| {
+        let remote = SmbRemotePath::new(remote).unwrap();
+        let creds = creds(password);
+        async move {
+            m.stage_smb("pv1", &remote, &creds, &path(STAGING))
+                .await
+                .unwrap_err()
+        }
+    };
+    let cases = [
+        (
+            stage(r"\\files\share\a", "wrong").await,
+            HostCause::LogonFailure,
+            Code::PermissionDenied,
+            false,
+        ),
+        (
+            stage(r"\\nowhere\share", "pw").await,
+            HostCause::NetworkPathNotFound,
+            Code::Unavailable,
+            true,
+        ),
+        (
+            stage(r"\\files\nosuch", "pw").await,
+            HostCause::NetworkNameNotFound,
+            Code::NotFound,
+            false,
+        ),
+    ];
+    for (error, cause, code, retryable) in cases {
+        assert_eq!(error.host_cause(), Some(cause), "{error}");
+        assert_eq!(
+            (error.csi_code(), error.is_retryable()),
+            (code, retryable),
+            "{error}"
+        );
+    }
+    // 1219: the server is mapped already, under another user.
+    node.host
+        .map_smb_outside(r"\\files\other", "admin", "root-pw");
+    let error = stage(r"\\files\share\a", "pw").await;
+    assert_eq!(
+        error.host_cause(),
+        Some(HostCause::CredentialConflict),
+        "{error}"
+    );
+    assert_eq!(
+        (error.csi_code(), error.is_retryable()),
+        (Code::FailedPrecondition, false)
+    );
+    assert_eq!(node.host.smb_mappings(), vec![r"\\files\other".to_owned()]);
+    assert_eq!(node.host.entry(STAGING), None);
+}
+
+#[tokio::test]
+async fn a_link_refused_after_mapping_takes_the_new_mapping_with_it() {
+    let node = node_with_share(ProxyRelease::LATEST).await;
+    // A folder whose parent is missing: the proxy maps, then fails to link.
+    let outside = path(r"C:\var\lib\kubelet\plugins\missing\pv1");
+    let error = node
+        .mounter
+        .stage_smb("pv1", &share("a"), &creds("pw"), &outside)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::Host { .. }), "{error}");
+    assert!(
+        node.host.smb_mappings().is_empty(),
+        "{:?}",
+        node.host.smb_mappings()
+    );
+    assert_eq!(node.host_calls(Op::RemoveSmbGlobalMapping), 1);
+}
+
+#[tokio::test]
+async fn a_mapping_made_by_someone_else_is_never_removed() {
+    let node = node_with_share(ProxyRelease::LATEST).await;
+    node.host.map_smb_outside(ROOT, "user", "pw");
+    let state = tempfile::tempdir().unwrap();
+    let proxy = node.mounter.proxy().clone();
+    let mounter = Mounter::builder(proxy, state.path())
+        .foreign_smb_share(&share(""))
+        .build()
+        .unwrap();
+    mounter
+        .stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
+        .await
+        .unwrap();
+    mounter.unstage_smb("pv1", &path(STAGING)).await.unwrap();
+    assert_eq!(node.host.smb_mappings(), vec![ROOT.to_owned()]);
+    let error = mounter
+        .rotate_smb_credentials(&share("a"), &creds("pw2"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, Error::NotFound { .. } | Error::Conflict { .. }),
+        "{error}"
+    );
+    assert_eq!(node.host_calls(Op::RemoveSmbGlobalMapping), 0);
+}
+
+#[tokio::test]
+async fn an_unstage_without_a_lease_removes_the_link_and_keeps_the_mapping() {
+    let node = node_with_share(ProxyRelease::LATEST).await;
+    node.mounter
+        .stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
+        .await
+        .unwrap();
+    // A volume staged before the journal: its link, no lease.
+    let other = tempfile::tempdir().unwrap();
+    let old_driver = node.other_driver(other.path()).await;
+    assert_eq!(
+        old_driver.unstage_smb("pv1", &path(STAGING)).await.unwrap(),
+        Change::Changed
+    );
+    assert_eq!(node.host.entry(STAGING), None);
+    assert_eq!(node.host.smb_mappings(), vec![ROOT.to_owned()]);
+    // A mapping already gone is no failure for its owner.
+    node.host.reboot();
+    node.mounter
+        .unstage_smb("pv1", &path(STAGING))
+        .await
+        .unwrap();
+    assert!(node.host.smb_mappings().is_empty());
+    assert!(matches!(
+        node.host.entry(STAGING),
+        None | Some(PathEntry::Directory)
+    ));
+}
