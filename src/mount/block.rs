@@ -89,7 +89,9 @@ impl Mounter {
 
     /// `NodeUnstageVolume` of a disk: flushes the volume at `staging`,
     /// unmounts it, removes the folder if it is empty (never forced), and
-    /// with `offline` takes the disk offline. Each step is recorded first,
+    /// with `offline` takes the disk offline (where the proxy can: disk
+    /// v1beta2 and newer; before, the disk is left online with a warning
+    /// in the log). Each step is recorded first,
     /// so a retry after a failure finishes the remaining ones, the offline
     /// included, even once the folder is gone. Nothing there and nothing
     /// left to do: [`Change::Unchanged`].
@@ -350,9 +352,8 @@ impl Inner {
         staging: &WindowsPath,
         found: &PathState,
     ) -> Result<()> {
-        let filesystem = self.proxy.filesystem()?;
         match found {
-            PathState::Absent => filesystem.mkdir(staging).await?,
+            PathState::Absent => self.make_folder(staging).await?,
             PathState::Link { .. } => self.replace_with_folder(staging).await?,
             _ => {}
         }
@@ -383,6 +384,13 @@ impl Inner {
     /// makes an empty folder there.
     async fn replace_with_folder(&self, path: &WindowsPath) -> Result<()> {
         self.remove_unforced(path).await?;
+        self.make_folder(path).await
+    }
+
+    /// Makes the folder `path`, and records it as made here.
+    async fn make_folder(&self, path: &WindowsPath) -> Result<()> {
+        self.journal
+            .update(|records| records.made.insert(key(path.as_str()), path.clone()))?;
         self.proxy.filesystem()?.mkdir(path).await
     }
 
@@ -445,15 +453,23 @@ impl Inner {
             }
         }
         if let (true, Some(disk)) = (work.offline, work.disk) {
-            self.proxy.disk()?.set_disk_state(disk, false).await?;
-            changed = true;
+            match self.proxy.disk()?.set_disk_state(disk, false).await {
+                Ok(()) => changed = true,
+                // Disk v1alpha1 and v1beta1 cannot: an unstage that failed
+                // for it would fail forever.
+                Err(Error::Unsupported { .. }) => {
+                    tracing::warn!(disk, "the proxy cannot take a disk offline; left online")
+                }
+                Err(error) => return Err(error),
+            }
         }
         self.journal.update(|records| {
             records.unstages.remove(&path_key);
             records.stages.remove(&path_key);
             records.links.remove(&path_key);
+            records.made.remove(&path_key);
         })?;
-        Ok(Change::from(changed))
+        Ok(Change::of(changed))
     }
 
     /// Flushes `volume` and unmounts it from `staging`; a volume that is
@@ -496,7 +512,11 @@ impl Inner {
         };
         disk_api.rescan().await?;
         if let Some(required) = required_bytes {
-            let size = disk_api.get_disk_stats(disk).await?;
+            // Disk v1alpha1 cannot tell the size: the growth is not checked.
+            let size = match disk_api.get_disk_stats(disk).await {
+                Err(Error::Unsupported { .. }) => u64::MAX,
+                other => other?,
+            };
             if size < required {
                 return Err(Error::InProgress {
                     what: format!("the growth of disk {disk} to {required} bytes (it has {size}; the controller's resize has not reached the node yet)"),

@@ -63,8 +63,8 @@ impl Flights {
                             let shared: Arc<dyn Any + Send + Sync> = Arc::new(value);
                             shared
                         });
-                        flights.finish(&key, &own);
                         drop(guard);
+                        flights.finish(&key, &own);
                         // Nobody may be waiting any more; that is fine.
                         let _ = publish.send(Some(result));
                     });
@@ -95,7 +95,8 @@ impl Flights {
     }
 
     /// The operation whose answer `own` carries is done: later calls start
-    /// afresh rather than join it.
+    /// afresh rather than join it. Keys nobody uses any more are forgotten,
+    /// so that a long-lived driver keeps no slot per volume it ever saw.
     fn finish(&self, key: &str, own: &watch::Receiver<Shared>) {
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(slot) = slots.get_mut(key) {
@@ -107,6 +108,9 @@ impl Flights {
                 slot.running = None;
             }
         }
+        // Idle: nothing running or waiting, and no guard out (a guard
+        // holds a clone of the lock).
+        slots.retain(|_, slot| slot.running.is_some() || Arc::strong_count(&slot.lock) > 1);
     }
 }
 
@@ -143,6 +147,10 @@ mod tests {
         // after them.
         assert_eq!((a.unwrap(), b.unwrap(), c.unwrap()), (1, 1, 3));
         assert_eq!(runs.load(Ordering::SeqCst), 2);
+        assert!(
+            flights.slots.lock().unwrap().is_empty(),
+            "idle keys are forgotten"
+        );
     }
 
     #[tokio::test]

@@ -77,6 +77,9 @@ pub(crate) struct Records {
     /// (seconds since the Unix epoch).
     pub formats: BTreeMap<String, u64>,
     pub shares: BTreeMap<String, ShareRecord>,
+    /// Folders this mounter made (staging folders it found missing), which
+    /// `reconcile` may remove when they are left empty.
+    pub made: BTreeMap<String, WindowsPath>,
 }
 
 /// The key of a path or share in the records.
@@ -182,6 +185,9 @@ fn render(records: &Records) -> String {
         let offline = if unstage.offline { "1" } else { "0" };
         line(&["unstage", unstage.staging.as_str(), &disk, offline]);
     }
+    for folder in records.made.values() {
+        line(&["made", folder.as_str()]);
+    }
     for (volume, sent) in &records.formats {
         line(&["format", volume, &sent.to_string()]);
     }
@@ -264,6 +270,9 @@ fn read_line(records: &mut Records, fields: &[&str]) -> std::result::Result<(), 
                 offline: *offline == "1",
             };
             records.unstages.insert(key(staging), unstage);
+        }
+        ["made", folder] => {
+            records.made.insert(key(folder), path(folder)?);
         }
         ["format", volume, sent] => {
             records.formats.insert((*volume).to_owned(), number(sent)?);

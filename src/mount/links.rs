@@ -148,6 +148,6 @@ impl Inner {
         };
         self.journal
             .update(|records| records.links.remove(&key(target.as_str())))?;
-        Ok(Change::from(changed))
+        Ok(Change::of(changed))
     }
 }

@@ -103,7 +103,7 @@ impl Change {
     }
 
     /// `Changed` if `changed`.
-    pub(crate) fn from(changed: bool) -> Self {
+    pub(crate) fn of(changed: bool) -> Self {
         if changed {
             Change::Changed
         } else {

@@ -23,6 +23,9 @@ pub struct ReconcileReport {
     /// Links this mounter made that lead nowhere any more, removed so that
     /// kubelet can make its folders there again.
     pub links_removed: Vec<WindowsPath>,
+    /// Staging folders this mounter made that were left empty (a failed
+    /// stage, a reboot that unmounted them), removed.
+    pub folders_removed: Vec<WindowsPath>,
     /// Records of paths that are gone, and of formats long done, forgotten.
     pub records_forgotten: usize,
 }
@@ -40,7 +43,9 @@ impl Mounter {
     ///    link to a share whose mapping is gone, a pod's link to an
     ///    unmounted staging folder) are removed, so that kubelet's mkdir
     ///    of them works;
-    /// 4. records of paths that no longer exist are forgotten.
+    /// 4. staging folders it made that are left empty (a stage that failed
+    ///    after making it, a reboot that unmounted it) are removed;
+    /// 5. records of paths that no longer exist are forgotten.
     ///
     /// It touches only what the journal names: CSI Proxy cannot list a
     /// folder. A step that fails ends it with that error; what was done
@@ -98,6 +103,21 @@ impl Mounter {
                     report.records_forgotten += 1;
                 }
             }
+        }
+        for (folder_key, folder) in inner.journal.read().made {
+            match inner.inspect(&folder, false).await? {
+                PathState::Directory => match inner.remove_unforced(&folder).await {
+                    Ok(()) => report.folders_removed.push(folder),
+                    // Something was put in it: it stays, and so does its record.
+                    Err(crate::Error::Conflict { .. }) => continue,
+                    Err(error) => return Err(error),
+                },
+                PathState::Absent => report.records_forgotten += 1,
+                _ => continue,
+            }
+            inner
+                .journal
+                .update(|records| records.made.remove(&folder_key))?;
         }
         for (staging_key, (staging, _)) in inner.journal.read().stages {
             if inner.inspect(&staging, false).await? == PathState::Absent {

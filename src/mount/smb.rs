@@ -320,7 +320,7 @@ impl Inner {
         if let Some(root) = root {
             changed |= self.release_if_unused(&root).await?;
         }
-        Ok(Change::from(changed))
+        Ok(Change::of(changed))
     }
 
     /// Removes the mapping of share `root` if no lease is left, this

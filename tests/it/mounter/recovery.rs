@@ -40,6 +40,9 @@ async fn a_reboot_drops_mappings_and_reconcile_clears_the_way_for_kubelet() {
         .await
         .unwrap();
     assert_eq!(report.links_removed, vec![path(STAGING)], "{report:?}");
+    // The disk's staging folder, unmounted by the reboot and made by the
+    // mounter, is gone too; kubelet makes it again.
+    assert_eq!(report.folders_removed, vec![path(STAGING_2)], "{report:?}");
     assert!(report.leases_dropped.is_empty());
     // kubelet makes its staging folder, and stages again: mapped again.
     node.host.mkdir(&path(STAGING)).await.unwrap();
