@@ -1,99 +1,34 @@
-//! A CSI node plugin's volume life against embedded fake proxies: the
-//! functions of `node.rs` (what a driver's `NodeStageVolume`, ... handlers
-//! call), run unchanged on a node with CSI Proxy v0.2.2 and on one with
-//! v1.3, printing each step, the versions negotiated and the calls each
-//! proxy received. See `docs/mounting.md` for the mounter, and
-//! `docs/porting.md` for the guide from the Go client.
+//! A CSI node plugin for Windows nodes on the SDK: the Identity and Node
+//! services on the mounter (`csi_proxy_client::mount`), and a Controller
+//! for tests only, so that the CSI community's conformance suite,
+//! csi-sanity, can run a volume's whole life against it
+//! (docs/node-plugin.md).
 //!
-//! Run it with `cargo run --example node_plugin`.
+//! - `cargo run --example node_plugin`: a demonstration against embedded
+//!   fake proxies of CSI Proxy v0.2.2 and v1.3, printing each step and the
+//!   calls the proxy received.
+//! - `cargo run --example node_plugin -- serve --endpoint unix:///csi/csi.sock ...`:
+//!   the plugin, as kubelet runs it (`serve --help` lists the options).
 
+mod controller;
+#[path = "csi_v1.rs"]
+#[allow(clippy::all, missing_docs)]
+#[rustfmt::skip]
+mod csi;
+mod demo;
 mod node;
+mod plugin;
+mod serve;
+mod volume_ref;
 
-use csi_proxy_client::mount::Mounter;
-use csi_proxy_client::testing::{FakeHost, FakeProxy, LocalEndpoints, ProxyRelease};
-use csi_proxy_client::{api::WindowsPath, ApiGroup, CsiProxy};
-
-const GIB: u64 = 1 << 30;
-const PAGE83: &str = "Google  pvc-1234";
-const STAGING: &str =
-    r"C:\var\lib\kubelet\plugins\kubernetes.io\csi\pd.csi.storage.gke.io\0f1e\globalmount";
-const POD_DIR: &str = r"C:\var\lib\kubelet\pods\7c1d\volumes\kubernetes.io~csi\pvc-1234";
-
-#[tokio::main(flavor = "current_thread")]
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    for release in [ProxyRelease::V0_2_2, ProxyRelease::LATEST] {
-        let endpoints = LocalEndpoints::new()?;
-        let transport = endpoints.transport();
-        let host = FakeHost::builder()
-            .disk(1, PAGE83, 10 * GIB)
-            .dir(POD_DIR)
-            .build();
-        let mut fake = FakeProxy::for_host(transport.clone(), &host);
-        fake.serve_release(release).await?;
-        let proxy = CsiProxy::builder()
-            .transport(transport)
-            .require(ApiGroup::Disk)
-            .require(ApiGroup::Volume)
-            .require(ApiGroup::Filesystem)
-            .connect()
-            .await?;
-        println!("CSI Proxy {release}:\n{}", proxy.health());
-        // On a node: a folder under the plugin's host directory.
-        let state = tempfile::tempdir()?;
-        let mounter = Mounter::builder(proxy, state.path()).build()?;
-        one_volume(&mounter, &host, &fake).await?;
-        fake.shutdown().await;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        None => demo::run().await,
+        Some("serve") => serve::run(&args[1..]).await,
+        Some(other) => {
+            Err(format!("unknown command {other}: none (the demonstration) or serve").into())
+        }
     }
-    Ok(())
-}
-
-async fn one_volume(
-    mounter: &Mounter,
-    host: &FakeHost,
-    fake: &FakeProxy,
-) -> Result<(), Box<dyn std::error::Error>> {
-    let staging = WindowsPath::new(STAGING)?;
-    let target = WindowsPath::new(format!(r"{POD_DIR}\mount"))?;
-    let rpcs = || {
-        let calls: Vec<String> = fake.calls().into_iter().map(|c| c.rpc).collect();
-        fake.clear_calls();
-        calls.join(" ")
-    };
-
-    let volume = node::node_stage_volume(mounter, PAGE83, &staging).await?;
-    println!("  staged {volume} at {staging}\n    {}", rpcs());
-    node::node_stage_volume(mounter, PAGE83, &staging).await?;
-    println!(
-        "  staged again (kubelet's retry): nothing changed\n    {}",
-        rpcs()
-    );
-    node::node_publish_volume(mounter, &staging, &target).await?;
-    println!("  published at {target}\n    {}", rpcs());
-    let stats = node::node_get_volume_stats(mounter, &target).await?;
-    println!(
-        "  stats: {} of {} bytes used, {} free\n    {}",
-        stats.used_bytes,
-        stats.total_bytes,
-        stats.available_bytes,
-        rpcs()
-    );
-    // The controller grows the disk to 20 GiB; the node grows the volume.
-    host.set_disk_size(1, 20 * GIB);
-    let size = node::node_expand_volume(mounter, &target, Some(20 * GIB)).await?;
-    println!("  expanded to {size} bytes\n    {}", rpcs());
-    node::node_unpublish_volume(mounter, &target).await?;
-    node::node_unstage_volume(mounter, &staging).await?;
-    println!("  unpublished and unstaged (disk offline)\n    {}", rpcs());
-    // What a handler answers kubelet when something fails: the SDK's error
-    // converts into the CSI status (`?` in a tonic handler does it).
-    let other = WindowsPath::new(format!(r"{POD_DIR}\other"))?;
-    if let Err(error) = node::node_publish_volume(mounter, &staging, &other).await {
-        let status = tonic::Status::from(error);
-        println!(
-            "  a publish before the stage: {:?}: {}",
-            status.code(),
-            status.message()
-        );
-    }
-    Ok(())
 }

@@ -37,7 +37,25 @@ pub struct FakeArgs {
     /// and printed).
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
+    /// Add N raw disks of `--disk-size` bytes (disks 10, 11, ...; LUN as
+    /// the number), for a test controller that claims a disk per volume.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    disks: u32,
+    /// The size of the disks of `--disks`.
+    #[arg(long, value_name = "BYTES", default_value_t = 2 << 30)]
+    disk_size: u64,
+    /// Restart every MS milliseconds (stop every endpoint, serve again),
+    /// keeping the host: a proxy that restarts under a driver.
+    #[arg(long, value_name = "MS")]
+    restart_every: Option<u64>,
+    /// With `--restart-every`, every other restart serves (and answers as)
+    /// this release instead: an upgrade and a downgrade, again and again.
+    #[arg(long, value_name = "vX.Y.Z", requires = "restart_every")]
+    alternate_release: Option<String>,
 }
+
+/// The first disk number of `--disks`.
+const SPARE_DISKS_FROM: u32 = 10;
 
 /// `--start-order`.
 #[derive(Clone, Copy, ValueEnum)]
@@ -115,7 +133,7 @@ pub async fn run(cli: &Cli, args: &FakeArgs) -> Outcome {
             .map_err(|e| Failure::usage(format!("{}: {e}", dir.display())))?;
     }
     let transport = transport(cli)?;
-    let host = FakeHost::builder()
+    let mut host = FakeHost::builder()
         .disk(1, "Google  pd-data", 10 << 30)
         .disk(2, "Google  pd-logs", 20 << 30)
         .iscsi_target(
@@ -131,8 +149,16 @@ pub async fn run(cli: &Cli, args: &FakeArgs) -> Outcome {
             StartType::Automatic,
             ServiceStatus::Running,
         )
-        .smb_share(FAKE_SHARE.0, FAKE_SHARE.1, FAKE_SHARE.2)
-        .build();
+        .smb_share(FAKE_SHARE.0, FAKE_SHARE.1, FAKE_SHARE.2);
+    for n in SPARE_DISKS_FROM..SPARE_DISKS_FROM.saturating_add(args.disks) {
+        host = host.disk(n, &format!("Fake  spare-{n}"), args.disk_size);
+    }
+    let host = host.build();
+    let alternate = args
+        .alternate_release
+        .as_deref()
+        .map(str::parse::<ProxyRelease>)
+        .transpose()?;
     let mut proxy = FakeProxy::for_host(transport.clone(), &host);
     let startup = args.startup();
     if let StartOrder::Shuffled { seed } = startup.order {
@@ -156,7 +182,35 @@ pub async fn run(cli: &Cli, args: &FakeArgs) -> Outcome {
             list.join(",")
         ));
     }
-    let _ = tokio::signal::ctrl_c().await;
+    match args.restart_every {
+        None => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+        Some(ms) => {
+            let interrupted = tokio::signal::ctrl_c();
+            tokio::pin!(interrupted);
+            let mut ticks = tokio::time::interval(Duration::from_millis(ms.max(1)));
+            ticks.tick().await;
+            for turn in 1u64.. {
+                tokio::select! {
+                    _ = &mut interrupted => break,
+                    _ = ticks.tick() => {}
+                }
+                // Odd turns serve the alternate release, if there is one.
+                let now = match (alternate, turn % 2) {
+                    (Some(other), 1) => Some(other),
+                    _ => release,
+                };
+                let set = now.map_or_else(|| served.clone(), ProxyRelease::served);
+                proxy.behave_as(now.unwrap_or(ProxyRelease::LATEST));
+                proxy.restart(set).await?;
+                eprintln!(
+                    "csiproxyctl fake: restarted ({})",
+                    now.map_or("the same versions".to_owned(), |r| r.to_string())
+                );
+            }
+        }
+    }
     proxy.shutdown().await;
     Ok(())
 }

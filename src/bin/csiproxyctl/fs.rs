@@ -15,9 +15,22 @@ pub enum FsCommand {
     Exists { path: String },
     /// Whether a path is a symlink or mount point.
     IsSymlink { path: String },
-    /// Create a directory.
+    /// What is at a path, in one word: `directory`, `not_found`, or
+    /// `other` (a link or a mount point): what csi-sanity's
+    /// `--csi.checkpathcmd` prints.
+    Kind { path: String },
+    /// Create a directory (and its parents).
     Mkdir {
         path: String,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+    /// Remove a directory or a link; with `--force`, what is below it too
+    /// (a path already gone is then no error).
+    Rmdir {
+        path: String,
+        #[arg(long)]
+        force: bool,
         #[command(flatten)]
         confirm: Confirm,
     },
@@ -35,10 +48,28 @@ pub async fn run(proxy: &CsiProxy, command: &FsCommand) -> Outcome<Records> {
             let is_symlink = fs.is_symlink(&path(p)?).await?;
             Records::one(&["path", "is_symlink"], vec![json!(p), json!(is_symlink)])
         }
+        FsCommand::Kind { path: p } => {
+            let at = path(p)?;
+            let kind = match fs.path_exists(&at).await? {
+                false => "not_found",
+                true if fs.is_symlink(&at).await? => "other",
+                true => "directory",
+            };
+            Records::one(&["kind"], vec![json!(kind)])
+        }
         FsCommand::Mkdir { path: p, confirm } => {
             confirmed(confirm, "fs mkdir")?;
             fs.mkdir(&path(p)?).await?;
             done(format!("created {p}"))
+        }
+        FsCommand::Rmdir {
+            path: p,
+            force,
+            confirm,
+        } => {
+            confirmed(confirm, "fs rmdir")?;
+            fs.rmdir(&path(p)?, *force).await?;
+            done(format!("removed {p}"))
         }
     })
 }
