@@ -22,13 +22,18 @@ mod serve;
 mod volume_ref;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
+    let outcome = match args.first().map(String::as_str) {
         None => demo::run().await,
         Some("serve") => serve::run(&args[1..]).await,
-        Some(other) => {
-            Err(format!("unknown command {other}: none (the demonstration) or serve").into())
+        Some(other) => Err(format!("unknown command {other}: none or serve").into()),
+    };
+    match outcome {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("node_plugin: {error}");
+            std::process::ExitCode::from(2)
         }
     }
 }
