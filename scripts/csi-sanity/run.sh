@@ -1,25 +1,30 @@
 #!/usr/bin/env bash
 # Runs the CSI community's conformance suite, csi-sanity, against the
 # example node plugin (examples/node_plugin, with its test controller) on a
-# fake CSI Proxy (csiproxyctl fake) over Unix sockets.
+# fake CSI Proxy (csiproxyctl fake).
 #
-# usage: scripts/csi-sanity/run.sh [--release vX.Y.Z] [--kind disk|smb]
+# usage: scripts/csi-sanity/run.sh [--wine] [--release vX.Y.Z] [--kind disk|smb]
 #            [--restart-every MS [--alternate-release vX.Y.Z]] [--rounds N]
 #            [-- csi-sanity flags]
 #
-# --rounds runs the whole suite N times against the same plugin and proxy
-# (with --restart-every, so that many restarts land in the middle of calls).
+# On Linux, the SDK talks to the fake proxy over Unix sockets and
+# csi-sanity to the plugin over a Unix socket. --wine runs it all as
+# Windows programs under Wine instead: csi-sanity.exe, the plugin's and
+# csiproxyctl's Windows builds, the SDK on named pipes, and CSI over TCP on
+# 127.0.0.1 (Wine has no AF_UNIX sockets). --rounds runs the whole suite N
+# times against the same plugin and proxy (with --restart-every, so that
+# many restarts land in the middle of calls).
 #
 # csi-sanity comes from ../shared/tools/csi-sanity (or $CSI_SANITY). The
 # paths it uses are Windows paths under C:\var\lib\kubelet on the fake
 # host, made, removed and checked through csiproxyctl (mkpath, rmpath,
-# checkpath beside this script). docs/node-plugin.md says what runs and
-# why each skipped spec is skipped.
+# checkpath beside this script, and their .bat twins for Wine).
+# docs/node-plugin.md says what runs and why each skipped spec is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-here=scripts/csi-sanity
+here="$PWD/scripts/csi-sanity"
 
-release=LATEST kind=disk restart=() rounds=1
+release="" kind=disk restart=() rounds=1 wine=false
 while [ $# -gt 0 ]; do
     case "$1" in
         --release) release="$2"; shift 2 ;;
@@ -27,18 +32,13 @@ while [ $# -gt 0 ]; do
         --restart-every) restart+=(--restart-every "$2"); shift 2 ;;
         --alternate-release) restart+=(--alternate-release "$2"); shift 2 ;;
         --rounds) rounds="$2"; shift 2 ;;
+        --wine) wine=true; shift ;;
         --) shift; break ;;
         *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
-[ "$release" = LATEST ] && release_args=() || release_args=(--release "$release")
-
-sanity="${CSI_SANITY:-../shared/tools/csi-sanity/csi-sanity}"
-[ -x "$sanity" ] || { echo "run.sh: no csi-sanity at $sanity (set CSI_SANITY)" >&2; exit 2; }
-
-cargo build --quiet --features cli,testing --bin csiproxyctl
-cargo build --quiet --example node_plugin
-target="${CARGO_TARGET_DIR:-target}/debug"
+release_args=()
+[ -z "$release" ] || release_args=(--release "$release")
 
 work="$(mktemp -d)"
 pids=()
@@ -49,51 +49,96 @@ cleanup() {
 }
 trap cleanup EXIT
 
+if $wine; then
+    triple=x86_64-pc-windows-gnu
+    export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
+    export WINEPREFIX="${WINEPREFIX:-$PWD/target/wine-prefix}"
+    cargo build --quiet --target "$triple" --features cli,testing --bin csiproxyctl --example node_plugin
+    target="$PWD/${CARGO_TARGET_DIR:-target}/$triple/debug"
+    run=("$PWD/scripts/wine/runner.sh") exe=.exe
+    sanity="${CSI_SANITY:-../shared/tools/csi-sanity/csi-sanity.exe}"
+    # The runner makes the prefix; then one wine server for the run (see
+    # scripts/test-windows.sh).
+    "${run[@]}" cmd /c exit >/dev/null 2>&1 || true
+    wineserver -p
+    # Pipes of this run's own, served by this user, whom the clients trust.
+    pipes="\\\\.\\pipe\\csi-sanity-$$-"
+    proxy_args=(--pipe-prefix "$pipes")
+    plugin_proxy_args=(--pipe-prefix "$pipes" --trust-current-user)
+    tool_args="--pipe-prefix $pipes --trust-owner me --wait 10"
+    port=$((20000 + $$ % 10000))
+    plugin_endpoint="tcp://127.0.0.1:$port" sanity_endpoint="127.0.0.1:$port"
+    state="$(winepath -w "$work/state")"
+else
+    cargo build --quiet --features cli,testing --bin csiproxyctl
+    cargo build --quiet --example node_plugin
+    target="$PWD/${CARGO_TARGET_DIR:-target}/debug"
+    run=() exe=""
+    sanity="${CSI_SANITY:-../shared/tools/csi-sanity/csi-sanity}"
+    proxy_args=(--socket-dir "$work/proxy")
+    plugin_proxy_args=(--socket-dir "$work/proxy")
+    tool_args="--socket-dir $work/proxy --wait 10"
+    plugin_endpoint="unix://$work/csi.sock" sanity_endpoint="unix://$work/csi.sock"
+    state="$work/state"
+fi
+[ -e "$sanity" ] || { echo "run.sh: no csi-sanity at $sanity (set CSI_SANITY)" >&2; exit 2; }
+
 # The fake node: spare raw disks for the test controller to claim (each
 # volume csi-sanity makes takes one, and a disk once formatted is never
 # claimed again), and the SMB share \\fileserver\data (csi / fake-password).
-"$target/csiproxyctl" --socket-dir "$work/proxy" fake "${release_args[@]}" \
+"${run[@]}" "$target/csiproxyctl$exe" "${proxy_args[@]}" fake "${release_args[@]}" \
     --disks 250 --disk-size $((1 << 30)) "${restart[@]}" >"$work/fake.out" 2>"$work/fake.err" &
 pids+=($!)
-for _ in $(seq 100); do grep -q serving "$work/fake.out" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 600); do grep -q serving "$work/fake.out" 2>/dev/null && break; sleep 0.1; done
 grep -q serving "$work/fake.out" || { cat "$work/fake.err" >&2; exit 1; }
 
-"$target/examples/node_plugin" serve --endpoint "unix://$work/csi.sock" \
-    --socket-dir "$work/proxy" --kind "$kind" --controller \
-    --state-dir "$work/state" --node-id csi-sanity-node 2>"$work/plugin.err" &
+"${run[@]}" "$target/examples/node_plugin$exe" serve --endpoint "$plugin_endpoint" \
+    "${plugin_proxy_args[@]}" --kind "$kind" --controller \
+    --state-dir "$state" --node-id csi-sanity-node 2>"$work/plugin.err" &
 pids+=($!)
-for _ in $(seq 100); do [ -S "$work/csi.sock" ] && break; sleep 0.1; done
-[ -S "$work/csi.sock" ] || { cat "$work/plugin.err" >&2; exit 1; }
+for _ in $(seq 600); do grep -q "serving CSI" "$work/plugin.err" 2>/dev/null && break; sleep 0.1; done
+grep -q "serving CSI" "$work/plugin.err" || { cat "$work/plugin.err" >&2; exit 1; }
 
-# The path commands wait for a restarting proxy, as kubelet (which makes
+# The path commands work on the host the plugin talks to, through
+# csiproxyctl; they wait for a restarting proxy, as kubelet (which makes
 # these folders itself) never has to.
-export CSIPROXYCTL="$PWD/$target/csiproxyctl" CSIPROXYCTL_ARGS="--socket-dir $work/proxy --wait 10"
+if $wine; then
+    export CSIPROXYCTL="$(winepath -w "$target/csiproxyctl.exe")"
+    commands="$(winepath -w "$here")\\" suffix=.bat
+else
+    export CSIPROXYCTL="$target/csiproxyctl"
+    commands="$here/" suffix=""
+fi
+export CSIPROXYCTL_ARGS="$tool_args"
+
 volume_args=()
 if [ "$kind" = smb ]; then
     printf 'share: \\\\fileserver\\data\n' >"$work/parameters.yaml"
     printf 'NodeStageVolumeSecret:\n  username: csi\n  password: fake-password\n' >"$work/secrets.yaml"
-    volume_args=(--csi.testvolumeparameters "$work/parameters.yaml" --csi.secrets "$work/secrets.yaml")
+    files=("$work/parameters.yaml" "$work/secrets.yaml")
+    if $wine; then files=("$(winepath -w "${files[0]}")" "$(winepath -w "${files[1]}")"); fi
+    volume_args=(--csi.testvolumeparameters "${files[0]}" --csi.secrets "${files[1]}")
 fi
 
 status=0
 for round in $(seq "$rounds"); do
-echo "csi-sanity: ${release} ${kind} ${restart[*]:-} (round $round of $rounds)"
-"$sanity" \
-    --csi.endpoint "unix://$work/csi.sock" \
-    --csi.mountdir 'C:\var\lib\kubelet\pods\csi-sanity\volumes\mount' \
-    --csi.stagingdir 'C:\var\lib\kubelet\plugins\csi-sanity\staging' \
-    --csi.createmountpathcmd "$PWD/$here/mkpath" \
-    --csi.createstagingpathcmd "$PWD/$here/mkpath" \
-    --csi.removemountpathcmd "$PWD/$here/rmpath" \
-    --csi.removestagingpathcmd "$PWD/$here/rmpath" \
-    --csi.checkpathcmd "$PWD/$here/checkpath" \
-    --csi.testvolumesize $((1 << 30)) \
-    --csi.testvolumeexpandsize $((1 << 30)) \
-    "${volume_args[@]}" \
-    --ginkgo.no-color "$@" || status=$?
-[ "$status" -eq 0 ] || break
+    echo "csi-sanity: ${release:-newest} ${kind} ${restart[*]:-}$($wine && echo ' under Wine') (round $round of $rounds)"
+    "${run[@]}" "$sanity" \
+        --csi.endpoint "$sanity_endpoint" \
+        --csi.mountdir 'C:\var\lib\kubelet\pods\csi-sanity\volumes\mount' \
+        --csi.stagingdir 'C:\var\lib\kubelet\plugins\csi-sanity\staging' \
+        --csi.createmountpathcmd "${commands}mkpath$suffix" \
+        --csi.createstagingpathcmd "${commands}mkpath$suffix" \
+        --csi.removemountpathcmd "${commands}rmpath$suffix" \
+        --csi.removestagingpathcmd "${commands}rmpath$suffix" \
+        --csi.checkpathcmd "${commands}checkpath$suffix" \
+        --csi.testvolumesize $((1 << 30)) \
+        --csi.testvolumeexpandsize $((1 << 30)) \
+        "${volume_args[@]}" \
+        --ginkgo.no-color "$@" || status=$?
+    [ "$status" -eq 0 ] || break
 done
-grep -c restarted "$work/fake.err" | sed 's/^/proxy restarts during the run: /' || true
+echo "proxy restarts during the run: $(grep -c restarted "$work/fake.err" || true)"
 if [ "$status" -ne 0 ]; then
     echo "--- the plugin's log" >&2; tail -n 50 "$work/plugin.err" >&2
     echo "--- the fake proxy's log" >&2; tail -n 20 "$work/fake.err" >&2

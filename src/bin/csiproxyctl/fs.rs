@@ -55,7 +55,7 @@ pub async fn run(proxy: &CsiProxy, command: &FsCommand) -> Outcome<Records> {
                 true if fs.is_symlink(&at).await? => "other",
                 true => "directory",
             };
-            Records::one(&["kind"], vec![json!(kind)])
+            Records::word(&["kind"], kind)
         }
         FsCommand::Mkdir { path: p, confirm } => {
             confirmed(confirm, "fs mkdir")?;

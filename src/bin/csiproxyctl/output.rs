@@ -21,6 +21,8 @@ pub struct Records {
     rows: Vec<Vec<Value>>,
     /// One record, printed as a JSON object rather than an array.
     single: bool,
+    /// One value, printed alone rather than as a table (for scripts).
+    bare: bool,
 }
 
 impl Records {
@@ -30,6 +32,16 @@ impl Records {
             fields,
             rows: vec![values],
             single: true,
+            bare: false,
+        }
+    }
+
+    /// One record of one field, printed as the bare value in text (a word
+    /// a script reads) and as an object in JSON.
+    pub fn word(field: &'static [&'static str], value: &str) -> Self {
+        Self {
+            bare: true,
+            ..Self::one(field, vec![Value::String(value.to_owned())])
         }
     }
 
@@ -40,6 +52,7 @@ impl Records {
             fields,
             rows: Vec::new(),
             single: false,
+            bare: false,
         }
     }
 
@@ -52,6 +65,8 @@ impl Records {
     pub fn print(&self, json: bool) {
         if json {
             emit(&self.to_json().to_string());
+        } else if let (true, Some([value])) = (self.bare, self.rows.first().map(Vec::as_slice)) {
+            emit(&cell(value));
         } else {
             self.to_table().print();
         }
