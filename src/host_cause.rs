@@ -116,6 +116,7 @@ const TEXTS: &[(&str, HostCause)] = &[
     ("size not supported", HostCause::NothingToGrow),
     ("cannot find the file specified", HostCause::PathNotFound),
     ("cannot find the path specified", HostCause::PathNotFound),
+    ("because it does not exist", HostCause::PathNotFound),
     ("directory is not empty", HostCause::DirectoryNotEmpty),
     ("not enough memory resources", HostCause::OutOfResources),
     ("insufficient system resources", HostCause::OutOfResources),
@@ -146,7 +147,15 @@ impl HostCause {
 
     /// The cause a message names: Windows' text, or a code written in it.
     fn of_text(message: &str) -> Option<Self> {
-        let text = message.to_lowercase();
+        // PowerShell's output, as older proxies pass it on, wraps lines and
+        // may escape the line ends: words are compared one space apart.
+        let text = message
+            .to_lowercase()
+            .replace("\\r", " ")
+            .replace("\\n", " ")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
         TEXTS
             .iter()
             .find(|(words, _)| text.contains(words))
@@ -242,16 +251,16 @@ fn win32_code(os_code: i32) -> Option<u32> {
 }
 
 /// Whether lower-cased `text` writes Win32 code `code` the ways host
-/// layers do: `error 1219`, `error code 1219`, `(1219)`, `0x800704c3`.
+/// layers do: `error 1219`, `error code 1219`, `(1219)`, `0x800704c3`. A
+/// bare `(2)` is too common in command output to mean error 2: only codes
+/// of two digits or more count in parentheses.
 fn names_code(text: &str, code: u32) -> bool {
     let hresult = format!("0x{:08x}", WIN32_FACILITY | code);
-    [
-        format!("error {code}"),
-        format!("error code {code}"),
-        format!("({code})"),
-    ]
-    .iter()
-    .any(|written| {
+    let mut written = vec![format!("error {code}"), format!("error code {code}")];
+    if code >= 10 {
+        written.push(format!("({code})"));
+    }
+    written.iter().any(|written| {
         text.match_indices(written.as_str()).any(|(at, _)| {
             // Not the start of a longer number: "error 53" is not "error 530".
             !text[at + written.len()..].starts_with(|c: char| c.is_ascii_digit())
@@ -300,8 +309,14 @@ mod tests {
         for (text, cause) in cases {
             assert_eq!(HostCause::classify(None, text), Some(cause), "{text}");
         }
-        // A longer number is not the code.
+        // A longer number is not the code, nor is a small one in brackets.
         assert_eq!(HostCause::classify(None, "error 530"), None);
+        assert_eq!(HostCause::classify(None, "attempt (2) of 3"), None);
+        // Wrapped and escaped PowerShell output reads as one line.
+        assert_eq!(
+            HostCause::classify(None, r"output: The user name or\r\npassword is  incorrect."),
+            Some(HostCause::LogonFailure)
+        );
         assert_eq!(HostCause::classify(None, "disk 2 not found"), None);
     }
 

@@ -1,13 +1,19 @@
-//! Credentials as a salted hash: enough to tell whether a share is mapped
-//! with the credentials a volume brings, never enough to recover them.
+//! Credentials as a salted, stretched hash: enough to tell whether a share
+//! is mapped with the credentials a volume brings, and slow to guess from:
+//! a journal that leaks does not hand out the password of a weak account.
 
 use std::hash::{BuildHasher, Hasher};
 
 use sha2::{Digest, Sha256};
 
 const SALT_BYTES: usize = 16;
+/// Rounds of SHA-256 over the first: a guess costs as many (milliseconds),
+/// where one round would let a weak password be found
+/// quickly. Fingerprints are made once per share mapped.
+const ROUNDS: u32 = 10_000;
 
-/// A salt and SHA-256(salt, user name, password).
+/// A salt and SHA-256(salt, user name, password), hashed again `ROUNDS`
+/// times.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Fingerprint {
     salt: [u8; SALT_BYTES],
@@ -27,10 +33,14 @@ impl Fingerprint {
         digest.update((username.len() as u64).to_le_bytes());
         digest.update(username.as_bytes());
         digest.update(password.as_bytes());
-        Self {
-            salt,
-            hash: digest.finalize().into(),
+        let mut hash: [u8; 32] = digest.finalize().into();
+        for _ in 1..ROUNDS {
+            let mut round = Sha256::new();
+            round.update(salt);
+            round.update(hash);
+            hash = round.finalize().into();
         }
+        Self { salt, hash }
     }
 
     /// Whether `username` and `password` are the credentials fingerprinted.

@@ -44,7 +44,7 @@ impl Flights {
         T: Clone + Send + Sync + 'static,
         F: Future<Output = Result<T>> + Send + 'static,
     {
-        let key = key.to_lowercase();
+        let key = super::journal::key(key);
         let mut answer = {
             let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
             let slot = slots.entry(key.clone()).or_default();
@@ -58,13 +58,15 @@ impl Flights {
                     let key = key.clone();
                     let own = answer.clone();
                     tokio::spawn(async move {
+                        // Even if `work` panics, the key is let go of, so
+                        // that the next call starts afresh.
+                        let _done = Done { flights, key, own };
                         let guard = lock.lock_owned().await;
                         let result = work.await.map(|value| {
                             let shared: Arc<dyn Any + Send + Sync> = Arc::new(value);
                             shared
                         });
                         drop(guard);
-                        flights.finish(&key, &own);
                         // Nobody may be waiting any more; that is fine.
                         let _ = publish.send(Some(result));
                     });
@@ -84,12 +86,17 @@ impl Flights {
         }
     }
 
-    /// Takes `key` for work that is part of another operation (a disk, a
-    /// share), waiting while someone else has it.
-    pub async fn hold(&self, key: &str) -> OwnedMutexGuard<()> {
+    /// Takes `key` as a plain lock, outside any single flight, for work
+    /// that is part of another operation (a disk, a share), waiting while
+    /// someone else has it.
+    pub async fn lock(&self, key: &str) -> OwnedMutexGuard<()> {
         let lock = {
             let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-            slots.entry(key.to_lowercase()).or_default().lock.clone()
+            slots
+                .entry(super::journal::key(key))
+                .or_default()
+                .lock
+                .clone()
         };
         lock.lock_owned().await
     }
@@ -111,6 +118,19 @@ impl Flights {
         // Idle: nothing running or waiting, and no guard out (a guard
         // holds a clone of the lock).
         slots.retain(|_, slot| slot.running.is_some() || Arc::strong_count(&slot.lock) > 1);
+    }
+}
+
+/// Lets go of an operation's key when its task ends, however it ends.
+struct Done {
+    flights: Arc<Flights>,
+    key: String,
+    own: watch::Receiver<Shared>,
+}
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        self.flights.finish(&self.key, &self.own);
     }
 }
 
@@ -151,6 +171,24 @@ mod tests {
             flights.slots.lock().unwrap().is_empty(),
             "idle keys are forgotten"
         );
+    }
+
+    #[tokio::test]
+    async fn a_panicking_operation_lets_go_of_its_key() {
+        let flights = Arc::new(Flights::default());
+        let boom = async {
+            if true {
+                panic!("a bug");
+            }
+            Ok(())
+        };
+        let error = flights.run("k", "stage".into(), boom).await.unwrap_err();
+        assert!(matches!(error, Error::InProgress { .. }), "{error}");
+        // The same request again runs afresh, and works.
+        flights
+            .run("k", "stage".into(), async { Ok(()) })
+            .await
+            .unwrap();
     }
 
     #[tokio::test]

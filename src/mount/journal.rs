@@ -33,7 +33,6 @@ pub(crate) enum LinkTo {
 /// A block volume this mounter mounted at a staging path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct StageRecord {
-    pub disk: u32,
     pub volume: VolumeId,
     /// The disk selector it was staged for, as text.
     pub selector: String,
@@ -43,7 +42,8 @@ pub(crate) struct StageRecord {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct UnstageRecord {
     pub staging: WindowsPath,
-    pub disk: Option<u32>,
+    /// The volume whose disk to take offline (its number is asked anew).
+    pub volume: Option<VolumeId>,
     pub offline: bool,
 }
 
@@ -171,19 +171,17 @@ fn render(records: &Records) -> String {
         }
     }
     for (staging, stage) in records.stages.values() {
-        let disk = stage.disk.to_string();
         line(&[
             "stage",
             staging.as_str(),
-            &disk,
             stage.volume.as_str(),
             &stage.selector,
         ]);
     }
     for unstage in records.unstages.values() {
-        let disk = unstage.disk.map_or("-".to_owned(), |d| d.to_string());
+        let volume = unstage.volume.as_ref().map_or("-", VolumeId::as_str);
         let offline = if unstage.offline { "1" } else { "0" };
-        line(&["unstage", unstage.staging.as_str(), &disk, offline]);
+        line(&["unstage", unstage.staging.as_str(), volume, offline]);
     }
     for folder in records.made.values() {
         line(&["made", folder.as_str()]);
@@ -239,7 +237,7 @@ fn read_line(records: &mut Records, fields: &[&str]) -> std::result::Result<(), 
     let path = |text: &str| WindowsPath::new(text).map_err(|e| e.to_string());
     let remote = |text: &str| SmbRemotePath::new(text).map_err(|e| e.to_string());
     let number = |text: &str| text.parse::<u64>().map_err(|e| e.to_string());
-    let disk = |text: &str| text.parse::<u32>().map_err(|e| e.to_string());
+    let volume_id = |text: &str| VolumeId::new(text).map_err(|e| e.to_string());
     match fields {
         ["link", link, "local", target] => {
             records
@@ -251,21 +249,19 @@ fn read_line(records: &mut Records, fields: &[&str]) -> std::result::Result<(), 
                 .links
                 .insert(key(link), (path(link)?, LinkTo::Smb(remote(target)?)));
         }
-        ["stage", staging, number, volume, selector] => {
+        ["stage", staging, volume, selector] => {
             let stage = StageRecord {
-                disk: disk(number)?,
-                volume: VolumeId::new(*volume).map_err(|e| e.to_string())?,
+                volume: volume_id(volume)?,
                 selector: (*selector).to_owned(),
             };
             records.stages.insert(key(staging), (path(staging)?, stage));
         }
-        ["unstage", staging, number, offline] => {
+        ["unstage", staging, volume, offline] => {
             let unstage = UnstageRecord {
                 staging: path(staging)?,
-                disk: if *number == "-" {
-                    None
-                } else {
-                    Some(disk(number)?)
+                volume: match *volume {
+                    "-" => None,
+                    volume => Some(volume_id(volume)?),
                 },
                 offline: *offline == "1",
             };
@@ -356,7 +352,6 @@ mod tests {
             (
                 staging.clone(),
                 StageRecord {
-                    disk: 3,
                     volume: VolumeId::new(r"\\?\Volume{1}\").unwrap(),
                     selector: "disk at LUN 3".into(),
                 },
@@ -366,7 +361,7 @@ mod tests {
             key(staging.as_str()),
             UnstageRecord {
                 staging: staging.clone(),
-                disk: Some(3),
+                volume: Some(VolumeId::new(r"\\?\Volume{1}\").unwrap()),
                 offline: true,
             },
         );

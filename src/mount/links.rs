@@ -54,13 +54,18 @@ impl Inner {
         target: &WindowsPath,
     ) -> Result<Change> {
         let found = self.inspect(target, false).await?;
-        let ours = |t: &WindowsPath| key(t.as_str()) == key(staging.as_str());
+        let ours = |to: &WindowsPath| key(to.as_str()) == key(staging.as_str());
         match &found {
             PathState::Link {
                 target: Some(to),
                 reachable: true,
                 ..
-            } if ours(to) => return Ok(Change::Unchanged),
+            } if ours(to) => {
+                // The link is there; the staging path must still hold the
+                // volume, or the pod would write to the node's own disk.
+                self.check_staged(staging).await?;
+                return Ok(Change::Unchanged);
+            }
             PathState::Link {
                 target: Some(to), ..
             } if !ours(to) => return Err(conflict(target, &found)),
@@ -109,24 +114,25 @@ impl Inner {
         Ok(Change::Changed)
     }
 
-    /// Fails unless `staging` holds a staged volume or share.
+    /// Fails unless `staging` holds a staged volume (one call) or a share
+    /// that answers.
     async fn check_staged(&self, staging: &WindowsPath) -> Result<()> {
-        // A disk's volume: one call.
-        if self.volume_at(staging).await?.is_some() {
+        let staged = match self.recorded_link(staging) {
+            Some(LinkTo::Smb(_)) => matches!(
+                self.inspect(staging, false).await?,
+                PathState::SmbLink {
+                    reachable: true,
+                    ..
+                }
+            ),
+            _ => self.volume_at(staging).await?.is_some(),
+        };
+        if staged {
             return Ok(());
         }
-        match self.inspect(staging, true).await? {
-            PathState::VolumeMount { .. }
-            | PathState::SmbLink {
-                reachable: true, ..
-            }
-            | PathState::Link {
-                volume: Some(_), ..
-            } => Ok(()),
-            found => Err(Error::NotFound {
-                what: format!("volume staged at {staging} ({found})"),
-            }),
-        }
+        Err(Error::NotFound {
+            what: format!("volume staged at {staging}"),
+        })
     }
 
     fn record_link(&self, link: &WindowsPath, to: &WindowsPath) -> Result<()> {

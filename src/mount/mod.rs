@@ -62,7 +62,6 @@
 //! # Ok(()) }
 //! ```
 
-mod block;
 mod disks;
 mod fingerprint;
 mod flight;
@@ -71,16 +70,20 @@ mod links;
 mod path_state;
 mod reconcile;
 mod smb;
+mod stage;
+mod unstage;
+mod usage;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use block::{Expanded, FsStats, Staged};
 pub use disks::{DiskCandidate, DiskSelector};
 pub use path_state::PathState;
 pub use reconcile::ReconcileReport;
 pub use smb::{Rotated, SmbCredentials, SmbMappingRemoval};
+pub use stage::Staged;
+pub use usage::{Expanded, FsStats};
 
 use crate::client::CsiProxy;
 use crate::error::Result;

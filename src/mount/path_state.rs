@@ -94,16 +94,21 @@ impl fmt::Display for PathState {
 
 /// The conflict of finding `found` at `path`.
 pub(super) fn conflict(path: &WindowsPath, found: impl fmt::Display) -> Error {
+    conflict_at(path, found)
+}
+
+/// The conflict of finding `found` at `place` (a path, or a share).
+pub(super) fn conflict_at(place: impl fmt::Display, found: impl fmt::Display) -> Error {
     Error::Conflict {
-        path: path.to_string(),
+        path: place.to_string(),
         found: found.to_string(),
     }
 }
 
 impl Mounter {
     /// What is at `path`: `IsSymlink` (which fails for a path that does
-    /// not exist) and, for a folder that leads somewhere,
-    /// `GetVolumeIDFromTargetPath`, read together with the journal. "Not a mount point" is an answer
+    /// not exist) and `GetVolumeIDFromTargetPath`, read together with the
+    /// journal. "Not a mount point" is an answer
     /// ([`PathState::Directory`]), not an error; a host failure that says
     /// something else (access denied, out of resources) is.
     pub async fn inspect(&self, path: &WindowsPath) -> Result<PathState> {
@@ -120,15 +125,17 @@ impl Inner {
         path: &WindowsPath,
         volume_of_links: bool,
     ) -> Result<PathState> {
-        let Some(reachable) = self.probe(path).await? else {
-            return Ok(PathState::Absent);
+        let recorded = self.recorded_link(path);
+        let reachable = match (self.probe(path).await, &recorded) {
+            (Ok(None), _) => return Ok(PathState::Absent),
+            (Ok(Some(reachable)), _) => reachable,
+            // A link to a share whose mapping is gone or broken: the
+            // proxy's IsSymlink fails with Windows' reason (access denied,
+            // a logon failure, a network name gone) for a link that is
+            // there.
+            (Err(Error::Host { .. }), Some(LinkTo::Smb(_))) => false,
+            (Err(error), _) => return Err(error),
         };
-        let recorded = self
-            .journal
-            .read()
-            .links
-            .get(&key(path.as_str()))
-            .map(|(_, to)| to.clone());
         match recorded {
             Some(LinkTo::Smb(remote)) => Ok(PathState::SmbLink { remote, reachable }),
             Some(LinkTo::Local(target)) => {
@@ -142,11 +149,14 @@ impl Inner {
                     reachable,
                 })
             }
-            // A folder, or a link that leads nowhere: the proxy tells them
-            // apart by nothing.
-            None if !reachable => Ok(PathState::Directory),
+            // Not a link this mounter made: whether a volume is there is
+            // asked even when IsSymlink says no, since proxies before
+            // v1.3 do not count a mount point as a link.
             None => Ok(match self.volume_at(path).await? {
                 Some(volume) => PathState::VolumeMount { volume },
+                // A folder, or a link that leads nowhere: the proxy tells
+                // them apart by nothing.
+                None if !reachable => PathState::Directory,
                 None => PathState::Link {
                     target: None,
                     volume: None,
@@ -154,6 +164,15 @@ impl Inner {
                 },
             }),
         }
+    }
+
+    /// Where the link at `path` leads, if this mounter made it.
+    pub(super) fn recorded_link(&self, path: &WindowsPath) -> Option<LinkTo> {
+        self.journal
+            .read()
+            .links
+            .get(&key(path.as_str()))
+            .map(|(_, to)| to.clone())
     }
 
     /// Whether `path` is a link or mount point that leads somewhere
@@ -173,8 +192,11 @@ impl Inner {
         }
     }
 
-    /// The volume at `path` (following links), `None` when the host says
-    /// there is none, or the proxy is too old to say.
+    /// The volume at `path` (following links); `None` only when the host
+    /// says no volume is there. A failure that does not say so is an error:
+    /// taking "cannot tell" for "not mounted" would remove a mounted folder
+    /// without unmounting it. Volume v1alpha1 cannot ask: the journal's
+    /// record of a stage there answers.
     pub(super) async fn volume_at(&self, path: &WindowsPath) -> Result<Option<VolumeId>> {
         match self
             .proxy
@@ -183,18 +205,29 @@ impl Inner {
             .await
         {
             Ok(volume) => Ok(Some(volume)),
-            Err(Error::Unsupported { .. }) => Ok(None),
-            Err(error @ Error::Host { .. }) => match error.host_cause() {
-                // What stops the host from answering is no "no".
-                Some(
-                    HostCause::AccessDenied
-                    | HostCause::OutOfResources
-                    | HostCause::LogonFailure
-                    | HostCause::CredentialConflict,
-                ) => Err(error),
-                _ => Ok(None),
-            },
+            Err(Error::Unsupported { .. }) => Ok(self
+                .journal
+                .read()
+                .stages
+                .get(&key(path.as_str()))
+                .map(|(_, stage)| stage.volume.clone())),
+            Err(error) if says_no_volume(&error) => Ok(None),
             Err(error) => Err(error),
         }
     }
+}
+
+/// Whether a failed `GetVolumeIDFromTargetPath` says that no volume is at
+/// the path, in the words of each release: nothing there at all; "not a
+/// mounted folder" (v1.3); an empty `Target` from PowerShell (v0.2 to
+/// v1.2: "error getting volume from mount ... output: , error: <nil>").
+fn says_no_volume(error: &Error) -> bool {
+    let Error::Host { message, .. } = error else {
+        return false;
+    };
+    let text = message.to_lowercase();
+    error.host_cause() == Some(HostCause::PathNotFound)
+        || text.contains("not a mounted folder")
+        || text.contains("no volume is mounted")
+        || (text.contains("error getting volume from mount") && text.contains("error: <nil>"))
 }

@@ -37,6 +37,40 @@ impl FakeHost {
 
     // ---- disks ------------------------------------------------------------
 
+    /// Swaps the numbers of disks `a` and `b` (their volumes follow them),
+    /// as Windows numbers disks anew after a reboot or an attach: a number
+    /// kept from before names another disk now.
+    ///
+    /// # Panics
+    ///
+    /// When the host lacks either disk.
+    pub fn swap_disk_numbers(&self, a: u32, b: u32) {
+        let mut state = self.state();
+        let (Some(disk_a), Some(disk_b)) = (state.disks.remove(&a), state.disks.remove(&b)) else {
+            panic!("FakeHost::swap_disk_numbers: the host lacks disk {a} or {b}");
+        };
+        state.disks.insert(b, disk_a);
+        state.disks.insert(a, disk_b);
+        for volume in state.volumes.values_mut() {
+            volume.disk = match volume.disk {
+                n if n == a => b,
+                n if n == b => a,
+                n => n,
+            };
+        }
+        for disks in state.sessions.values_mut() {
+            for n in disks.iter_mut() {
+                *n = if *n == a {
+                    b
+                } else if *n == b {
+                    a
+                } else {
+                    *n
+                };
+            }
+        }
+    }
+
     /// Gives disk `number` a new size, as a cloud provider's resize of an
     /// attached disk (`ControllerExpandVolume`) does; its volume keeps its
     /// size until `resize_volume` grows it. Returns whether the disk exists.

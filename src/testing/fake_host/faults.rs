@@ -170,6 +170,10 @@ pub(super) fn windows_error(operation: Operation, code: u32) -> Error {
     WindowsError::new(code).into_error(operation)
 }
 
+/// WMI's `WBEM_E_FAILED`, "Generic failure": how the SMB provider refuses
+/// a mapping over a stale one (aksArc #111, csi-driver-smb #326).
+pub(super) const GENERIC_FAILURE: u32 = 0x8004_1001;
+
 /// Calls received per operation, and what is planned for calls to come.
 #[derive(Debug, Default)]
 pub(super) struct Faults {

@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 
+use super::faults::WindowsError;
 use super::state::{key, parent, HostState, PathEntry};
 use super::{host_error, FakeHost};
 use crate::api::{FilesystemApi, WindowsPath};
@@ -20,21 +21,33 @@ impl HostState {
         }
     }
 
-    /// Whether `path` leads somewhere, following symlinks, including links
-    /// to SMB shares (which lead somewhere while their share is mapped).
-    pub(super) fn leads_somewhere(&self, path: &str) -> bool {
-        let mut current = path.to_owned();
+    /// `IsSymlink`'s answer for a link to `target`: whether it leads
+    /// somewhere; through a share whose mapping is gone or broken, the
+    /// error Windows gives the proxy for the share (1326 with no mapping,
+    /// 64 for one that broke).
+    fn link_answer(&self, op: Operation, target: &str) -> Result<bool> {
+        let mut current = target.to_owned();
         for _ in 0..32 {
             if current.starts_with("\\\\") {
-                return self.smb_reachable(&current);
+                return match self.smb_access(&current) {
+                    super::smb::SmbAccess::Usable => Ok(true),
+                    super::smb::SmbAccess::Broken => Err(super::faults::windows_error(
+                        op,
+                        WindowsError::NETNAME_DELETED,
+                    )),
+                    super::smb::SmbAccess::Unmapped => Err(super::faults::windows_error(
+                        op,
+                        WindowsError::LOGON_FAILURE,
+                    )),
+                };
             }
             match self.tree.get(&current) {
-                Some(PathEntry::Symlink(target)) => current = target,
-                Some(_) => return true,
-                None => return false,
+                Some(PathEntry::Symlink(next)) => current = next,
+                Some(_) => return Ok(true),
+                None => return Ok(false),
             }
         }
-        false
+        Ok(false)
     }
 
     fn rmdir(&mut self, path: &WindowsPath, force: bool) -> Result<()> {
@@ -47,7 +60,10 @@ impl HostState {
         }
         self.check_exists(op, path)?;
         let below = self.tree.descendants(path.as_str());
-        if !below.is_empty() && !force {
+        // A mount point is a reparse point: Windows removes it, unforced,
+        // whatever the volume holds (and the volume keeps its files).
+        let mount_point = matches!(self.tree.get(path.as_str()), Some(PathEntry::MountPoint(_)));
+        if !below.is_empty() && !force && !mount_point {
             return Err(host_error(
                 op,
                 format!("{path}: the directory is not empty"),
@@ -145,7 +161,7 @@ impl FilesystemApi for FakeHost {
                 op,
                 format!("{path}: the system cannot find the file specified"),
             )),
-            Some(PathEntry::Symlink(target)) => Ok(state.leads_somewhere(&target)),
+            Some(PathEntry::Symlink(target)) => state.link_answer(op, &target),
             Some(PathEntry::MountPoint(_)) => Ok(true),
             Some(PathEntry::Directory) => Ok(false),
         })

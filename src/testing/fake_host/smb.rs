@@ -41,26 +41,35 @@ impl HostState {
         })
     }
 
-    /// Whether a link to the share path `remote` leads somewhere: some
-    /// usable mapping's key is that path or a folder above it.
-    pub(super) fn smb_reachable(&self, remote: &str) -> bool {
+    /// How the node reaches `remote` through its mappings.
+    pub(super) fn smb_access(&self, remote: &str) -> SmbAccess {
         let target = normalized(remote);
-        self.smb_mappings.iter().any(|(key, mapping)| {
-            mapping.usable()
-                && (target == *key
-                    || target
-                        .strip_prefix(key.as_str())
-                        .is_some_and(|rest| rest.starts_with('\\')))
-        })
+        let covering = self.smb_mappings.iter().filter(|(key, _)| {
+            target == **key
+                || target
+                    .strip_prefix(key.as_str())
+                    .is_some_and(|rest| rest.starts_with('\\'))
+        });
+        let mut access = SmbAccess::Unmapped;
+        for (_, mapping) in covering {
+            if mapping.usable() {
+                return SmbAccess::Usable;
+            }
+            access = SmbAccess::Broken;
+        }
+        access
     }
 
     /// Makes a new mapping at `key`, as `New-SmbGlobalMapping` does, or
     /// fails as Windows refuses it.
     fn make_mapping(&mut self, key: String, mapping: &SmbMapping) -> Result<()> {
         let op = Op::NewSmbGlobalMapping;
-        // A mapping not OK (disconnected) is still there under that name.
+        // A mapping not OK (disconnected) is still there under that name:
+        // the SMB provider answers a generic failure.
         if self.smb_mappings.contains_key(&key) {
-            return Err(windows_error(op, WindowsError::ALREADY_ASSIGNED));
+            let refusal =
+                WindowsError::with_message(super::faults::GENERIC_FAILURE, "Generic failure");
+            return Err(refusal.into_error(op));
         }
         let remote = mapping.remote_path.as_str();
         let (Some(root), Some(server)) = (share_root(remote), server_of(remote)) else {
@@ -141,9 +150,33 @@ impl HostState {
             .ok_or_else(|| host_error(op, format!("{remote} is not a share path")))?;
         match self.smb_mappings.remove(&key) {
             Some(_) => Ok(()),
-            None => Err(host_error(op, format!("{key}: no global mapping exists"))),
+            // In each release's words: PowerShell's up to v1.2, WMI's after.
+            None if self.release < ProxyRelease::V1_3_0 => Err(host_error(
+                op,
+                format!(
+                    "UnmountSmbShare failed. output: \"Remove-SmbGlobalMapping : No \
+                     MSFT_SmbGlobalMapping objects found with property 'RemotePath' equal to \
+                     '{remote}'.  Verify the value of the property and retry.\", err: exit status 1"
+                ),
+            )),
+            None => Err(host_error(
+                op,
+                format!("error remove smb mapping '{remote}'. err: {key} not found"),
+            )),
         }
     }
+}
+
+/// How the node reaches a remote path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum SmbAccess {
+    /// Through a mapping that works.
+    Usable,
+    /// Only through a mapping that is Disconnected, or whose share no
+    /// longer answers.
+    Broken,
+    /// Through no mapping at all.
+    Unmapped,
 }
 
 #[async_trait]

@@ -53,9 +53,14 @@ async fn a_reboot_drops_mappings_mounts_and_sessions_but_keeps_links() {
     assert!(host.iscsi_sessions().is_empty());
     assert_eq!(host.registered_portals(), [portal], "portals are kept");
     assert_eq!(host.disk_numbers(), [1], "the session's disk went with it");
-    // Links stay; the SMB one leads nowhere.
+    // Links stay; the SMB one leads nowhere: with no mapping, Windows
+    // refuses the share to the proxy (a logon failure).
     assert!(matches!(host.entry(SMB_LINK), Some(PathEntry::Symlink(_))));
-    assert!(!host.is_symlink(&smb_link).await.unwrap());
+    let refused = host.is_symlink(&smb_link).await.unwrap_err();
+    assert_eq!(
+        refused.host_cause(),
+        Some(csi_proxy_client::HostCause::LogonFailure)
+    );
     // The mount point is an empty folder: the link to it finds no volume.
     assert_eq!(host.entry(STAGING), Some(PathEntry::Directory));
     assert_eq!(host.entry(&format!(r"{STAGING}\data")), None);

@@ -4,6 +4,7 @@
 //! releases whose rules differ, with a fake host that misbehaves.
 
 mod block;
+mod hardening;
 mod recovery;
 mod round_trips;
 mod smb;

@@ -1,0 +1,241 @@
+//! A share's mapping: released with its last lease, removed quietly when
+//! it is stale, made again with new credentials.
+
+use super::{check_credentials, share_key, SmbCredentials, SmbMappingRemoval};
+use crate::api::{SmbMapping, SmbRemotePath};
+use crate::error::{Error, Result};
+use crate::host_cause::HostCause;
+use crate::mount::path_state::conflict_at;
+use crate::mount::{Change, Inner, Mounter};
+
+/// What [`Mounter::rotate_smb_credentials`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Rotated {
+    /// `Unchanged` when the mapping had these credentials already.
+    pub change: Change,
+    /// The volumes whose links went through the mapping while it was made
+    /// again: their pods may have seen errors for that moment.
+    pub interrupted: Vec<String>,
+}
+
+impl Mounter {
+    /// Maps `share` again with `credentials` (after a password rotation),
+    /// if it was mapped with others; only a mapping this mounter made
+    /// (another is [`Error::Conflict`]; an unknown share is
+    /// [`Error::NotFound`]).
+    ///
+    /// CSI Proxy keeps a working mapping whatever credentials a new one
+    /// brings, so the mapping is removed first and made again: when the new
+    /// credentials are refused, the share is left unmapped (the error says
+    /// why, the fingerprint is forgotten), and a rotation with the right
+    /// ones, or the next stage of a volume on the share, maps it again. It
+    /// runs in a task of its own, like the other calls, so a caller that
+    /// gives up does not leave it between the two steps.
+    pub async fn rotate_smb_credentials(
+        &self,
+        share: &SmbRemotePath,
+        credentials: &SmbCredentials,
+    ) -> Result<Rotated> {
+        check_credentials(credentials)?;
+        let root = share_key(share)
+            .ok_or_else(|| Error::invalid_argument("SMB share", share.to_string()))?;
+        // The share's key, which its stages and unstages hold too.
+        let key = format!("share {root}");
+        let request = format!("rotate {}", credentials.request_tag());
+        let inner = self.inner.clone();
+        let (share, credentials) = (share.clone(), credentials.clone());
+        let work = async move { inner.rotate(&share, &root, &credentials).await };
+        self.inner.flights.run(&key, request, work).await
+    }
+}
+
+impl Inner {
+    /// Drops `volume`'s lease on share `root`; when it was the last, first
+    /// removes the mapping if this mounter made it (and the policy lets
+    /// it). Whether a mapping was removed. A removal that fails leaves the
+    /// lease in place, so that the retry removes the mapping.
+    pub(in crate::mount) async fn release_lease(&self, root: &str, volume: &str) -> Result<bool> {
+        let Some(record) = self.journal.read().shares.get(root).cloned() else {
+            return Ok(false);
+        };
+        let last = !record.leases.keys().any(|holder| holder != volume);
+        let remove = last
+            && record.ours
+            && !self.is_foreign(root)
+            && self.settings.smb_removal == SmbMappingRemoval::WhenUnused;
+        if remove {
+            for remote in &record.mapped {
+                self.remove_mapping_of(&SmbRemotePath::new(remote)?).await?;
+            }
+        }
+        self.journal.update(|records| {
+            if last {
+                records.shares.remove(root);
+            } else if let Some(share) = records.shares.get_mut(root) {
+                share.leases.remove(volume);
+            }
+        })?;
+        Ok(remove && !record.mapped.is_empty())
+    }
+
+    /// Removes the mapping of `remote`; one that is not there is fine.
+    pub(super) async fn remove_mapping_of(&self, remote: &SmbRemotePath) -> Result<()> {
+        match self.proxy.smb()?.remove_smb_global_mapping(remote).await {
+            Err(error) if !is_gone(&error) => Err(error),
+            _ => Ok(()),
+        }
+    }
+
+    /// Removes the mapping of `remote` as a step of making it again: a
+    /// failure is logged, and the new mapping that follows says what is
+    /// wrong.
+    pub(super) async fn remove_mapping_quietly(&self, remote: &SmbRemotePath) {
+        if let Err(error) = self.remove_mapping_of(remote).await {
+            tracing::warn!(%remote, %error, "removing the share's mapping failed");
+        }
+    }
+
+    async fn rotate(
+        &self,
+        share: &SmbRemotePath,
+        root: &str,
+        credentials: &SmbCredentials,
+    ) -> Result<Rotated> {
+        let Some(record) = self.journal.read().shares.get(root).cloned() else {
+            return Err(Error::NotFound {
+                what: format!("mapping of {share} made by this mounter"),
+            });
+        };
+        if !record.ours || self.is_foreign(root) {
+            return Err(conflict_at(
+                share,
+                "its mapping was not made by this mounter",
+            ));
+        }
+        let secret = credentials.password.expose();
+        if (record.fingerprint.as_ref()).is_some_and(|f| f.matches(&credentials.username, secret)) {
+            return Ok(Rotated {
+                change: Change::Unchanged,
+                interrupted: Vec::new(),
+            });
+        }
+        for remote in &record.mapped {
+            self.remove_mapping_of(&SmbRemotePath::new(remote)?).await?;
+        }
+        let smb = self.proxy.smb()?;
+        for remote in &record.mapped {
+            let remote = SmbRemotePath::new(remote)?;
+            let (user, password) = (credentials.username.clone(), credentials.password.clone());
+            if let Err(error) = smb
+                .new_smb_global_mapping(&SmbMapping::new(remote, user, password))
+                .await
+            {
+                // Unmapped now, with no credentials known to work.
+                self.journal.update(|records| {
+                    if let Some(record) = records.shares.get_mut(root) {
+                        record.fingerprint = None;
+                    }
+                })?;
+                return Err(error);
+            }
+        }
+        self.journal.update(|records| {
+            if let Some(record) = records.shares.get_mut(root) {
+                record.fingerprint = Some(credentials.fingerprint());
+            }
+        })?;
+        Ok(Rotated {
+            change: Change::Changed,
+            interrupted: record.leases.keys().cloned().collect(),
+        })
+    }
+}
+
+/// Whether Windows pins a failed `NewSmbGlobalMapping` on the caller's
+/// credentials or on the server: making the mapping again would not help.
+pub(super) fn names_the_caller(error: &Error) -> bool {
+    matches!(
+        error.host_cause(),
+        Some(
+            HostCause::CredentialConflict
+                | HostCause::LogonFailure
+                | HostCause::AccessDenied
+                | HostCause::NetworkPathNotFound
+                | HostCause::NetworkNameNotFound
+                | HostCause::OutOfResources
+        )
+    )
+}
+
+/// Whether a failed `NewSmbGlobalMapping` may have left a mapping: not when
+/// Windows refused the mapping itself.
+pub(super) fn may_have_mapped(error: &Error) -> bool {
+    match error {
+        Error::Host { .. } => {
+            !names_the_caller(error)
+                && !matches!(
+                    error.host_cause(),
+                    Some(HostCause::NetworkNameDeleted | HostCause::StaleMapping)
+                )
+        }
+        Error::Timeout { .. } | Error::InvalidResponse { .. } => true,
+        Error::Transport { maybe_sent, .. } => *maybe_sent,
+        _ => false,
+    }
+}
+
+/// Whether a failed `RemoveSmbGlobalMapping` says there was nothing to
+/// remove. The proxies say so only in words: PowerShell's "No
+/// MSFT_SmbGlobalMapping objects found with property 'RemotePath'" (up to
+/// v1.2), "not found" (v1.3).
+fn is_gone(error: &Error) -> bool {
+    let Error::Host { message, .. } = error else {
+        return false;
+    };
+    let text = message.to_lowercase();
+    matches!(
+        error.host_cause(),
+        Some(HostCause::PathNotFound | HostCause::NetworkNameNotFound)
+    ) || [
+        "not found",
+        "does not exist",
+        "no global mapping",
+        "no mapping",
+        "objects found with property",
+        "objectnotfound",
+        "cmdletizationquery_notfound",
+    ]
+    .iter()
+    .any(|words| text.contains(words))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capability::Operation;
+    use crate::error::Code;
+
+    #[test]
+    fn only_refusals_of_the_mapping_itself_leave_nothing_mapped() {
+        let host = |text: &str| Error::host(Operation::NewSmbGlobalMapping, Code::Unknown, text);
+        assert!(!may_have_mapped(&host(
+            "The user name or password is incorrect."
+        )));
+        assert!(!may_have_mapped(&host(
+            "Multiple connections to a server ... (1219)"
+        )));
+        assert!(may_have_mapped(&host(
+            "path C:\\x is not within the working directories"
+        )));
+        assert!(names_the_caller(&host("Access is denied.")));
+        assert!(!names_the_caller(&host("Generic failure")));
+        let gone = |text: &str| Error::host(Operation::RemoveSmbGlobalMapping, Code::Unknown, text);
+        assert!(is_gone(&gone("no global mapping exists")));
+        assert!(is_gone(&gone(
+            "UnmountSmbShare failed. output: \"Remove-SmbGlobalMapping : No MSFT_SmbGlobalMapping \
+             objects found with property 'RemotePath' equal to '\\\\srv\\share'.\""
+        )));
+        assert!(!is_gone(&gone("Access is denied.")));
+    }
+}

@@ -1,0 +1,377 @@
+//! SMB shares: one global mapping per share, leased by each volume that
+//! uses it.
+//!
+//! CSI Proxy shows no mapping, its status or its credentials, and says
+//! nothing of who made it; so the mounter keeps, per share root, the
+//! volumes that use the share (their leases), the paths it mapped, whether
+//! it made the mapping, and a salted hash of the credentials. Leases are
+//! per share root whatever the proxy maps: the share root from v1.1.2,
+//! the exact path before. When the last lease goes, the mounter removes
+//! every path it mapped of that share, which undoes the mapping under
+//! either rule (the second removal of a root already removed is "gone",
+//! which counts as done), so the release need not be known. Before v1.1.2
+//! this keeps each volume's own mapping until the whole share is unused.
+
+mod mapping;
+
+use std::sync::Arc;
+
+use super::fingerprint::Fingerprint;
+use super::journal::{key, Lease, LinkTo, ShareRecord};
+use super::path_state::conflict;
+use super::{Change, Inner, Mounter, PathState};
+use crate::api::{Secret, SmbMapping, SmbRemotePath, WindowsPath};
+use crate::error::{Error, Result};
+use crate::host_cause::HostCause;
+
+pub use mapping::Rotated;
+
+/// The user and password to map a share with (from a volume's node-stage
+/// secrets). `Debug` hides the password.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SmbCredentials {
+    /// The user, `DOMAIN\user` or `user`.
+    pub username: String,
+    /// The password.
+    pub password: Secret,
+}
+
+impl SmbCredentials {
+    /// Credentials of `username` with `password`.
+    pub fn new(username: impl Into<String>, password: Secret) -> Self {
+        Self {
+            username: username.into(),
+            password,
+        }
+    }
+
+    fn fingerprint(&self) -> Fingerprint {
+        Fingerprint::of(&self.username, self.password.expose())
+    }
+
+    /// The credentials as part of a request's name, so that a retry with
+    /// other credentials is not taken for the same request: a hash kept in
+    /// memory only.
+    fn request_tag(&self) -> String {
+        format!(
+            "{} {:x}",
+            self.username,
+            stable_hash(self.password.expose())
+        )
+    }
+}
+
+/// A hash stable within this process (the standard library's keys are
+/// drawn once per process).
+fn stable_hash(text: &str) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+        std::sync::OnceLock::new();
+    let mut hasher = KEYS.get_or_init(Default::default).build_hasher();
+    hasher.write(text.as_bytes());
+    hasher.finish()
+}
+
+/// When the mounter removes a share's mapping that it made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SmbMappingRemoval {
+    /// When the last volume that used it is unstaged (or dropped by
+    /// [`Mounter::reconcile`]).
+    #[default]
+    WhenUnused,
+    /// Never: mappings stay for the node's life (what azurefile's proxy
+    /// mode does), for nodes where other users may share them.
+    Never,
+}
+
+/// The key of a share's records: its root, `\\server\share`, lower-cased.
+pub(super) fn share_key(share: &SmbRemotePath) -> Option<String> {
+    crate::api::share_root(share.as_str())
+}
+
+fn check_volume(volume: &str) -> Result<()> {
+    if volume.is_empty() {
+        return Err(Error::invalid_argument("volume ID", "it is empty"));
+    }
+    Ok(())
+}
+
+fn check_credentials(credentials: &SmbCredentials) -> Result<()> {
+    crate::api::check_name("SMB user name", &credentials.username)
+}
+
+impl Mounter {
+    /// `NodeStageVolume` of an SMB share: maps `share` (a share or a folder
+    /// in it) with `credentials` and links `staging` to it, for `volume`
+    /// (the CSI volume ID), which takes a lease on the share's mapping.
+    ///
+    /// - Already staged so: [`Change::Unchanged`] (the lease is kept once).
+    /// - The mapping exists and answers: used as it is, whatever
+    ///   credentials it was made with, as CSI Proxy does (see
+    ///   [`rotate_smb_credentials`](Self::rotate_smb_credentials)).
+    /// - A staging link that no longer answers (the mapping went away in a
+    ///   reboot, or came back Disconnected), and a mapping of this
+    ///   mounter's that fails to be made again for a reason Windows does
+    ///   not pin on the credentials or the server: its mapping of `share`
+    ///   is removed and made again.
+    /// - Windows' refusals are typed ([`Error::host_cause`]): 1219
+    ///   `CredentialConflict`, 1326 `LogonFailure`, 53/64/67 for the
+    ///   network path or name; the lease this call took is dropped again.
+    /// - The link refused after the mapping was made (the proxy maps
+    ///   first): a mapping this call may have made is removed.
+    /// - Something else at `staging`: [`Error::Conflict`].
+    pub async fn stage_smb(
+        &self,
+        volume: &str,
+        share: &SmbRemotePath,
+        credentials: &SmbCredentials,
+        staging: &WindowsPath,
+    ) -> Result<Change> {
+        check_volume(volume)?;
+        check_credentials(credentials)?;
+        let request = format!(
+            "stage-smb {volume} {} {}",
+            key(share.as_str()),
+            credentials.request_tag()
+        );
+        let inner = self.inner.clone();
+        let (volume, share) = (volume.to_owned(), share.clone());
+        let (credentials, path) = (credentials.clone(), staging.clone());
+        let work = async move { inner.stage_smb(&volume, &share, &credentials, &path).await };
+        self.inner
+            .flights
+            .run(staging.as_str(), request, work)
+            .await
+    }
+
+    /// `NodeUnstageVolume` of an SMB share: removes the link at `staging`
+    /// (never what is behind it) and `volume`'s lease; when no lease is
+    /// left and this mounter made the mapping, removes it. A volume with no
+    /// lease (staged before the journal existed) just loses its link. A
+    /// removal of the mapping that fails keeps the lease, so that the retry
+    /// removes it.
+    pub async fn unstage_smb(&self, volume: &str, staging: &WindowsPath) -> Result<Change> {
+        check_volume(volume)?;
+        let request = format!("unstage-smb {volume}");
+        let inner = self.inner.clone();
+        let (volume, path) = (volume.to_owned(), staging.clone());
+        let work = async move { inner.unstage_smb(&volume, &path).await };
+        self.inner
+            .flights
+            .run(staging.as_str(), request, work)
+            .await
+    }
+}
+
+impl Inner {
+    async fn stage_smb(
+        self: &Arc<Self>,
+        volume: &str,
+        share: &SmbRemotePath,
+        credentials: &SmbCredentials,
+        staging: &WindowsPath,
+    ) -> Result<Change> {
+        let root = share_key(share)
+            .ok_or_else(|| Error::invalid_argument("SMB share", share.to_string()))?;
+        let _share = self.flights.lock(&format!("share {root}")).await;
+        let same_share = |remote: &SmbRemotePath| key(remote.as_str()) == key(share.as_str());
+        match self.inspect(staging, false).await? {
+            PathState::SmbLink {
+                remote,
+                reachable: true,
+            } if same_share(&remote) => {
+                self.take_lease(&root, volume, staging, share, credentials)?;
+                return Ok(Change::Unchanged);
+            }
+            PathState::SmbLink {
+                remote,
+                reachable: false,
+            } if same_share(&remote) => {
+                // The mapping behind it is gone or broken: the link goes,
+                // and this mounter's mapping of the share is made again.
+                self.remove_unforced(staging).await?;
+                if self.owns(&root) {
+                    self.remove_mapping_quietly(share).await;
+                }
+            }
+            PathState::Absent => {}
+            // An empty folder (kubelet's), or a link that leads nowhere.
+            PathState::Directory => self.remove_unforced(staging).await?,
+            other => return Err(conflict(staging, other)),
+        }
+        let before = self.journal.read();
+        let first_use = !before.shares.contains_key(&root);
+        let had_lease = before
+            .shares
+            .get(&root)
+            .is_some_and(|s| s.leases.contains_key(volume));
+        self.take_lease(&root, volume, staging, share, credentials)?;
+        if let Err(error) = self.map(share, credentials, staging, first_use).await {
+            if first_use && mapping::may_have_mapped(&error) && self.owns(&root) {
+                // The proxy maps before it links: undo what this call made.
+                self.remove_mapping_quietly(share).await;
+            }
+            self.journal.update(|records| {
+                if let Some(record) = records.shares.get_mut(&root) {
+                    if !had_lease {
+                        record.leases.remove(volume);
+                    }
+                    if first_use && record.leases.is_empty() {
+                        records.shares.remove(&root);
+                    }
+                }
+            })?;
+            return Err(error);
+        }
+        self.journal.update(|records| {
+            if let Some(record) = records.shares.get_mut(&root) {
+                record.mapped.insert(share.as_str().to_owned());
+            }
+            records.links.insert(
+                key(staging.as_str()),
+                (staging.clone(), LinkTo::Smb(share.clone())),
+            );
+        })?;
+        Ok(Change::Changed)
+    }
+
+    /// Maps `share` and links `staging` to it. A mapping of this mounter's
+    /// that fails for a reason Windows does not pin on the credentials or
+    /// the server (a stale or Disconnected mapping: "Generic failure", 85,
+    /// 64) is removed and made once more.
+    async fn map(
+        &self,
+        share: &SmbRemotePath,
+        credentials: &SmbCredentials,
+        staging: &WindowsPath,
+        first_use: bool,
+    ) -> Result<()> {
+        let mapping = SmbMapping::new(
+            share.clone(),
+            credentials.username.clone(),
+            credentials.password.clone(),
+        )
+        .with_local_path(staging.clone());
+        let smb = self.proxy.smb()?;
+        match smb.new_smb_global_mapping(&mapping).await {
+            Err(error @ Error::Host { .. })
+                if !first_use
+                    && !mapping::names_the_caller(&error)
+                    && share_key(share).is_some_and(|root| self.owns(&root)) =>
+            {
+                tracing::info!(%share, %error, "the share's mapping is stale: making it again");
+                self.remove_mapping_quietly(share).await;
+                // The link may have been made before the failure.
+                if let Err(error) = self.remove_unforced(staging).await {
+                    if error.host_cause() != Some(HostCause::PathNotFound) {
+                        return Err(error);
+                    }
+                }
+                smb.new_smb_global_mapping(&mapping).await
+            }
+            other => other,
+        }
+    }
+
+    /// Records `volume`'s lease on the share `root`; the first lease of a
+    /// share also records whether the mapping is this mounter's and the
+    /// credentials' fingerprint, in the same write.
+    fn take_lease(
+        &self,
+        root: &str,
+        volume: &str,
+        staging: &WindowsPath,
+        share: &SmbRemotePath,
+        credentials: &SmbCredentials,
+    ) -> Result<()> {
+        let lease = Lease {
+            staging: staging.clone(),
+            remote: share.clone(),
+        };
+        let ours = !self.is_foreign(root);
+        self.journal.update(|records| {
+            records
+                .shares
+                .entry(root.to_owned())
+                .or_insert_with(|| ShareRecord {
+                    ours,
+                    fingerprint: Some(credentials.fingerprint()),
+                    ..ShareRecord::default()
+                })
+                .leases
+                .insert(volume.to_owned(), lease);
+        })
+    }
+
+    fn is_foreign(&self, root: &str) -> bool {
+        self.settings.foreign_shares.iter().any(|f| f == root)
+    }
+
+    /// Whether the mapping of share `root` is this mounter's to remove.
+    fn owns(&self, root: &str) -> bool {
+        !self.is_foreign(root)
+            && self
+                .journal
+                .read()
+                .shares
+                .get(root)
+                .is_none_or(|share| share.ours)
+    }
+
+    pub(super) async fn unstage_smb(
+        self: &Arc<Self>,
+        volume: &str,
+        staging: &WindowsPath,
+    ) -> Result<Change> {
+        let path_key = key(staging.as_str());
+        let records = self.journal.read();
+        if records.stages.contains_key(&path_key) {
+            return Err(conflict(
+                staging,
+                "a disk's volume is staged there (unstage it with unstage_disk)",
+            ));
+        }
+        let recorded_share = match records.links.get(&path_key) {
+            Some((_, LinkTo::Smb(share))) => share_key(share),
+            _ => None,
+        };
+        let root = records
+            .shares
+            .iter()
+            .find(|(_, share)| share.leases.contains_key(volume))
+            .map(|(root, _)| root.clone())
+            .or(recorded_share.clone());
+        let _share = match &root {
+            Some(root) => Some(self.flights.lock(&format!("share {root}")).await),
+            None => None,
+        };
+        // A link this mounter made goes without a look: the look at a
+        // link whose share is gone fails, and removing a link never
+        // touches the share.
+        let remove = match recorded_share {
+            Some(_) => true,
+            None => match self.inspect(staging, false).await? {
+                PathState::Absent => false,
+                PathState::VolumeMount { .. } => {
+                    return Err(conflict(staging, "a volume is mounted there"))
+                }
+                _ => true,
+            },
+        };
+        let mut changed = match remove {
+            false => false,
+            true => match self.remove_unforced(staging).await {
+                Ok(()) => true,
+                Err(error) if error.host_cause() == Some(HostCause::PathNotFound) => false,
+                Err(error) => return Err(error),
+            },
+        };
+        if let Some(root) = &root {
+            changed |= self.release_lease(root, volume).await?;
+        }
+        self.journal
+            .update(|records| records.links.remove(&path_key))?;
+        Ok(Change::of(changed))
+    }
+}

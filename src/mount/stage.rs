@@ -1,0 +1,336 @@
+//! Staging a disk: online, partition, wait for the volume, format, mount.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::disks::DiskSelector;
+use super::journal::{key, StageRecord};
+use super::path_state::conflict;
+use super::{Change, Inner, Mounter, PathState};
+use crate::api::{VolumeId, WindowsPath};
+use crate::error::{Error, Result};
+use crate::host_cause::HostCause;
+
+/// What [`Mounter::stage_disk`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Staged {
+    /// The disk's number now (Windows numbers disks anew after a reboot).
+    pub disk: u32,
+    /// Its volume, now mounted at the staging path.
+    pub volume: VolumeId,
+    /// Whether anything changed (`Unchanged`: it was staged already).
+    pub change: Change,
+    /// Whether the disk was brought online.
+    pub onlined: bool,
+    /// Whether `PartitionDisk` was sent (the disk listed no volume; the
+    /// proxy partitions only a raw disk).
+    pub partitioned: bool,
+    /// Whether the volume was formatted (it had no file system).
+    pub formatted: bool,
+}
+
+impl Mounter {
+    /// `NodeStageVolume` of a disk: brings the disk `selector` names online
+    /// (where the proxy can: disk v1beta2 and newer), partitions it if it
+    /// lists no volume (the proxy leaves a disk with partitions as it is),
+    /// waits for its volume to be listed, formats the volume only if it has
+    /// no file system, and mounts it at `staging` (made if missing).
+    ///
+    /// - The volume already mounted there: [`Change::Unchanged`], with no
+    ///   partition, format or mount sent.
+    /// - Another volume there, a link to elsewhere, a folder with files in
+    ///   it: [`Error::Conflict`], nothing changed.
+    /// - A link that leads nowhere (left by a reboot): replaced.
+    /// - A retry while the same stage runs (its format outlived kubelet's
+    ///   deadline) waits for it and gets its answer.
+    /// - A format whose outcome is unknown (its call timed out, the proxy
+    ///   restarted) is not sent again while its
+    ///   [`format_grace`](super::MounterBuilder::format_grace) runs:
+    ///   [`Error::InProgress`] until the volume shows a file system.
+    /// - A read-only disk fails at its first write with an [`Error::Host`]
+    ///   whose [`HostCause`] is `WriteProtected`: no CSI Proxy API clears
+    ///   the attribute.
+    ///
+    /// `IsVolumeFormatted` is the only sign of a file system CSI Proxy
+    /// gives: a volume it reads as unformatted (a locked BitLocker volume
+    /// reads so) is formatted, as every Go mounter does.
+    pub async fn stage_disk(
+        &self,
+        selector: &DiskSelector,
+        staging: &WindowsPath,
+    ) -> Result<Staged> {
+        let inner = self.inner.clone();
+        let (selector, staging) = (selector.clone(), staging.clone());
+        let request = format!("stage {selector}");
+        let key = staging.as_str().to_owned();
+        let work = async move { inner.stage_disk(&selector, &staging).await };
+        self.inner.flights.run(&key, request, work).await
+    }
+}
+
+impl Inner {
+    async fn stage_disk(
+        self: &Arc<Self>,
+        selector: &DiskSelector,
+        staging: &WindowsPath,
+    ) -> Result<Staged> {
+        let found = self.inspect(staging, true).await?;
+        let recorded = self.recorded_stage(staging);
+        // A repeat: the volume this mounter staged there for this selector
+        // is still there.
+        if let (Some(volume), Some(stage)) = (found.volume(), recorded) {
+            if stage.volume == *volume && stage.selector == selector.to_string() {
+                let disk = self.disk_of(volume).await?;
+                return Ok(unchanged(disk, volume.clone()));
+            }
+        }
+        let mounted = match &found {
+            PathState::VolumeMount { volume } => Some(volume.clone()),
+            PathState::Absent | PathState::Directory => None,
+            PathState::Link {
+                reachable: false, ..
+            } => None,
+            other => return Err(conflict(staging, other)),
+        };
+        let disk = self.find_disk(selector, self.settings.disk_wait).await?;
+        let _disk = self.flights.lock(&format!("disk {disk}")).await;
+        if let Some(volume) = mounted {
+            let holder = self.disk_of(&volume).await?;
+            if holder != disk {
+                return Err(conflict(
+                    staging,
+                    format!("volume {volume} of disk {holder} is mounted there, not the {selector} (disk {disk})"),
+                ));
+            }
+            self.record_stage(staging, &volume, selector)?;
+            return Ok(unchanged(disk, volume));
+        }
+        let onlined = self.bring_online(disk).await?;
+        let (volume, partitioned) = self.volume_of(disk).await?;
+        let formatted = self.format_once(&volume).await?;
+        self.mount(&volume, staging, &found).await?;
+        self.record_stage(staging, &volume, selector)?;
+        Ok(Staged {
+            disk,
+            volume,
+            change: Change::Changed,
+            onlined,
+            partitioned,
+            formatted,
+        })
+    }
+
+    /// What the journal says this mounter staged at `staging`.
+    pub(super) fn recorded_stage(&self, staging: &WindowsPath) -> Option<StageRecord> {
+        self.journal
+            .read()
+            .stages
+            .get(&key(staging.as_str()))
+            .map(|(_, stage)| stage.clone())
+    }
+
+    /// The number of the disk that holds `volume` now: asked every time,
+    /// since Windows numbers disks anew after a reboot or an attach.
+    pub(super) async fn disk_of(&self, volume: &VolumeId) -> Result<u32> {
+        self.proxy
+            .volume()?
+            .get_disk_number_from_volume_id(volume)
+            .await
+    }
+
+    /// Records the stage, and forgets an unstage of the same path left
+    /// unfinished before it: that volume is staged again, and a later
+    /// `reconcile` must not finish unstaging it.
+    fn record_stage(
+        &self,
+        staging: &WindowsPath,
+        volume: &VolumeId,
+        selector: &DiskSelector,
+    ) -> Result<()> {
+        let stage = StageRecord {
+            volume: volume.clone(),
+            selector: selector.to_string(),
+        };
+        let path_key = key(staging.as_str());
+        self.journal.update(|records| {
+            records.links.remove(&path_key);
+            records.unstages.remove(&path_key);
+            records.stages.insert(path_key, (staging.clone(), stage));
+        })
+    }
+
+    /// Brings `disk` online if it is not; whether it did. Versions before
+    /// disk v1beta2 can neither tell nor change it.
+    async fn bring_online(&self, disk: u32) -> Result<bool> {
+        let api = self.proxy.disk()?;
+        match api.get_disk_state(disk).await {
+            Ok(true) | Err(Error::Unsupported { .. }) => Ok(false),
+            Ok(false) => api.set_disk_state(disk, true).await.map(|()| true),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The volume of `disk`, partitioning the disk first if it lists none
+    /// and waiting for the new partition's volume to be listed.
+    async fn volume_of(&self, disk: u32) -> Result<(VolumeId, bool)> {
+        let volumes = self.proxy.volume()?;
+        let mut listed = volumes.list_volumes_on_disk(disk, None).await?;
+        let mut partitioned = false;
+        if listed.is_empty() {
+            self.proxy.disk()?.partition_disk(disk).await?;
+            partitioned = true;
+            let deadline = tokio::time::Instant::now() + self.settings.volume_wait;
+            loop {
+                listed = volumes.list_volumes_on_disk(disk, None).await?;
+                if !listed.is_empty() || tokio::time::Instant::now() >= deadline {
+                    break;
+                }
+                tokio::time::sleep(self.settings.poll_interval).await;
+            }
+        }
+        match listed.len() {
+            0 => Err(Error::NotFound {
+                what: format!(
+                    "volume on disk {disk} after partitioning it (waited {:?})",
+                    self.settings.volume_wait
+                ),
+            }),
+            1 => Ok((listed.remove(0), partitioned)),
+            _ => Err(Error::Ambiguous {
+                what: format!("volume on disk {disk}"),
+                candidates: listed.iter().map(ToString::to_string).collect(),
+            }),
+        }
+    }
+
+    /// Formats `volume` if it has no file system; whether it did. A format
+    /// whose outcome is unknown is recorded, and not sent again within the
+    /// grace while the volume still shows no file system.
+    async fn format_once(&self, volume: &VolumeId) -> Result<bool> {
+        let api = self.proxy.volume()?;
+        let id = volume.as_str().to_owned();
+        if api.is_volume_formatted(volume).await? {
+            self.journal.update(|records| records.formats.remove(&id))?;
+            return Ok(false);
+        }
+        let now = unix_seconds();
+        if let Some(&sent) = self.journal.read().formats.get(&id) {
+            if now.saturating_sub(sent) < self.settings.format_grace.as_secs() {
+                return Err(Error::InProgress {
+                    what: format!("the format of {volume}, whose outcome is unknown"),
+                });
+            }
+        }
+        self.journal
+            .update(|records| records.formats.insert(id.clone(), now))?;
+        match api.format_volume(volume).await {
+            Ok(()) => {
+                self.journal.update(|records| records.formats.remove(&id))?;
+                Ok(true)
+            }
+            Err(error) if outcome_unknown(&error) => Err(error),
+            Err(error) => {
+                self.journal.update(|records| records.formats.remove(&id))?;
+                Err(error)
+            }
+        }
+    }
+
+    /// Mounts `volume` at `staging`, whose state was `found`, making the
+    /// folder first. A mount that fails while the volume is there after
+    /// all (older proxies refuse to mount a volume where it is; a mount
+    /// may outlive its call) is success.
+    async fn mount(
+        &self,
+        volume: &VolumeId,
+        staging: &WindowsPath,
+        found: &PathState,
+    ) -> Result<()> {
+        match found {
+            PathState::Absent => self.make_folder(staging).await?,
+            PathState::Link { .. } => self.replace_with_folder(staging).await?,
+            _ => {}
+        }
+        let api = self.proxy.volume()?;
+        let Err(error) = api.mount_volume(volume, staging).await else {
+            return Ok(());
+        };
+        match self.volume_at(staging).await? {
+            Some(there) if there == *volume => Ok(()),
+            Some(other) => Err(conflict(
+                staging,
+                format!("volume {other} is mounted there"),
+            )),
+            // A folder that was a link leading nowhere, which the proxy
+            // could not tell from one: replaced, then mounted.
+            None if error.host_cause() == Some(HostCause::PathNotFound) => {
+                self.replace_with_folder(staging).await?;
+                api.mount_volume(volume, staging).await
+            }
+            None if error.host_cause() == Some(HostCause::DirectoryNotEmpty) => {
+                Err(conflict(staging, "there is a directory with files in it"))
+            }
+            None => Err(error),
+        }
+    }
+
+    /// Removes what is at `path` unforced (a link, or an empty folder) and
+    /// makes an empty folder there.
+    async fn replace_with_folder(&self, path: &WindowsPath) -> Result<()> {
+        self.remove_unforced(path).await?;
+        self.make_folder(path).await
+    }
+
+    /// Makes the folder `path`, and records it as made here.
+    async fn make_folder(&self, path: &WindowsPath) -> Result<()> {
+        self.journal
+            .update(|records| records.made.insert(key(path.as_str()), path.clone()))?;
+        self.proxy.filesystem()?.mkdir(path).await
+    }
+
+    /// Removes a link or an empty folder, never forced: a folder with files
+    /// in it is a conflict, and stays. Callers make sure no volume is
+    /// mounted at `path` first: Windows removes a mount point unforced.
+    pub(super) async fn remove_unforced(&self, path: &WindowsPath) -> Result<()> {
+        match self.proxy.filesystem()?.rmdir(path, false).await {
+            Err(error) if error.host_cause() == Some(HostCause::DirectoryNotEmpty) => {
+                Err(conflict(path, "there is a directory with files in it"))
+            }
+            other => other,
+        }
+    }
+}
+
+fn unchanged(disk: u32, volume: VolumeId) -> Staged {
+    Staged {
+        disk,
+        volume,
+        change: Change::Unchanged,
+        onlined: false,
+        partitioned: false,
+        formatted: false,
+    }
+}
+
+/// Now, in seconds since the Unix epoch: what the journal records.
+pub(super) fn unix_seconds() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs()
+}
+
+/// Whether a failed change may still have happened (or be happening) on
+/// the host: its answer was lost, not refused.
+fn outcome_unknown(error: &Error) -> bool {
+    matches!(
+        error,
+        Error::Timeout { .. }
+            | Error::InvalidResponse { .. }
+            | Error::Transport {
+                maybe_sent: true,
+                ..
+            }
+    )
+}

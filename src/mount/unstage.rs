@@ -1,0 +1,147 @@
+//! Unstaging a disk: flush, unmount, remove the folder, offline; each step
+//! recorded first, so that a retry or `reconcile` finishes it.
+
+use std::sync::Arc;
+
+use super::journal::{key, UnstageRecord};
+use super::path_state::conflict;
+use super::{Change, Inner, Mounter, PathState};
+use crate::api::{VolumeId, WindowsPath};
+use crate::error::{Error, Result};
+
+impl Mounter {
+    /// `NodeUnstageVolume` of a disk: flushes the volume at `staging`,
+    /// unmounts it, removes the folder if it is empty (never forced), and
+    /// with `offline` takes its disk offline (where the proxy can: disk
+    /// v1beta2 and newer; before, the disk is left online with a warning
+    /// in the log).
+    ///
+    /// - Each step is recorded first, so a retry after a failure finishes
+    ///   the remaining ones, the offline included, even once the folder is
+    ///   gone. The disk is found from the volume each time: Windows numbers
+    ///   disks anew after a reboot, and a number kept from before could
+    ///   name another volume's disk.
+    /// - Another volume at `staging` than the one this mounter staged
+    ///   there: [`Error::Conflict`], nothing changed.
+    /// - Nothing there and nothing left to do: [`Change::Unchanged`].
+    pub async fn unstage_disk(&self, staging: &WindowsPath, offline: bool) -> Result<Change> {
+        let inner = self.inner.clone();
+        let key = staging.as_str().to_owned();
+        let staging = staging.clone();
+        let work = async move { inner.unstage_disk(&staging, offline).await };
+        let request = format!("unstage offline={offline}");
+        self.inner.flights.run(&key, request, work).await
+    }
+}
+
+impl Inner {
+    async fn unstage_disk(
+        self: &Arc<Self>,
+        staging: &WindowsPath,
+        offline: bool,
+    ) -> Result<Change> {
+        let path_key = key(staging.as_str());
+        let records = self.journal.read();
+        let left = records.unstages.get(&path_key).cloned();
+        let staged = records.stages.get(&path_key).map(|(_, s)| s.volume.clone());
+        let mut work = UnstageRecord {
+            staging: staging.clone(),
+            volume: left
+                .as_ref()
+                .and_then(|u| u.volume.clone())
+                .or(staged.clone()),
+            offline: offline || left.is_some_and(|u| u.offline),
+        };
+        let found = match self.volume_at(staging).await? {
+            Some(volume) => PathState::VolumeMount { volume },
+            None => self.inspect(staging, false).await?,
+        };
+        if let (PathState::VolumeMount { volume }, Some(staged)) = (&found, &staged) {
+            if volume != staged {
+                return Err(conflict(
+                    staging,
+                    format!(
+                        "volume {volume} is mounted there, not {staged}, which was staged there"
+                    ),
+                ));
+            }
+        }
+        if let PathState::VolumeMount { volume } = &found {
+            work.volume = Some(volume.clone());
+        }
+        self.journal
+            .update(|r| r.unstages.insert(path_key.clone(), work.clone()))?;
+        let mut changed = false;
+        match found {
+            PathState::Absent => {}
+            PathState::VolumeMount { volume } => {
+                self.unmount(&volume, staging).await?;
+                self.remove_unforced(staging).await?;
+                changed = true;
+            }
+            PathState::SmbLink { .. } => {
+                return Err(conflict(
+                    staging,
+                    "there is a link to an SMB share (unstage it with unstage_smb)",
+                ))
+            }
+            // No volume there, the host said: a folder, or a link.
+            PathState::Directory | PathState::Link { .. } => {
+                self.remove_unforced(staging).await?;
+                changed = true;
+            }
+        }
+        if let (true, Some(volume)) = (work.offline, &work.volume) {
+            changed |= self.take_offline(volume).await?;
+        }
+        self.journal.update(|records| {
+            records.unstages.remove(&path_key);
+            records.stages.remove(&path_key);
+            records.links.remove(&path_key);
+            records.made.remove(&path_key);
+        })?;
+        Ok(Change::of(changed))
+    }
+
+    /// Flushes `volume` and unmounts it from `staging`; a volume that is
+    /// gone from there by the time the unmount fails is unmounted.
+    async fn unmount(&self, volume: &VolumeId, staging: &WindowsPath) -> Result<()> {
+        let api = self.proxy.volume()?;
+        match api.write_volume_cache(volume).await {
+            Ok(()) | Err(Error::Unsupported { .. }) => {}
+            Err(error) => return Err(error),
+        }
+        match api.unmount_volume(volume, staging).await {
+            Ok(()) => Ok(()),
+            Err(error) => match self.volume_at(staging).await? {
+                None => Ok(()),
+                Some(_) => Err(error),
+            },
+        }
+    }
+
+    /// Takes the disk that holds `volume` offline; whether it did. A volume
+    /// the host no longer finds (its disk is offline already, or detached)
+    /// leaves nothing to do; a proxy that cannot (disk v1alpha1, v1beta1)
+    /// leaves the disk online, with a warning.
+    async fn take_offline(&self, volume: &VolumeId) -> Result<bool> {
+        let disk = match self.disk_of(volume).await {
+            Ok(disk) => disk,
+            Err(error @ Error::Host { .. }) => {
+                tracing::debug!(%volume, %error, "no disk holds the volume any more: nothing to take offline");
+                return Ok(false);
+            }
+            Err(error) => return Err(error),
+        };
+        let _disk = self.flights.lock(&format!("disk {disk}")).await;
+        match self.proxy.disk()?.set_disk_state(disk, false).await {
+            Ok(()) => Ok(true),
+            // An unstage that failed for this would fail forever.
+            Err(Error::Unsupported { .. }) => {
+                tracing::warn!(disk, "the proxy cannot take a disk offline; left online");
+                Ok(false)
+            }
+            Err(error) => Err(error),
+        }
+    }
+}

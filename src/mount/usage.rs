@@ -1,0 +1,145 @@
+//! A staged volume's size: `expand` and `stats`.
+
+use super::journal::{key, LinkTo};
+use super::{Inner, Mounter};
+use crate::api::{VolumeId, WindowsPath};
+use crate::error::{Error, Result};
+use crate::host_cause::HostCause;
+
+/// What [`Mounter::expand`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Expanded {
+    /// The volume's size now, in bytes.
+    pub total_bytes: u64,
+    /// Whether it grew.
+    pub grew: bool,
+}
+
+/// The size and use of a volume's file system: [`Mounter::stats`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FsStats {
+    /// The volume's size.
+    pub total_bytes: u64,
+    /// Bytes in use.
+    pub used_bytes: u64,
+    /// Bytes free.
+    pub available_bytes: u64,
+}
+
+/// Links followed through the journal, at most: a pod's link leads to a
+/// staging path, which is no link.
+const RECORDED_HOPS: usize = 4;
+
+impl Mounter {
+    /// `NodeExpandVolume`: rescans, checks the disk under `volume_path`
+    /// (the staging path or a published link) has at least
+    /// `required_bytes` (else [`Error::InProgress`]: the controller's
+    /// resize has not reached the node yet), and grows the volume to fill
+    /// it. A volume with nothing to grow is success on every release
+    /// (`grew: false`).
+    pub async fn expand(
+        &self,
+        volume_path: &WindowsPath,
+        required_bytes: Option<u64>,
+    ) -> Result<Expanded> {
+        let volume = self.inner.volume_under(volume_path).await?;
+        let inner = self.inner.clone();
+        let key = volume.as_str().to_owned();
+        let work = async move { inner.expand(&volume, required_bytes).await };
+        let request = format!("expand {required_bytes:?}");
+        self.inner.flights.run(&key, request, work).await
+    }
+
+    /// `NodeGetVolumeStats` of a block volume at `volume_path` (the staging
+    /// path or a published link): total, used and available bytes, right
+    /// on every proxy release (CSI Proxy v0.2.x sent the free space where
+    /// later ones send the total). A path with no volume is
+    /// [`Error::NotFound`]; a share this mounter staged has no volume, and
+    /// is [`Error::InvalidArgument`].
+    pub async fn stats(&self, volume_path: &WindowsPath) -> Result<FsStats> {
+        if self.inner.is_smb_path(volume_path) {
+            return Err(Error::invalid_argument(
+                "volume path",
+                format!(
+                    "{volume_path} is on an SMB share, which has no volume statistics through CSI Proxy"
+                ),
+            ));
+        }
+        let volume = self.inner.volume_under(volume_path).await?;
+        let stats = self.inner.proxy.volume()?.get_volume_stats(&volume).await?;
+        Ok(FsStats {
+            total_bytes: stats.total_bytes,
+            used_bytes: stats.used_bytes,
+            available_bytes: stats.total_bytes.saturating_sub(stats.used_bytes),
+        })
+    }
+}
+
+impl Inner {
+    /// The volume at `path` (a staging path, or a pod's link to one), or
+    /// [`Error::NotFound`]. A link this mounter made is followed through
+    /// the journal to its staging path before the host is asked, so the
+    /// answer is the staging folder's volume, whatever the host's own
+    /// link-following makes of the link.
+    pub(super) async fn volume_under(&self, path: &WindowsPath) -> Result<VolumeId> {
+        let at = self.through_recorded_links(path);
+        self.volume_at(&at).await?.ok_or_else(|| Error::NotFound {
+            what: format!("volume at {path}"),
+        })
+    }
+
+    /// `path` with the local links this mounter made followed.
+    fn through_recorded_links(&self, path: &WindowsPath) -> WindowsPath {
+        let records = self.journal.read();
+        let mut at = path.clone();
+        for _ in 0..RECORDED_HOPS {
+            match records.links.get(&key(at.as_str())) {
+                Some((_, LinkTo::Local(next))) => at = next.clone(),
+                _ => break,
+            }
+        }
+        at
+    }
+
+    /// Whether `path` is, or leads through the mounter's links to, a
+    /// share's link.
+    pub(super) fn is_smb_path(&self, path: &WindowsPath) -> bool {
+        let at = self.through_recorded_links(path);
+        matches!(self.recorded_link(&at), Some(LinkTo::Smb(_)))
+    }
+
+    async fn expand(&self, volume: &VolumeId, required_bytes: Option<u64>) -> Result<Expanded> {
+        let (disk_api, api) = (self.proxy.disk()?, self.proxy.volume()?);
+        let disk = self.disk_of(volume).await?;
+        disk_api.rescan().await?;
+        if let Some(required) = required_bytes {
+            // Disk v1alpha1 cannot tell the size: the growth is not checked.
+            let size = match disk_api.get_disk_stats(disk).await {
+                Err(Error::Unsupported { .. }) => u64::MAX,
+                other => other?,
+            };
+            if size < required {
+                return Err(Error::InProgress {
+                    what: format!(
+                        "the growth of disk {disk} to {required} bytes (it has {size}; \
+                         the controller's resize has not reached the node yet)"
+                    ),
+                });
+            }
+        }
+        let before = api.get_volume_stats(volume).await?.total_bytes;
+        match api.resize_volume(volume, 0).await {
+            Err(error) if error.host_cause() != Some(HostCause::NothingToGrow) => {
+                return Err(error)
+            }
+            _ => {}
+        }
+        let after = api.get_volume_stats(volume).await?.total_bytes;
+        Ok(Expanded {
+            total_bytes: after,
+            grew: after > before,
+        })
+    }
+}
