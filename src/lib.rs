@@ -195,3 +195,7 @@ struct HostProcessGuideDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/mounting.md")]
 struct MountingGuideDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/node-plugin.md")]
+struct NodePluginGuideDoctests;

@@ -33,7 +33,7 @@ pub struct ReconcileReport {
 }
 
 impl ReconcileReport {
-    fn failed(&mut self, what: impl std::fmt::Display, error: Error) {
+    fn record_failure(&mut self, what: impl std::fmt::Display, error: Error) {
         tracing::warn!(%what, %error, "reconcile could not finish it");
         self.failed.push((what.to_string(), error));
     }
@@ -69,7 +69,7 @@ impl Mounter {
         for unstage in inner.journal.read().unstages.into_values() {
             match self.unstage_disk(&unstage.staging, unstage.offline).await {
                 Ok(_) => report.unstages_finished.push(unstage.staging),
-                Err(error) => report.failed(&unstage.staging, error),
+                Err(error) => report.record_failure(&unstage.staging, error),
             }
         }
         self.drop_dead_leases(&is_live, &mut report).await;
@@ -108,13 +108,13 @@ impl Mounter {
             for (volume, lease) in &gone {
                 match self.unstage_smb(volume, &lease.staging).await {
                     Ok(_) => report.leases_dropped.push((*volume).clone()),
-                    Err(error) => report.failed(format!("the lease of {volume}"), error),
+                    Err(error) => report.record_failure(format!("the lease of {volume}"), error),
                 }
             }
             if share.leases.is_empty() {
                 // A removal that failed at the last unstage.
                 if let Err(error) = self.inner.release_lease(&root, "").await {
-                    report.failed(&root, error);
+                    report.record_failure(&root, error);
                 }
             }
             if (!gone.is_empty() || share.leases.is_empty())
@@ -134,7 +134,7 @@ impl Inner {
             let found = match self.inspect(&link, false).await {
                 Ok(found) => found,
                 Err(error) => {
-                    report.failed(&link, error);
+                    report.record_failure(&link, error);
                     continue;
                 }
             };
@@ -150,7 +150,7 @@ impl Inner {
             );
             if dangling {
                 if let Err(error) = self.remove_unforced(&link).await {
-                    report.failed(&link, error);
+                    report.record_failure(&link, error);
                     continue;
                 }
                 report.links_removed.push(link);
@@ -183,14 +183,14 @@ impl Inner {
                     // record.
                     Err(Error::Conflict { .. }) => continue,
                     Err(error) => {
-                        report.failed(&folder, error);
+                        report.record_failure(&folder, error);
                         continue;
                     }
                 },
                 Ok(PathState::Absent) => report.records_forgotten += 1,
                 Ok(_) => continue,
                 Err(error) => {
-                    report.failed(&folder, error);
+                    report.record_failure(&folder, error);
                     continue;
                 }
             }

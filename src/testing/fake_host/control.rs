@@ -154,7 +154,8 @@ impl FakeHost {
     /// Sets the status of the global mapping `key` (any case). A
     /// [`Disconnected`](SmbMappingStatus::Disconnected) mapping leads
     /// nowhere; CSI Proxy counts it as not mapped and maps over it, which
-    /// Windows refuses with error 85; `RemoveSmbGlobalMapping` removes it.
+    /// the SMB provider refuses ("Generic failure"); `IsSymlink` through it
+    /// fails with error 64; `RemoveSmbGlobalMapping` removes it.
     ///
     /// # Panics
     ///

@@ -103,7 +103,8 @@ pub enum SmbMappingStatus {
     /// The connection is lost (after a network failure, or on a node that
     /// came back with its mappings disconnected). CSI Proxy counts the share
     /// as not mapped and maps it again over the old mapping, which Windows
-    /// refuses (error 85); links to it lead nowhere.
+    /// refuses ("Generic failure"); `IsSymlink` through it fails (error
+    /// 64).
     Disconnected,
 }
 
