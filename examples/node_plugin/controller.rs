@@ -1,13 +1,15 @@
 //! A CSI Controller for tests only (`--controller`), so that csi-sanity can
 //! run a volume's whole life against a node: `CreateVolume` claims an
-//! unused disk of the node through the SDK (never one with a volume on it,
-//! never one already claimed) or, for a share driver, names a folder on the
-//! share of its `share` parameter; `DeleteVolume` releases the claim;
-//! `ControllerPublishVolume` returns the disk's LUN as the publish context,
-//! as a cloud's attach would. Claims live in this process only: a real
-//! controller is the cloud's.
+//! unused disk of the node through the SDK (online, with no volume on it,
+//! never claimed before by this process: a disk a volume used keeps that
+//! volume's data, and an offline one may be such a disk) or, for a share
+//! driver, names a folder on the share of its `share` parameter;
+//! `DeleteVolume` releases the claim; `ControllerPublishVolume` returns
+//! how the node finds the disk (its page 0x83 ID, or its LUN when it has
+//! none) as the publish context, as a cloud's attach would. Claims live in
+//! this process only: a real controller is the cloud's.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use csi_proxy_client::api::SmbRemotePath;
@@ -16,12 +18,13 @@ use tonic::{Request, Response, Status};
 
 use crate::csi::{
     controller_server::Controller, controller_service_capability,
-    validate_volume_capabilities_response, ControllerGetCapabilitiesRequest,
-    ControllerGetCapabilitiesResponse, ControllerPublishVolumeRequest,
-    ControllerPublishVolumeResponse, ControllerServiceCapability, ControllerUnpublishVolumeRequest,
-    ControllerUnpublishVolumeResponse, CreateVolumeRequest, CreateVolumeResponse,
-    DeleteVolumeRequest, DeleteVolumeResponse, ValidateVolumeCapabilitiesRequest,
-    ValidateVolumeCapabilitiesResponse, Volume,
+    validate_volume_capabilities_response, volume_capability::access_mode::Mode,
+    ControllerGetCapabilitiesRequest, ControllerGetCapabilitiesResponse,
+    ControllerPublishVolumeRequest, ControllerPublishVolumeResponse, ControllerServiceCapability,
+    ControllerUnpublishVolumeRequest, ControllerUnpublishVolumeResponse, CreateVolumeRequest,
+    CreateVolumeResponse, DeleteVolumeRequest, DeleteVolumeResponse,
+    ValidateVolumeCapabilitiesRequest, ValidateVolumeCapabilitiesResponse, Volume,
+    VolumeCapability,
 };
 use crate::plugin::{check_capability, required, Kind};
 use crate::volume_ref::VolumeRef;
@@ -32,8 +35,6 @@ struct Claim {
     volume_id: String,
     capacity: i64,
     context: HashMap<String, String>,
-    /// The disk's number (disk volumes).
-    disk: Option<u32>,
 }
 
 /// The test controller.
@@ -43,6 +44,10 @@ pub struct TestController {
     pub kind: Kind,
     /// By volume name.
     claims: Mutex<HashMap<String, Claim>>,
+    /// Every disk ever claimed, by identity: never claimed again.
+    used: Mutex<HashSet<String>>,
+    /// One create at a time, so that two never claim one disk.
+    creating: tokio::sync::Mutex<()>,
 }
 
 impl TestController {
@@ -52,6 +57,8 @@ impl TestController {
             node_id,
             kind,
             claims: Mutex::default(),
+            used: Mutex::default(),
+            creating: tokio::sync::Mutex::default(),
         }
     }
 
@@ -66,24 +73,64 @@ impl TestController {
             .cloned()
     }
 
-    /// The lowest-numbered disk whose size `fits` that has no volume and no
-    /// claim: its number, LUN and size.
-    async fn free_disk(&self, fits: impl Fn(i64) -> bool) -> Result<(u32, String, i64), Status> {
+    /// The lowest-numbered disk whose size `fits` that is online, has no
+    /// volume and was never claimed: its identity (`page83` or `lun`, and
+    /// the value) and size.
+    async fn free_disk(
+        &self,
+        fits: impl Fn(i64) -> bool,
+    ) -> Result<((String, String), i64), Status> {
         let (disk, volume) = (self.proxy.disk()?, self.proxy.volume()?);
         let locations = disk.list_disk_locations().await?;
+        let ids = disk.list_disk_ids().await.unwrap_or_default();
         for (number, location) in locations {
-            let claimed = self.claims().values().any(|c| c.disk == Some(number));
-            if claimed || !volume.list_volumes_on_disk(number, None).await?.is_empty() {
+            // A LUN may repeat across adapters; a page 0x83 ID does not.
+            let identity = match ids.get(&number).map(|ids| ids.page83.clone()) {
+                Some(page83) if !page83.is_empty() => ("page83".to_owned(), page83),
+                _ => ("lun".to_owned(), location.lun_id.clone()),
+            };
+            if self.was_claimed(&identity) {
+                continue;
+            }
+            let online = !matches!(disk.get_disk_state(number).await, Ok(false));
+            if !online || !volume.list_volumes_on_disk(number, None).await?.is_empty() {
                 continue;
             }
             let size = i64::try_from(disk.get_disk_stats(number).await?).unwrap_or(i64::MAX);
             if fits(size) {
-                return Ok((number, location.lun_id, size));
+                return Ok((identity, size));
             }
         }
-        Err(Status::resource_exhausted(
+        Err(Status::out_of_range(
             "the node has no unused disk of the size asked for",
         ))
+    }
+
+    /// Whether the disk of `identity` was claimed before.
+    fn was_claimed(&self, (key, value): &(String, String)) -> bool {
+        let used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        used.contains(&format!("{key}:{value}"))
+    }
+
+    /// Refuses access modes a disk of one node cannot give.
+    fn check_modes(&self, capabilities: &[VolumeCapability]) -> Result<(), Status> {
+        let single_node = |c: &VolumeCapability| {
+            c.access_mode.as_ref().is_some_and(|mode| {
+                matches!(
+                    Mode::try_from(mode.mode),
+                    Ok(Mode::SingleNodeWriter
+                        | Mode::SingleNodeReaderOnly
+                        | Mode::SingleNodeSingleWriter
+                        | Mode::SingleNodeMultiWriter)
+                )
+            })
+        };
+        match self.kind == Kind::Smb || capabilities.iter().all(single_node) {
+            true => Ok(()),
+            false => Err(Status::invalid_argument(
+                "a disk is attached to one node: only single-node access modes",
+            )),
+        }
     }
 }
 
@@ -99,8 +146,12 @@ impl Controller for TestController {
             return Err(Status::invalid_argument("volume_capabilities is missing"));
         }
         for capability in &r.volume_capabilities {
-            check_capability(Some(capability))?;
+            // An unsupported capability is an invalid argument of a create.
+            check_capability(Some(capability))
+                .map_err(|status| Status::invalid_argument(status.message()))?;
         }
+        self.check_modes(&r.volume_capabilities)?;
+        let _one_at_a_time = self.creating.lock().await;
         let (required_bytes, limit) = r
             .capacity_range
             .map_or((0, 0), |range| (range.required_bytes, range.limit_bytes));
@@ -117,12 +168,15 @@ impl Controller for TestController {
         }
         let claim = match self.kind {
             Kind::Disk => {
-                let (disk, lun, size) = self.free_disk(fits).await?;
+                let ((key, value), size) = self.free_disk(fits).await?;
+                self.used
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(format!("{key}:{value}"));
                 Claim {
-                    volume_id: VolumeRef::disk_id(&lun),
+                    volume_id: VolumeRef::disk_id(&key, &value),
                     capacity: size,
-                    context: HashMap::from([("lun".to_owned(), lun)]),
-                    disk: Some(disk),
+                    context: HashMap::from([(key, value)]),
                 }
             }
             Kind::Smb => {
@@ -146,7 +200,6 @@ impl Controller for TestController {
                     volume_id: VolumeRef::smb_id(&remote),
                     capacity: 0,
                     context: HashMap::new(),
-                    disk: None,
                 }
             }
         };
@@ -212,7 +265,8 @@ impl Controller for TestController {
         let all_mounts = r
             .volume_capabilities
             .iter()
-            .all(|c| check_capability(Some(c)).is_ok());
+            .all(|c| check_capability(Some(c)).is_ok())
+            && self.check_modes(&r.volume_capabilities).is_ok();
         let confirmed = all_mounts.then_some(validate_volume_capabilities_response::Confirmed {
             volume_context: r.volume_context,
             volume_capabilities: r.volume_capabilities,
@@ -224,7 +278,7 @@ impl Controller for TestController {
             message: if all_mounts {
                 String::new()
             } else {
-                "only file system volumes are served".to_owned()
+                "only file system volumes, on one node, are served".to_owned()
             },
         }))
     }

@@ -235,7 +235,8 @@ impl Node for Plugin {
         check_capability(r.volume_capability.as_ref())?;
         let staging = path("staging_target_path", &r.staging_target_path)?;
         if r.readonly {
-            return Err(Status::invalid_argument(
+            // A link cannot make a volume read-only for one pod.
+            return Err(Status::failed_precondition(
                 "read-only publishing is not served by this plugin",
             ));
         }

@@ -61,6 +61,7 @@ fn options(args: &[String]) -> Result<Options, String> {
     while let Some(flag) = args.next() {
         let mut value = || args.next().cloned().ok_or(format!("{flag} needs a value"));
         match flag.as_str() {
+            "--help" | "-h" => return Err(String::new()),
             "--endpoint" => options.endpoint = value()?,
             "--node-id" => options.node_id = value()?,
             "--kind" => {
@@ -109,7 +110,14 @@ fn transport(options: &Options) -> Result<Transport, Box<dyn std::error::Error>>
 }
 
 pub async fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
-    let options = options(args).map_err(|why| format!("{why}\n{USAGE}"))?;
+    let options = match options(args) {
+        Ok(options) => options,
+        Err(why) if why.is_empty() => {
+            println!("{USAGE}");
+            return Ok(());
+        }
+        Err(why) => return Err(format!("{why}\n{USAGE}").into()),
+    };
     let mut builder = CsiProxy::builder()
         .transport(transport(&options)?)
         // The proxy may start after the plugin; calls wait for it within

@@ -20,21 +20,23 @@ pub enum VolumeRef {
 }
 
 impl VolumeRef {
-    /// The volume an ID names, the publish context's LUN first (what the
-    /// controller's attach reported, as Azure drivers read it), then the
-    /// volume context, then the ID itself. An ID this driver never made is
+    /// The volume an ID names, as the publish context says (what the
+    /// controller's attach reported, as Azure drivers read a LUN), else the
+    /// volume context, else the ID itself; a page 0x83 ID before a LUN,
+    /// which may repeat across adapters. An ID this driver never made is
     /// `NotFound`: no such volume.
     pub fn of(
         volume_id: &str,
         publish_context: &HashMap<String, String>,
         volume_context: &HashMap<String, String>,
     ) -> Result<Self, Status> {
-        let contexts = [publish_context, volume_context];
-        if let Some(lun) = contexts.iter().find_map(|c| c.get("lun")) {
-            return Ok(VolumeRef::Disk(DiskSelector::lun(lun)));
-        }
-        if let Some(page83) = contexts.iter().find_map(|c| c.get("page83")) {
-            return Ok(VolumeRef::Disk(DiskSelector::page83(page83)));
+        for context in [publish_context, volume_context] {
+            if let Some(page83) = context.get("page83") {
+                return Ok(VolumeRef::Disk(DiskSelector::page83(page83)));
+            }
+            if let Some(lun) = context.get("lun") {
+                return Ok(VolumeRef::Disk(DiskSelector::lun(lun)));
+            }
         }
         Self::from_id(volume_id)
     }
@@ -56,9 +58,9 @@ impl VolumeRef {
         Err(unknown())
     }
 
-    /// The ID of a disk at `lun`.
-    pub fn disk_id(lun: &str) -> String {
-        format!("disk:lun:{lun}")
+    /// The ID of a disk found by `key` (`page83` or `lun`) `value`.
+    pub fn disk_id(key: &str, value: &str) -> String {
+        format!("disk:{key}:{value}")
     }
 
     /// The ID of a folder on a share.

@@ -45,7 +45,19 @@ pids=()
 cleanup() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     wait 2>/dev/null || true
+    if $wine; then wineserver -k >/dev/null 2>&1 || true; fi
     rm -rf "$work"
+}
+
+# Waits until $2 holds $3, while process $1 lives.
+await() {
+    local pid="$1" file="$2" text="$3"
+    for _ in $(seq 600); do
+        grep -q "$text" "$file" 2>/dev/null && return 0
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    grep -q "$text" "$file" 2>/dev/null || { cat "${file%.*}.err" "$file" >&2 2>/dev/null; exit 1; }
 }
 trap cleanup EXIT
 
@@ -66,8 +78,8 @@ if $wine; then
     proxy_args=(--pipe-prefix "$pipes")
     plugin_proxy_args=(--pipe-prefix "$pipes" --trust-current-user)
     tool_args="--pipe-prefix $pipes --trust-owner me --wait 10"
-    port=$((20000 + $$ % 10000))
-    plugin_endpoint="tcp://127.0.0.1:$port" sanity_endpoint="127.0.0.1:$port"
+    # Port 0: the system picks a free one, which the plugin prints.
+    plugin_endpoint="tcp://127.0.0.1:0"
     state="$(winepath -w "$work/state")"
 else
     cargo build --quiet --features cli,testing --bin csiproxyctl
@@ -78,7 +90,7 @@ else
     proxy_args=(--socket-dir "$work/proxy")
     plugin_proxy_args=(--socket-dir "$work/proxy")
     tool_args="--socket-dir $work/proxy --wait 10"
-    plugin_endpoint="unix://$work/csi.sock" sanity_endpoint="unix://$work/csi.sock"
+    plugin_endpoint="unix://$work/csi.sock"
     state="$work/state"
 fi
 [ -e "$sanity" ] || { echo "run.sh: no csi-sanity at $sanity (set CSI_SANITY)" >&2; exit 2; }
@@ -89,15 +101,16 @@ fi
 "${run[@]}" "$target/csiproxyctl$exe" "${proxy_args[@]}" fake "${release_args[@]}" \
     --disks 250 --disk-size $((1 << 30)) "${restart[@]}" >"$work/fake.out" 2>"$work/fake.err" &
 pids+=($!)
-for _ in $(seq 600); do grep -q serving "$work/fake.out" 2>/dev/null && break; sleep 0.1; done
-grep -q serving "$work/fake.out" || { cat "$work/fake.err" >&2; exit 1; }
+await "$!" "$work/fake.out" serving
 
 "${run[@]}" "$target/examples/node_plugin$exe" serve --endpoint "$plugin_endpoint" \
     "${plugin_proxy_args[@]}" --kind "$kind" --controller \
     --state-dir "$state" --node-id csi-sanity-node 2>"$work/plugin.err" &
 pids+=($!)
-for _ in $(seq 600); do grep -q "serving CSI" "$work/plugin.err" 2>/dev/null && break; sleep 0.1; done
-grep -q "serving CSI" "$work/plugin.err" || { cat "$work/plugin.err" >&2; exit 1; }
+await "$!" "$work/plugin.err" "serving CSI"
+# Where it serves: "serving CSI on unix:///path" or "on tcp://127.0.0.1:PORT".
+sanity_endpoint="$(sed -n 's|.*serving CSI on \(.*\)|\1|p' "$work/plugin.err" | tr -d '\r' | head -n 1)"
+sanity_endpoint="${sanity_endpoint#tcp://}"
 
 # The path commands work on the host the plugin talks to, through
 # csiproxyctl; they wait for a restarting proxy, as kubelet (which makes
