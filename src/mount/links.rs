@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::again::{idempotent, never, outcome_unknown};
 use super::journal::{key, LinkTo};
 use super::path_state::conflict;
 use super::{Change, Inner, Mounter, PathState};
@@ -98,14 +99,25 @@ impl Inner {
             self.remove_unforced(target).await?;
         }
         let filesystem = self.proxy.filesystem()?;
-        match filesystem.create_symlink(staging, target).await {
+        let made = match filesystem.create_symlink(staging, target).await {
+            // The answer was lost: once more; a link there then is the
+            // first attempt's.
+            Err(error) if outcome_unknown(&error) => {
+                match filesystem.create_symlink(staging, target).await {
+                    Err(_) if self.probe(target).await? == Some(true) => Ok(()),
+                    again => again,
+                }
+            }
+            first => first,
+        };
+        match made {
             Err(error) if error.host_cause() == Some(HostCause::PathNotFound) => {
                 // The pod's volume folder is kubelet's to make; make it if
                 // it did not.
                 let Some(parent) = target.parent() else {
                     return Err(error);
                 };
-                filesystem.mkdir(&parent).await?;
+                idempotent(|| filesystem.mkdir(&parent), never).await?;
                 filesystem.create_symlink(staging, target).await?;
             }
             other => other?,

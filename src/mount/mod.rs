@@ -62,6 +62,7 @@
 //! # Ok(()) }
 //! ```
 
+mod again;
 mod disks;
 mod fingerprint;
 mod flight;

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::again::{idempotent, never, outcome_unknown};
 use super::disks::DiskSelector;
 use super::journal::{key, StageRecord};
 use super::path_state::conflict;
@@ -166,7 +167,9 @@ impl Inner {
         let api = self.proxy.disk()?;
         match api.get_disk_state(disk).await {
             Ok(true) | Err(Error::Unsupported { .. }) => Ok(false),
-            Ok(false) => api.set_disk_state(disk, true).await.map(|()| true),
+            Ok(false) => idempotent(|| api.set_disk_state(disk, true), never)
+                .await
+                .map(|()| true),
             Err(error) => Err(error),
         }
     }
@@ -178,7 +181,8 @@ impl Inner {
         let mut listed = volumes.list_volumes_on_disk(disk, None).await?;
         let mut partitioned = false;
         if listed.is_empty() {
-            self.proxy.disk()?.partition_disk(disk).await?;
+            let api = self.proxy.disk()?;
+            idempotent(|| api.partition_disk(disk), never).await?;
             partitioned = true;
             let deadline = tokio::time::Instant::now() + self.settings.volume_wait;
             loop {
@@ -271,6 +275,8 @@ impl Inner {
             None if error.host_cause() == Some(HostCause::DirectoryNotEmpty) => {
                 Err(conflict(staging, "there is a directory with files in it"))
             }
+            // Its answer was lost, and the volume is not there: once more.
+            None if outcome_unknown(&error) => api.mount_volume(volume, staging).await,
             None => Err(error),
         }
     }
@@ -286,14 +292,18 @@ impl Inner {
     async fn make_folder(&self, path: &WindowsPath) -> Result<()> {
         self.journal
             .update(|records| records.made.insert(key(path.as_str()), path.clone()))?;
-        self.proxy.filesystem()?.mkdir(path).await
+        let filesystem = self.proxy.filesystem()?;
+        idempotent(|| filesystem.mkdir(path), never).await
     }
 
     /// Removes a link or an empty folder, never forced: a folder with files
     /// in it is a conflict, and stays. Callers make sure no volume is
     /// mounted at `path` first: Windows removes a mount point unforced.
     pub(super) async fn remove_unforced(&self, path: &WindowsPath) -> Result<()> {
-        match self.proxy.filesystem()?.rmdir(path, false).await {
+        let filesystem = self.proxy.filesystem()?;
+        let gone =
+            |error: &Error| (error.host_cause() == Some(HostCause::PathNotFound)).then_some(());
+        match idempotent(|| filesystem.rmdir(path, false), gone).await {
             Err(error) if error.host_cause() == Some(HostCause::DirectoryNotEmpty) => {
                 Err(conflict(path, "there is a directory with files in it"))
             }
@@ -319,18 +329,4 @@ pub(super) fn unix_seconds() -> u64 {
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
         .as_secs()
-}
-
-/// Whether a failed change may still have happened (or be happening) on
-/// the host: its answer was lost, not refused.
-fn outcome_unknown(error: &Error) -> bool {
-    matches!(
-        error,
-        Error::Timeout { .. }
-            | Error::InvalidResponse { .. }
-            | Error::Transport {
-                maybe_sent: true,
-                ..
-            }
-    )
 }

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use super::again::{idempotent, never, outcome_unknown};
 use super::journal::{key, UnstageRecord};
 use super::path_state::conflict;
 use super::{Change, Inner, Mounter, PathState};
@@ -107,7 +108,7 @@ impl Inner {
     /// gone from there by the time the unmount fails is unmounted.
     async fn unmount(&self, volume: &VolumeId, staging: &WindowsPath) -> Result<()> {
         let api = self.proxy.volume()?;
-        match api.write_volume_cache(volume).await {
+        match idempotent(|| api.write_volume_cache(volume), never).await {
             Ok(()) | Err(Error::Unsupported { .. }) => {}
             Err(error) => return Err(error),
         }
@@ -115,6 +116,8 @@ impl Inner {
             Ok(()) => Ok(()),
             Err(error) => match self.volume_at(staging).await? {
                 None => Ok(()),
+                // Its answer was lost, and the volume is still there.
+                Some(_) if outcome_unknown(&error) => api.unmount_volume(volume, staging).await,
                 Some(_) => Err(error),
             },
         }
@@ -134,7 +137,8 @@ impl Inner {
             Err(error) => return Err(error),
         };
         let _disk = self.flights.lock(&format!("disk {disk}")).await;
-        match self.proxy.disk()?.set_disk_state(disk, false).await {
+        let api = self.proxy.disk()?;
+        match idempotent(|| api.set_disk_state(disk, false), never).await {
             Ok(()) => Ok(true),
             // An unstage that failed for this would fail forever.
             Err(Error::Unsupported { .. }) => {

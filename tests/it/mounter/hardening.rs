@@ -305,3 +305,24 @@ async fn reconcile_goes_on_past_an_item_it_cannot_finish() {
     );
     assert!(!node.host.disk(1).unwrap().online);
 }
+
+#[tokio::test]
+async fn a_change_whose_answer_a_restart_lost_is_sent_once_more() {
+    let mut node = Node::with_disk(ProxyRelease::LATEST).await;
+    let staging = path(STAGING);
+    node.mounter.stage_disk(&page83(), &staging).await.unwrap();
+    // The offline is under way when the proxy restarts: its answer is lost.
+    node.host
+        .delay_call(Op::SetDiskState, 1, Duration::from_millis(300));
+    let mounter = node.mounter.clone();
+    let unstage = tokio::spawn(async move { mounter.unstage_disk(&path(STAGING), true).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    node.fake
+        .restart(ProxyRelease::LATEST.served())
+        .await
+        .unwrap();
+    // No error for kubelet: taking a disk offline twice is taking it once.
+    assert_eq!(unstage.await.unwrap().unwrap(), Change::Changed);
+    assert!(!node.host.disk(1).unwrap().online);
+    assert_eq!(node.host_calls(Op::SetDiskState), 2);
+}
