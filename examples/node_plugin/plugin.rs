@@ -117,6 +117,18 @@ impl Plugin {
         }
     }
 
+    /// The path of a stats or expand request, checked: both fields there
+    /// (`InvalidArgument`), the volume one of this driver's disks, and at
+    /// that path (`NotFound`).
+    async fn volume_located(&self, volume_id: &str, path: &str) -> Result<WindowsPath, Status> {
+        let volume_id = required("volume_id", volume_id)?;
+        required("volume_path", path)?;
+        let disk = self.disk_of(volume_id).await?;
+        let at = volume_path(path)?;
+        self.check_volume_at(disk, &at).await?;
+        Ok(at)
+    }
+
     /// `NotFound` unless the volume at `at` is on disk `disk`.
     async fn check_volume_at(&self, disk: u32, at: &WindowsPath) -> Result<(), Status> {
         let found = self.mounter.inspect(at).await?;
@@ -261,11 +273,7 @@ impl Node for Plugin {
         request: Request<NodeGetVolumeStatsRequest>,
     ) -> Result<Response<NodeGetVolumeStatsResponse>, Status> {
         let r = request.into_inner();
-        let volume_id = required("volume_id", &r.volume_id)?;
-        required("volume_path", &r.volume_path)?;
-        let disk = self.disk_of(volume_id).await?;
-        let at = volume_path(&r.volume_path)?;
-        self.check_volume_at(disk, &at).await?;
+        let at = self.volume_located(&r.volume_id, &r.volume_path).await?;
         let stats = self.mounter.stats(&at).await?;
         let bytes = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
         Ok(Response::new(NodeGetVolumeStatsResponse {
@@ -284,11 +292,7 @@ impl Node for Plugin {
         request: Request<NodeExpandVolumeRequest>,
     ) -> Result<Response<NodeExpandVolumeResponse>, Status> {
         let r = request.into_inner();
-        let volume_id = required("volume_id", &r.volume_id)?;
-        required("volume_path", &r.volume_path)?;
-        let disk = self.disk_of(volume_id).await?;
-        let at = volume_path(&r.volume_path)?;
-        self.check_volume_at(disk, &at).await?;
+        let at = self.volume_located(&r.volume_id, &r.volume_path).await?;
         let required_bytes = r
             .capacity_range
             .map(|range| u64::try_from(range.required_bytes).unwrap_or(0))
