@@ -4,8 +4,9 @@
 //! never claimed before by this process: a disk a volume used keeps that
 //! volume's data, and an offline one may be such a disk) or, for a share
 //! driver, names a folder on the share of its `share` parameter;
-//! `DeleteVolume` releases the claim; `ControllerPublishVolume` returns
-//! how the node finds the disk (its page 0x83 ID, or its LUN when it has
+//! `DeleteVolume` releases the claim; `ListVolumes` and `GetCapacity`
+//! answer from the claims and the disks left; `ControllerPublishVolume`
+//! returns how the node finds the disk (its page 0x83 ID, or its LUN when it has
 //! none) as the publish context, as a cloud's attach would. Claims live in
 //! this process only: a real controller is the cloud's.
 
@@ -17,12 +18,13 @@ use csi_proxy_client::CsiProxy;
 use tonic::{Request, Response, Status};
 
 use crate::csi::{
-    controller_server::Controller, controller_service_capability,
+    controller_server::Controller, controller_service_capability, list_volumes_response,
     validate_volume_capabilities_response, volume_capability::access_mode::Mode,
     ControllerGetCapabilitiesRequest, ControllerGetCapabilitiesResponse,
     ControllerPublishVolumeRequest, ControllerPublishVolumeResponse, ControllerServiceCapability,
     ControllerUnpublishVolumeRequest, ControllerUnpublishVolumeResponse, CreateVolumeRequest,
-    CreateVolumeResponse, DeleteVolumeRequest, DeleteVolumeResponse,
+    CreateVolumeResponse, DeleteVolumeRequest, DeleteVolumeResponse, GetCapacityRequest,
+    GetCapacityResponse, ListVolumesRequest, ListVolumesResponse,
     ValidateVolumeCapabilitiesRequest, ValidateVolumeCapabilitiesResponse, Volume,
     VolumeCapability,
 };
@@ -78,11 +80,32 @@ impl TestController {
     /// the value) and size.
     async fn free_disk(
         &self,
-        fits: impl Fn(i64) -> bool,
+        fits: impl Fn(i64) -> bool + Sync,
     ) -> Result<((String, String), i64), Status> {
+        let found = self.free_disks_until(&fits).await?;
+        found
+            .into_iter()
+            .find(|(_, size)| fits(*size))
+            .ok_or_else(|| {
+                Status::out_of_range("the node has no unused disk of the size asked for")
+            })
+    }
+
+    /// Every disk a create could claim.
+    async fn free_disks(&self) -> Result<Vec<((String, String), i64)>, Status> {
+        self.free_disks_until(&|_| false).await
+    }
+
+    /// The disks a create could claim, lowest number first, up to the
+    /// first whose size `enough` accepts (that one included).
+    async fn free_disks_until(
+        &self,
+        enough: &(dyn Fn(i64) -> bool + Sync),
+    ) -> Result<Vec<((String, String), i64)>, Status> {
         let (disk, volume) = (self.proxy.disk()?, self.proxy.volume()?);
         let locations = disk.list_disk_locations().await?;
         let ids = disk.list_disk_ids().await.unwrap_or_default();
+        let mut free = Vec::new();
         for (number, location) in locations {
             // A LUN may repeat across adapters; a page 0x83 ID does not.
             let identity = match ids.get(&number).map(|ids| ids.page83.clone()) {
@@ -97,13 +120,12 @@ impl TestController {
                 continue;
             }
             let size = i64::try_from(disk.get_disk_stats(number).await?).unwrap_or(i64::MAX);
-            if fits(size) {
-                return Ok((identity, size));
+            free.push((identity, size));
+            if enough(size) {
+                break;
             }
         }
-        Err(Status::out_of_range(
-            "the node has no unused disk of the size asked for",
-        ))
+        Ok(free)
     }
 
     /// Whether the disk of `identity` was claimed before.
@@ -283,17 +305,79 @@ impl Controller for TestController {
         }))
     }
 
+    /// The volumes claimed, by volume ID, a page at a time; a page's token
+    /// is the index of its first volume.
+    async fn list_volumes(
+        &self,
+        request: Request<ListVolumesRequest>,
+    ) -> Result<Response<ListVolumesResponse>, Status> {
+        let r = request.into_inner();
+        let max = match r.max_entries {
+            0 => usize::MAX,
+            n => usize::try_from(n)
+                .map_err(|_| Status::invalid_argument("max_entries is negative"))?,
+        };
+        let mut claims: Vec<Claim> = self.claims().values().cloned().collect();
+        claims.sort_by(|a, b| a.volume_id.cmp(&b.volume_id));
+        let start = match r.starting_token.as_str() {
+            "" => 0,
+            token => token
+                .parse::<usize>()
+                .ok()
+                .filter(|&start| start <= claims.len())
+                .ok_or_else(|| Status::aborted(format!("{token:?} is not a token of this list")))?,
+        };
+        let page: Vec<Claim> = claims[start..].iter().take(max).cloned().collect();
+        let next = start + page.len();
+        Ok(Response::new(ListVolumesResponse {
+            entries: page
+                .iter()
+                .map(|claim| list_volumes_response::Entry {
+                    volume: volume(claim).volume,
+                    status: None,
+                })
+                .collect(),
+            next_token: if next < claims.len() {
+                next.to_string()
+            } else {
+                String::new()
+            },
+        }))
+    }
+
+    /// The bytes of the disks a create could still claim (a share's size
+    /// is unknown: 0).
+    async fn get_capacity(
+        &self,
+        _: Request<GetCapacityRequest>,
+    ) -> Result<Response<GetCapacityResponse>, Status> {
+        let available = match self.kind {
+            Kind::Disk => self.free_disks().await?.iter().map(|(_, size)| size).sum(),
+            Kind::Smb => 0,
+        };
+        Ok(Response::new(GetCapacityResponse {
+            available_capacity: available,
+            maximum_volume_size: None,
+            minimum_volume_size: None,
+        }))
+    }
+
     async fn controller_get_capabilities(
         &self,
         _: Request<ControllerGetCapabilitiesRequest>,
     ) -> Result<Response<ControllerGetCapabilitiesResponse>, Status> {
         use controller_service_capability::{rpc::Type, Rpc, Type as Kind_};
-        let capabilities = [Type::CreateDeleteVolume, Type::PublishUnpublishVolume]
-            .into_iter()
-            .map(|rpc| ControllerServiceCapability {
-                r#type: Some(Kind_::Rpc(Rpc { r#type: rpc as i32 })),
-            })
-            .collect();
+        let capabilities = [
+            Type::CreateDeleteVolume,
+            Type::PublishUnpublishVolume,
+            Type::ListVolumes,
+            Type::GetCapacity,
+        ]
+        .into_iter()
+        .map(|rpc| ControllerServiceCapability {
+            r#type: Some(Kind_::Rpc(Rpc { r#type: rpc as i32 })),
+        })
+        .collect();
         Ok(Response::new(ControllerGetCapabilitiesResponse {
             capabilities,
         }))
