@@ -1,7 +1,8 @@
 //! The node side of a volume's life, once: what every Windows CSI driver
 //! writes by hand in its `safe_mounter_windows.go`, built on the group
-//! traits so that it runs on every CSI Proxy release and on the host
-//! backend.
+//! traits so that it runs on CSI Proxy v0.2 to v1.3 (on v0.1, which cannot
+//! say which volume is at a path, it trusts its own records) and on the
+//! host backend.
 //!
 //! A [`Mounter`] turns kubelet's node calls into host work that converges:
 //!
@@ -21,7 +22,8 @@
 //! Every call is idempotent and says whether it changed anything
 //! ([`Change`]). Something unexpected at a path is [`Error::Conflict`](crate::Error::Conflict) and
 //! is left as it is; no volume with a file system is formatted, and no
-//! folder is force-removed. Calls on the same staging path or target run
+//! folder is force-removed, nor removed while the host does not say that
+//! no volume is mounted at it. Calls on the same staging path or target run
 //! one at a time, and a repeat while one runs waits for its answer.
 //! What CSI Proxy cannot tell (where a link leads, which mappings exist and
 //! who made them, which steps of an unstage are done) is kept in a small
