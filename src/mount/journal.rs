@@ -116,9 +116,15 @@ impl Journal {
         })
     }
 
-    /// A copy of the records.
+    /// A copy of the records, for work that changes them as it goes.
     pub fn read(&self) -> Records {
         self.lock().clone()
+    }
+
+    /// What `look` finds in the records, without copying them: for the
+    /// lookups every call makes.
+    pub fn view<T>(&self, look: impl FnOnce(&Records) -> T) -> T {
+        look(&self.lock())
     }
 
     /// Changes the records with `change` and writes them out; nothing

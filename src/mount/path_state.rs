@@ -169,10 +169,7 @@ impl Inner {
     /// Where the link at `path` leads, if this mounter made it.
     pub(super) fn recorded_link(&self, path: &WindowsPath) -> Option<LinkTo> {
         self.journal
-            .read()
-            .links
-            .get(&key(path.as_str()))
-            .map(|(_, to)| to.clone())
+            .view(|records| (records.links.get(&key(path.as_str()))).map(|(_, to)| to.clone()))
     }
 
     /// Whether `path` is a link or mount point that leads somewhere
@@ -205,12 +202,9 @@ impl Inner {
             .await
         {
             Ok(volume) => Ok(Some(volume)),
-            Err(Error::Unsupported { .. }) => Ok(self
-                .journal
-                .read()
-                .stages
-                .get(&key(path.as_str()))
-                .map(|(_, stage)| stage.volume.clone())),
+            Err(Error::Unsupported { .. }) => {
+                Ok(self.recorded_stage(path).map(|stage| stage.volume))
+            }
             Err(error) if says_no_volume(&error) => Ok(None),
             Err(error) => Err(error),
         }

@@ -118,7 +118,7 @@ impl Mounter {
                 }
             }
             if (!gone.is_empty() || share.leases.is_empty())
-                && !self.inner.journal.read().shares.contains_key(&root)
+                && !(self.inner.journal).view(|records| records.shares.contains_key(&root))
                 && share.ours
             {
                 report.mappings_removed.push(root);
@@ -159,8 +159,11 @@ impl Inner {
                 // A share's staging link stays recorded while its lease
                 // lives: the next stage makes the mapping again.
                 let leased = matches!(to, LinkTo::Smb(_))
-                    && self.journal.read().shares.values().any(|share| {
-                        (share.leases.values()).any(|lease| key(lease.staging.as_str()) == link_key)
+                    && self.journal.view(|records| {
+                        records.shares.values().any(|share| {
+                            (share.leases.values())
+                                .any(|lease| key(lease.staging.as_str()) == link_key)
+                        })
                     });
                 if !leased {
                     self.journal

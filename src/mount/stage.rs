@@ -124,11 +124,9 @@ impl Inner {
 
     /// What the journal says this mounter staged at `staging`.
     pub(super) fn recorded_stage(&self, staging: &WindowsPath) -> Option<StageRecord> {
-        self.journal
-            .read()
-            .stages
-            .get(&key(staging.as_str()))
-            .map(|(_, stage)| stage.clone())
+        self.journal.view(|records| {
+            (records.stages.get(&key(staging.as_str()))).map(|(_, stage)| stage.clone())
+        })
     }
 
     /// The number of the disk that holds `volume` now: asked every time,
@@ -219,7 +217,10 @@ impl Inner {
             return Ok(false);
         }
         let now = unix_seconds();
-        if let Some(&sent) = self.journal.read().formats.get(&id) {
+        if let Some(sent) = self
+            .journal
+            .view(|records| records.formats.get(&id).copied())
+        {
             if now.saturating_sub(sent) < self.settings.format_grace.as_secs() {
                 return Err(Error::InProgress {
                     what: format!("the format of {volume}, whose outcome is unknown"),

@@ -92,15 +92,16 @@ impl Inner {
 
     /// `path` with the local links this mounter made followed.
     fn through_recorded_links(&self, path: &WindowsPath) -> WindowsPath {
-        let records = self.journal.read();
-        let mut at = path.clone();
-        for _ in 0..RECORDED_HOPS {
-            match records.links.get(&key(at.as_str())) {
-                Some((_, LinkTo::Local(next))) => at = next.clone(),
-                _ => break,
+        self.journal.view(|records| {
+            let mut at = path.clone();
+            for _ in 0..RECORDED_HOPS {
+                match records.links.get(&key(at.as_str())) {
+                    Some((_, LinkTo::Local(next))) => at = next.clone(),
+                    _ => break,
+                }
             }
-        }
-        at
+            at
+        })
     }
 
     /// Whether `path` is, or leads through the mounter's links to, a

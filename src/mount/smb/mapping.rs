@@ -56,7 +56,10 @@ impl Inner {
     /// it). Whether a mapping was removed. A removal that fails leaves the
     /// lease in place, so that the retry removes the mapping.
     pub(in crate::mount) async fn release_lease(&self, root: &str, volume: &str) -> Result<bool> {
-        let Some(record) = self.journal.read().shares.get(root).cloned() else {
+        let Some(record) = self
+            .journal
+            .view(|records| records.shares.get(root).cloned())
+        else {
             return Ok(false);
         };
         let last = !record.leases.keys().any(|holder| holder != volume);
@@ -102,7 +105,10 @@ impl Inner {
         root: &str,
         credentials: &SmbCredentials,
     ) -> Result<Rotated> {
-        let Some(record) = self.journal.read().shares.get(root).cloned() else {
+        let Some(record) = self
+            .journal
+            .view(|records| records.shares.get(root).cloned())
+        else {
             return Err(Error::NotFound {
                 what: format!("mapping of {share} made by this mounter"),
             });

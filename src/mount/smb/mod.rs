@@ -200,12 +200,12 @@ impl Inner {
             PathState::Directory => self.remove_unforced(staging).await?,
             other => return Err(conflict(staging, other)),
         }
-        let before = self.journal.read();
-        let first_use = !before.shares.contains_key(&root);
-        let had_lease = before
-            .shares
-            .get(&root)
-            .is_some_and(|s| s.leases.contains_key(volume));
+        let (first_use, had_lease) = self
+            .journal
+            .view(|records| match records.shares.get(&root) {
+                None => (true, false),
+                Some(share) => (false, share.leases.contains_key(volume)),
+            });
         self.take_lease(&root, volume, staging, share, credentials)?;
         if let Err(error) = self.map(share, credentials, staging, first_use).await {
             if first_use && mapping::may_have_mapped(&error) && self.owns(&root) {
@@ -313,10 +313,7 @@ impl Inner {
         !self.is_foreign(root)
             && self
                 .journal
-                .read()
-                .shares
-                .get(root)
-                .is_none_or(|share| share.ours)
+                .view(|records| records.shares.get(root).is_none_or(|share| share.ours))
     }
 
     pub(super) async fn unstage_smb(
