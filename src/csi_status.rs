@@ -26,6 +26,7 @@ impl ErrorKind {
             ErrorKind::Conflict => Code::AlreadyExists,
             ErrorKind::Ambiguous => Code::FailedPrecondition,
             ErrorKind::InProgress => Code::Aborted,
+            ErrorKind::HostBusy => Code::Unavailable,
         }
     }
 
@@ -41,6 +42,7 @@ impl ErrorKind {
                 | ErrorKind::Timeout
                 | ErrorKind::InvalidResponse
                 | ErrorKind::InProgress
+                | ErrorKind::HostBusy
         )
     }
 }
@@ -105,6 +107,7 @@ impl Error {
 /// | [`Conflict`](Error::Conflict) | `AlreadyExists` | no | something else is at the path; it was left alone |
 /// | [`Ambiguous`](Error::Ambiguous) | `FailedPrecondition` | no | a lookup that must find one thing found several |
 /// | [`InProgress`](Error::InProgress) | `Aborted` | yes | an earlier attempt may still run on the host |
+/// | [`HostBusy`](Error::HostBusy) | `Unavailable` | yes | the host backend has its limit of calls of the group running |
 /// | [`Host`](Error::Host) with another code | that code | for `Unavailable`, `ResourceExhausted`, `Aborted` | the proxy chose the code |
 ///
 ///

@@ -233,6 +233,22 @@ pub enum Error {
         /// The change, in words.
         what: String,
     },
+
+    /// The host backend ([`Backend::Host`](crate::Backend::Host)) has as
+    /// many calls of the group running as it admits at once, typically
+    /// because some are stuck in a Windows provider that does not answer:
+    /// the call was refused at once, and nothing was done. Retry later;
+    /// [`CsiProxy::health`](crate::CsiProxy::health) says when calls are
+    /// stuck.
+    #[error(
+        "the host is busy with {running} {group} calls already; nothing was done, retry later"
+    )]
+    HostBusy {
+        /// The group.
+        group: ApiGroup,
+        /// The calls of the group running on the host.
+        running: usize,
+    },
 }
 
 /// What kind of failure an [`Error`] is: the one classification from
@@ -282,6 +298,8 @@ pub enum ErrorKind {
     Ambiguous,
     /// [`Error::InProgress`].
     InProgress,
+    /// [`Error::HostBusy`].
+    HostBusy,
 }
 
 impl ErrorKind {
@@ -304,6 +322,7 @@ impl ErrorKind {
             ErrorKind::Conflict => "conflict",
             ErrorKind::Ambiguous => "ambiguous",
             ErrorKind::InProgress => "in_progress",
+            ErrorKind::HostBusy => "host_busy",
         }
     }
 }
@@ -333,6 +352,7 @@ impl Error {
             Error::Conflict { .. } => ErrorKind::Conflict,
             Error::Ambiguous { .. } => ErrorKind::Ambiguous,
             Error::InProgress { .. } => ErrorKind::InProgress,
+            Error::HostBusy { .. } => ErrorKind::HostBusy,
         }
     }
 

@@ -75,7 +75,8 @@ pub(crate) fn redact(error: Error, secret: &Secret) -> Error {
         | Error::NotImplemented { .. }
         | Error::Timeout { .. }
         | Error::ConnectTimeout { .. }
-        | Error::Configuration { .. }) => error,
+        | Error::Configuration { .. }
+        | Error::HostBusy { .. }) => error,
     }
 }
 

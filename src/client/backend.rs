@@ -60,6 +60,19 @@ pub(super) fn host_backends(_working_dirs: &[String]) -> Option<Backends> {
     None
 }
 
+/// The host calls of `group` whose callers stopped waiting and that still
+/// run, in this process: how many, and since when.
+#[cfg(all(windows, feature = "host-process"))]
+pub(crate) fn host_calls_stuck(group: crate::ApiGroup) -> Option<(usize, std::time::SystemTime)> {
+    crate::host::stuck(group).map(|s| (s.calls, s.since))
+}
+
+/// No host backend in this build: nothing stuck.
+#[cfg(not(all(windows, feature = "host-process")))]
+pub(crate) fn host_calls_stuck(_group: crate::ApiGroup) -> Option<(usize, std::time::SystemTime)> {
+    None
+}
+
 /// Whether this process has host access (see [`Backend::Automatic`]).
 pub(super) fn this_process_has_host_access() -> bool {
     let in_host_process = std::env::var_os(HOST_PROCESS_MARKER).is_some();

@@ -84,6 +84,20 @@ pub enum GroupStatus {
         /// background only report the group found).
         last_error: Option<Error>,
     },
+    /// Served by the host ([`ServedBy::Host`]), but host calls whose
+    /// callers stopped waiting still run: a Windows provider (WMI's storage
+    /// or SMB provider, typically, on a disk or target that does not
+    /// answer) keeps them. New calls still run, up to the backend's limit
+    /// per group, beyond which they fail at once with
+    /// [`Error::HostBusy`]; a call like a stuck one, on the same object,
+    /// fails with [`Error::InProgress`] until the stuck one ends. Restarting
+    /// the process is the only way to end them sooner.
+    Stuck {
+        /// The host calls stuck.
+        calls: usize,
+        /// When the oldest of them started.
+        since: SystemTime,
+    },
 }
 
 impl Health {
@@ -97,20 +111,29 @@ impl Health {
         self.groups.iter().find(|g| g.group == group)
     }
 
-    /// Whether every group in `groups` is served now: what a node plugin's
-    /// CSI `Probe` answers as `ready`, with the groups it cannot work
-    /// without.
+    /// Whether every group in `groups` is served now and none has stuck
+    /// host calls: what a node plugin's CSI `Probe` answers as `ready`,
+    /// with the groups it cannot work without.
     pub fn is_ready(&self, groups: &[ApiGroup]) -> bool {
-        groups
-            .iter()
-            .all(|&g| self.group(g).is_some_and(GroupHealth::is_served))
+        groups.iter().all(|&g| {
+            self.group(g)
+                .is_some_and(|g| g.is_served() && !g.is_stuck())
+        })
     }
 }
 
 impl GroupHealth {
     /// Whether calls go to the group now.
     pub fn is_served(&self) -> bool {
-        matches!(self.status, GroupStatus::Served { .. })
+        matches!(
+            self.status,
+            GroupStatus::Served { .. } | GroupStatus::Stuck { .. }
+        )
+    }
+
+    /// Whether host calls of the group are stuck ([`GroupStatus::Stuck`]).
+    pub fn is_stuck(&self) -> bool {
+        matches!(self.status, GroupStatus::Stuck { .. })
     }
 }
 
@@ -125,6 +148,13 @@ impl fmt::Display for Health {
                     let version =
                         version.map_or_else(|| g.served_by.to_string(), |v| v.to_string());
                     writeln!(f, "served {version} for {} s", ago(since))?;
+                }
+                GroupStatus::Stuck { calls, since } => {
+                    writeln!(
+                        f,
+                        "served host, {calls} host calls stuck for {} s",
+                        ago(since)
+                    )?;
                 }
                 GroupStatus::NotServed { since, last_error } => {
                     f.write_str("not served")?;

@@ -142,12 +142,18 @@ impl CsiProxy {
     /// tested with mocks. Groups left out report [`Error::NotServed`].
     /// Deadlines apply as for a real connection.
     pub fn from_backends(backends: Backends) -> Self {
+        Self::served_directly(backends, ServedBy::Given)
+    }
+
+    /// A `CsiProxy` whose groups are `backends`, said to be served by
+    /// `served_by`, with the default deadlines and retries.
+    pub(crate) fn served_directly(backends: Backends, served_by: ServedBy) -> Self {
         let behaviour = Arc::new(Behaviour::new(
             Deadlines::default(),
             RetryPolicy::default(),
             behaviour::EVENT_ROOM,
         ));
-        let direct = Direct(&behaviour, ServedBy::Given);
+        let direct = Direct(&behaviour, served_by);
         let groups = Groups::new(&direct, backends, behaviour.clone());
         Self::new(groups, NegotiationReport::default())
     }

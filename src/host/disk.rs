@@ -10,11 +10,13 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::devices::{page83_of, Devices};
+use super::in_flight::{InFlight, LIMIT_PER_GROUP};
 use super::on_host::io_error;
 use super::wmi::{on_wmi, string, uint64, unsigned, Requests, Wmi, WmiObject, WmiValue, STORAGE};
 use crate::api::{DiskApi, DiskIds, DiskLocation};
 use crate::capability::Operation as Op;
 use crate::error::Result;
+use crate::group::ApiGroup;
 
 pub(super) const DISK: &str = "MSFT_Disk";
 pub(super) const PARTITION: &str = "MSFT_Partition";
@@ -36,27 +38,41 @@ const ACCESS_PATH_IN_USE: u64 = 42002;
 pub(crate) struct HostDisk {
     wmi: Arc<dyn Wmi>,
     devices: Arc<dyn Devices>,
+    in_flight: Arc<InFlight>,
 }
 
 impl HostDisk {
     /// The group over `wmi`, asking the disks through `devices`.
     pub fn new(wmi: Arc<dyn Wmi>, devices: Arc<dyn Devices>) -> Self {
-        Self { wmi, devices }
+        Self {
+            wmi,
+            devices,
+            in_flight: InFlight::new(ApiGroup::Disk, LIMIT_PER_GROUP),
+        }
     }
 
-    /// Runs `work` for `op` on a blocking thread.
-    async fn run<T, F>(&self, op: Op, work: F) -> Result<T>
+    /// Runs `work` for `op` on disk `object` (`None`: every disk) on a
+    /// blocking thread.
+    async fn run<T, F>(&self, op: Op, object: Option<u32>, work: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&Storage<'_>) -> Result<T> + Send + 'static,
     {
         let devices = self.devices.clone();
-        on_wmi(op, STORAGE, &self.wmi, move |wmi| {
-            work(&Storage {
-                wmi,
-                devices: &*devices,
-            })
-        })
+        let object = object.map_or_else(String::new, |n| format!("disk {n}"));
+        on_wmi(
+            &self.in_flight,
+            op,
+            object,
+            STORAGE,
+            &self.wmi,
+            move |wmi| {
+                work(&Storage {
+                    wmi,
+                    devices: &*devices,
+                })
+            },
+        )
         .await
     }
 }
@@ -169,7 +185,7 @@ impl DiskApi for HostDisk {
     /// Disks whose location names no adapter, bus, target or LUN (virtual
     /// disks) are left out.
     async fn list_disk_locations(&self) -> Result<BTreeMap<u32, DiskLocation>> {
-        self.run(Op::ListDiskLocations, |host| {
+        self.run(Op::ListDiskLocations, None, |host| {
             let mut locations = BTreeMap::new();
             for disk in host
                 .wmi
@@ -189,7 +205,7 @@ impl DiskApi for HostDisk {
     /// left as it is; else one basic data partition fills it, and comes
     /// online.
     async fn partition_disk(&self, number: u32) -> Result<()> {
-        self.run(Op::PartitionDisk, move |host| {
+        self.run(Op::PartitionDisk, Some(number), move |host| {
             let disk = host.disk(number)?;
             let path = host.wmi.path_of(&disk)?;
             if disk.get("PartitionStyle").and_then(unsigned) == Some(PARTITION_STYLE_RAW) {
@@ -217,7 +233,7 @@ impl DiskApi for HostDisk {
     }
 
     async fn rescan(&self) -> Result<()> {
-        self.run(Op::Rescan, |host| {
+        self.run(Op::Rescan, None, |host| {
             let update = "UpdateHostStorageCache";
             (host.wmi).call(STORAGE_SETTING, STORAGE_SETTING, update, Vec::new())
         })
@@ -230,14 +246,14 @@ impl DiskApi for HostDisk {
     /// Every disk's identifiers; a disk that cannot be asked fails the
     /// list, with its Windows code.
     async fn list_disk_ids(&self) -> Result<BTreeMap<u32, DiskIds>> {
-        self.run(Op::ListDiskIds, move |host| {
+        self.run(Op::ListDiskIds, None, move |host| {
             host.each_disk_ids(Op::ListDiskIds)?.into_iter().collect()
         })
         .await
     }
 
     async fn get_disk_stats(&self, number: u32) -> Result<u64> {
-        self.run(Op::GetDiskStats, move |host| {
+        self.run(Op::GetDiskStats, Some(number), move |host| {
             let query = format!("SELECT Size FROM {DISK} WHERE Number = {number}");
             let disk = host.wmi.one(&query, format_args!("disk {number}"))?;
             disk.get("Size")
@@ -249,7 +265,7 @@ impl DiskApi for HostDisk {
 
     /// A disk already in the state asked for is left as it is.
     async fn set_disk_state(&self, number: u32, online: bool) -> Result<()> {
-        self.run(Op::SetDiskState, move |host| {
+        self.run(Op::SetDiskState, Some(number), move |host| {
             let disk = host.disk(number)?;
             if host.is_offline(&disk, number)? != online {
                 return Ok(());
@@ -262,7 +278,7 @@ impl DiskApi for HostDisk {
     }
 
     async fn get_disk_state(&self, number: u32) -> Result<bool> {
-        self.run(Op::GetDiskState, move |host| {
+        self.run(Op::GetDiskState, Some(number), move |host| {
             let query = format!("SELECT IsOffline FROM {DISK} WHERE Number = {number}");
             let disk = host.wmi.one(&query, format_args!("disk {number}"))?;
             Ok(!host.is_offline(&disk, number)?)
@@ -279,7 +295,7 @@ impl DiskApi for HostDisk {
         let op = Op::GetDiskNumberByName;
         crate::api::check_name("disk name", page83)?;
         let page83 = page83.to_owned();
-        self.run(op, move |host| {
+        self.run(op, None, move |host| {
             let (mut found, mut failed) = (None::<u32>, None);
             for disk in host.each_disk_ids(op)? {
                 match disk {

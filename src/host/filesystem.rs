@@ -9,11 +9,13 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use super::in_flight::{InFlight, LIMIT_PER_GROUP};
 use super::links::{Entry, Links};
 use super::on_host::{io_error, on_host};
 use crate::api::{FilesystemApi, WindowsPath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
+use crate::group::ApiGroup;
 use crate::working_dirs;
 
 /// `ERROR_FILE_NOT_FOUND`: what `Lstat` of a missing path fails with.
@@ -25,6 +27,7 @@ const ERROR_ALREADY_EXISTS: i32 = 183;
 /// The filesystem group, served by the host.
 pub(crate) struct HostFilesystem {
     files: Arc<Files>,
+    in_flight: Arc<InFlight>,
 }
 
 impl HostFilesystem {
@@ -35,6 +38,7 @@ impl HostFilesystem {
                 working_dirs,
                 links: Box::new(links),
             }),
+            in_flight: InFlight::new(ApiGroup::Filesystem, LIMIT_PER_GROUP),
         }
     }
 
@@ -49,8 +53,12 @@ impl HostFilesystem {
         for path in paths {
             working_dirs::check(&self.files.working_dirs, operation, path)?;
         }
+        let object = paths.map(WindowsPath::as_str).join(" -> ");
         let (files, paths) = (self.files.clone(), paths.map(WindowsPath::clone));
-        on_host(operation, move || work(&files, paths)).await
+        on_host(&self.in_flight, operation, object, move || {
+            work(&files, paths)
+        })
+        .await
     }
 }
 
@@ -153,21 +161,23 @@ impl FilesystemApi for HostFilesystem {
         let op = Op::IsSymlink;
         // Not checked against the working directories, as by the proxy.
         let (files, path) = (self.files.clone(), path.clone());
-        on_host(op, move || match files.entry(op, &path)? {
-            Entry::Missing => {
-                let missing = io::Error::from_raw_os_error(ERROR_FILE_NOT_FOUND);
-                Err(io_error(op, &path, missing))
+        on_host(&self.in_flight, op, path.clone(), move || {
+            match files.entry(op, &path)? {
+                Entry::Missing => {
+                    let missing = io::Error::from_raw_os_error(ERROR_FILE_NOT_FOUND);
+                    Err(io_error(op, &path, missing))
+                }
+                Entry::Link(target) => {
+                    // A relative target is relative to the link's folder.
+                    let link = Path::new(path.as_str());
+                    let target = link
+                        .parent()
+                        .map_or(target.clone(), |dir| dir.join(&target));
+                    let found = files.links.entry(&target);
+                    Ok(found.map_err(|e| io_error(op, target.display(), e))? != Entry::Missing)
+                }
+                Entry::Directory | Entry::File => Ok(false),
             }
-            Entry::Link(target) => {
-                // A relative target is relative to the link's folder.
-                let link = Path::new(path.as_str());
-                let target = link
-                    .parent()
-                    .map_or(target.clone(), |dir| dir.join(&target));
-                let found = files.links.entry(&target);
-                Ok(found.map_err(|e| io_error(op, target.display(), e))? != Entry::Missing)
-            }
-            Entry::Directory | Entry::File => Ok(false),
         })
         .await
     }

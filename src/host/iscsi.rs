@@ -8,6 +8,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::disk::DISK;
+use super::in_flight::{InFlight, LIMIT_PER_GROUP};
 use super::on_host::host_error;
 use super::wmi::{
     on_wmi, string, unsigned, wql_string, Requests, Wmi, WmiObject, WmiValue, STORAGE,
@@ -15,6 +16,7 @@ use super::wmi::{
 use crate::api::{check_name, IscsiApi, IscsiAuth, Secret, TargetPortal};
 use crate::capability::Operation as Op;
 use crate::error::Result;
+use crate::group::ApiGroup;
 
 pub(super) const PORTAL: &str = "MSFT_iSCSITargetPortal";
 pub(super) const TARGET: &str = "MSFT_iSCSITarget";
@@ -28,21 +30,30 @@ pub(super) const TO_DISK: &str = "MSFT_iSCSIConnectionToDisk";
 /// The iSCSI group, served by the host.
 pub(crate) struct HostIscsi {
     wmi: Arc<dyn Wmi>,
+    in_flight: Arc<InFlight>,
 }
 
 impl HostIscsi {
     /// The group over `wmi`.
     pub fn new(wmi: Arc<dyn Wmi>) -> Self {
-        Self { wmi }
+        Self {
+            wmi,
+            in_flight: InFlight::new(ApiGroup::Iscsi, LIMIT_PER_GROUP),
+        }
     }
 
-    /// Runs `work` for `op` on a blocking thread, with the initiator.
-    async fn run<T, F>(&self, op: Op, work: F) -> Result<T>
+    /// Runs `work` for `op` on `object` (a portal, a target; empty for the
+    /// whole initiator) on a blocking thread, with the initiator.
+    async fn run<T, F>(&self, op: Op, object: String, work: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&Initiator<'_>) -> Result<T> + Send + 'static,
     {
-        on_wmi(op, STORAGE, &self.wmi, |wmi| work(&Initiator { wmi })).await
+        let in_flight = &self.in_flight;
+        on_wmi(in_flight, op, object, STORAGE, &self.wmi, |wmi| {
+            work(&Initiator { wmi })
+        })
+        .await
     }
 }
 
@@ -150,7 +161,7 @@ impl IscsiApi for HostIscsi {
     async fn add_target_portal(&self, portal: &TargetPortal) -> Result<()> {
         portal.validate()?;
         let portal = portal.clone();
-        self.run(Op::AddTargetPortal, move |host| {
+        self.run(Op::AddTargetPortal, portal_name(&portal), move |host| {
             if host.portal(&portal)?.is_some() {
                 return Ok(());
             }
@@ -164,18 +175,22 @@ impl IscsiApi for HostIscsi {
     async fn discover_target_portal(&self, portal: &TargetPortal) -> Result<Vec<String>> {
         portal.validate()?;
         let portal = portal.clone();
-        self.run(Op::DiscoverTargetPortal, move |host| {
-            let targets = host.targets(&host.registered(&portal)?)?;
-            let iqns = targets.iter().filter_map(|t| string(t, "NodeAddress"));
-            Ok(iqns.map(str::to_owned).collect())
-        })
+        self.run(
+            Op::DiscoverTargetPortal,
+            portal_name(&portal),
+            move |host| {
+                let targets = host.targets(&host.registered(&portal)?)?;
+                let iqns = targets.iter().filter_map(|t| string(t, "NodeAddress"));
+                Ok(iqns.map(str::to_owned).collect())
+            },
+        )
         .await
     }
 
     async fn remove_target_portal(&self, portal: &TargetPortal) -> Result<()> {
         portal.validate()?;
         let portal = portal.clone();
-        self.run(Op::RemoveTargetPortal, move |host| {
+        self.run(Op::RemoveTargetPortal, portal_name(&portal), move |host| {
             let found = host.registered(&portal)?;
             let path = host.wmi.path_of(&found)?;
             host.wmi
@@ -186,7 +201,7 @@ impl IscsiApi for HostIscsi {
 
     async fn list_target_portals(&self) -> Result<Vec<TargetPortal>> {
         let op = Op::ListTargetPortals;
-        self.run(op, move |host| {
+        self.run(op, String::new(), move |host| {
             let query = format!("SELECT TargetPortalAddress, TargetPortalPortNumber FROM {PORTAL}");
             let portals = host.wmi.query(&query)?;
             portals.iter().map(|p| portal_of(op, p)).collect()
@@ -205,7 +220,7 @@ impl IscsiApi for HostIscsi {
         check_name("target IQN", iqn)?;
         auth.validate()?;
         let (portal, iqn, auth) = (portal.clone(), iqn.to_owned(), auth.clone());
-        self.run(Op::ConnectTarget, move |host| {
+        self.run(Op::ConnectTarget, target_name(&portal, &iqn), move |host| {
             let target = host.target(&portal, &iqn)?;
             if target.get("IsConnected") == Some(&WmiValue::Bool(true)) {
                 return Ok(());
@@ -224,33 +239,41 @@ impl IscsiApi for HostIscsi {
         portal.validate()?;
         check_name("target IQN", iqn)?;
         let (portal, iqn) = (portal.clone(), iqn.to_owned());
-        self.run(Op::DisconnectTarget, move |host| {
-            let Some(target) = Initiator::logged_in(host.target(&portal, &iqn)?) else {
-                return Ok(());
-            };
-            let sessions =
-                host.wmi
-                    .associated(&target, TO_SESSION, SESSION, "iSCSISession", "iSCSITarget")?;
-            if sessions.is_empty() {
-                return Err(host.error(format!("not logged in to {iqn}: no session")));
-            }
-            let target_path = host.wmi.path_of(&target)?;
-            for session in &sessions {
-                if session.get("IsPersistent") == Some(&WmiValue::Bool(true)) {
-                    host.wmi.call(
-                        SESSION,
-                        host.wmi.path_of(session)?,
-                        "Unregister",
-                        Vec::new(),
-                    )?;
+        self.run(
+            Op::DisconnectTarget,
+            target_name(&portal, &iqn),
+            move |host| {
+                let Some(target) = Initiator::logged_in(host.target(&portal, &iqn)?) else {
+                    return Ok(());
+                };
+                let sessions = host.wmi.associated(
+                    &target,
+                    TO_SESSION,
+                    SESSION,
+                    "iSCSISession",
+                    "iSCSITarget",
+                )?;
+                if sessions.is_empty() {
+                    return Err(host.error(format!("not logged in to {iqn}: no session")));
                 }
-                let id = string(session, "SessionIdentifier")
-                    .ok_or_else(|| host.error("WMI gave a session without an identifier"))?;
-                let params = vec![("SessionIdentifier", WmiValue::String(id.to_owned()))];
-                host.wmi.call(TARGET, target_path, "Disconnect", params)?;
-            }
-            Ok(())
-        })
+                let target_path = host.wmi.path_of(&target)?;
+                for session in &sessions {
+                    if session.get("IsPersistent") == Some(&WmiValue::Bool(true)) {
+                        host.wmi.call(
+                            SESSION,
+                            host.wmi.path_of(session)?,
+                            "Unregister",
+                            Vec::new(),
+                        )?;
+                    }
+                    let id = string(session, "SessionIdentifier")
+                        .ok_or_else(|| host.error("WMI gave a session without an identifier"))?;
+                    let params = vec![("SessionIdentifier", WmiValue::String(id.to_owned()))];
+                    host.wmi.call(TARGET, target_path, "Disconnect", params)?;
+                }
+                Ok(())
+            },
+        )
         .await
     }
 
@@ -260,7 +283,7 @@ impl IscsiApi for HostIscsi {
         check_name("target IQN", iqn)?;
         let (portal, iqn) = (portal.clone(), iqn.to_owned());
         let op = Op::GetTargetDisks;
-        self.run(op, move |host| {
+        self.run(op, target_name(&portal, &iqn), move |host| {
             let Some(target) = Initiator::logged_in(host.target(&portal, &iqn)?) else {
                 return Ok(Vec::new());
             };
@@ -293,10 +316,20 @@ impl IscsiApi for HostIscsi {
 
     async fn set_mutual_chap_secret(&self, secret: &Secret) -> Result<()> {
         let secret = secret.expose().to_owned();
-        self.run(Op::SetMutualChapSecret, move |host| {
+        self.run(Op::SetMutualChapSecret, String::new(), move |host| {
             let params = vec![("ChapSecret", WmiValue::String(secret))];
             host.wmi.call(SESSION, SESSION, "SetCHAPSecret", params)
         })
         .await
     }
+}
+/// A portal, as the calls on it are told apart.
+fn portal_name(portal: &TargetPortal) -> String {
+    format!("portal {}:{}", portal.address, portal.port)
+}
+
+/// A target of a portal, as the calls on it are told apart: IQNs without
+/// case, as they compare.
+fn target_name(portal: &TargetPortal, iqn: &str) -> String {
+    format!("target {} at {}", iqn.to_lowercase(), portal_name(portal))
 }

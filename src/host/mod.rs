@@ -13,6 +13,7 @@
 mod devices;
 mod disk;
 mod filesystem;
+mod in_flight;
 mod iscsi;
 mod links;
 mod mounts;
@@ -26,6 +27,7 @@ use std::sync::Arc;
 
 use crate::api::{DiskApi, FilesystemApi, IscsiApi, SmbApi, SystemApi, VolumeApi};
 
+pub(crate) use in_flight::stuck;
 use links::OsLinks;
 
 /// The groups the host backend serves, over the real host.

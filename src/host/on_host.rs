@@ -2,16 +2,24 @@
 
 use std::fmt::Display;
 use std::io;
+use std::sync::Arc;
 
 use tracing::Instrument;
 
+use super::in_flight::{Admitted, InFlight};
 use crate::capability::Operation;
 use crate::error::{Code, Error, Result};
 
-/// Runs `work` on a blocking thread. A caller whose deadline passes stops
-/// waiting; the work goes on to its end, as a request already sent to a
-/// proxy does.
-pub(super) async fn on_host<T, F>(operation: Operation, work: F) -> Result<T>
+/// Runs `work` on a blocking thread, if `in_flight` admits it (see
+/// [`InFlight::admit`]; `object` is what it works on). A caller whose
+/// deadline passes stops waiting; the work goes on to its end, as a
+/// request already sent to a proxy does, and counts as stuck until then.
+pub(super) async fn on_host<T, F>(
+    in_flight: &Arc<InFlight>,
+    operation: Operation,
+    object: impl Display,
+    work: F,
+) -> Result<T>
 where
     T: Send + 'static,
     F: FnOnce() -> Result<T> + Send + 'static,
@@ -23,19 +31,58 @@ where
         method = operation.name(),
         outcome = tracing::field::Empty,
     );
-    let result = match tokio::task::spawn_blocking(work)
+    let result = run_admitted(in_flight, operation, object.to_string(), work)
         .instrument(span.clone())
-        .await
-    {
+        .await;
+    span.record("outcome", crate::error::outcome(&result));
+    result
+}
+
+async fn run_admitted<T, F>(
+    in_flight: &Arc<InFlight>,
+    operation: Operation,
+    object: String,
+    work: F,
+) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T> + Send + 'static,
+{
+    let admitted = Arc::new(in_flight.admit(operation, &object)?);
+    // Dropped before the work's end only when the caller stops waiting.
+    let waiting = AbandonUnlessDone(Some(admitted.clone()));
+    let joined = tokio::task::spawn_blocking(move || {
+        let result = work();
+        drop(admitted);
+        result
+    })
+    .await;
+    waiting.done();
+    match joined {
         Ok(result) => result,
         Err(failed) => Err(host_error(
             operation,
             format!("the host call did not finish: {failed}"),
             None,
         )),
-    };
-    span.record("outcome", crate::error::outcome(&result));
-    result
+    }
+}
+
+/// Marks its call stuck when dropped before [`AbandonUnlessDone::done`].
+struct AbandonUnlessDone(Option<Arc<Admitted>>);
+
+impl AbandonUnlessDone {
+    fn done(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for AbandonUnlessDone {
+    fn drop(&mut self) {
+        if let Some(admitted) = &self.0 {
+            admitted.abandon();
+        }
+    }
 }
 
 /// A failure of the host, as the proxy would report it (`Unknown`), with

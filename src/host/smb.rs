@@ -8,12 +8,14 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use super::in_flight::{InFlight, LIMIT_PER_GROUP};
 use super::links::{Entry, Links};
 use super::on_host::{host_error, io_error};
 use super::wmi::{on_wmi, unsigned, wql_string, Requests, Wmi, WmiObject, WmiValue};
 use crate::api::{share_root, SmbApi, SmbMapping, SmbRemotePath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
+use crate::group::ApiGroup;
 
 pub(super) const NAMESPACE: &str = r"Root\Microsoft\Windows\SMB";
 pub(super) const CLASS: &str = "MSFT_SmbGlobalMapping";
@@ -38,6 +40,7 @@ pub(crate) struct HostSmb {
     links: Arc<dyn Links>,
     working_dirs: Arc<[String]>,
     reachable: Arc<Reachable>,
+    in_flight: Arc<InFlight>,
 }
 
 impl HostSmb {
@@ -54,6 +57,7 @@ impl HostSmb {
             links,
             working_dirs: working_dirs.into(),
             reachable,
+            in_flight: InFlight::new(ApiGroup::Smb, LIMIT_PER_GROUP),
         }
     }
 }
@@ -150,32 +154,40 @@ impl SmbApi for HostSmb {
         let mapping = mapping.clone();
         let root = root_of(op, &mapping.remote_path)?;
         let (links, reachable) = (self.links.clone(), self.reachable.clone());
-        on_wmi(op, NAMESPACE, &self.wmi, move |wmi| {
-            let remote = mapping.remote_path.as_str();
-            let existing = find_mapping(&wmi, &root)?;
-            let kept = existing
-                .as_ref()
-                .is_some_and(|m| is_kept(m, &root, &*reachable));
-            if !kept {
-                if let Some(stale) = &existing {
-                    remove(&wmi, stale)?;
+        let object = root.clone();
+        on_wmi(
+            &self.in_flight,
+            op,
+            object,
+            NAMESPACE,
+            &self.wmi,
+            move |wmi| {
+                let remote = mapping.remote_path.as_str();
+                let existing = find_mapping(&wmi, &root)?;
+                let kept = existing
+                    .as_ref()
+                    .is_some_and(|m| is_kept(m, &root, &*reachable));
+                if !kept {
+                    if let Some(stale) = &existing {
+                        remove(&wmi, stale)?;
+                    }
+                    create(&wmi, &root, &mapping)?;
                 }
-                create(&wmi, &root, &mapping)?;
-            }
-            let Some(local) = &mapping.local_path else {
-                return Ok(());
-            };
-            let link = Path::new(local.as_str());
-            if links.entry(link).map_err(|e| io_error(op, local, e))? != Entry::Missing {
-                let why = format!("creating link {local} to {remote} failed: {local} exists");
-                return Err(wmi.error(why));
-            }
-            // The link leads into the share's folder, so it ends with `\`.
-            let target = format!("{}\\", remote.trim_end_matches('\\'));
-            links
-                .create_dir_link(Path::new(&target), link)
-                .map_err(|e| io_error(op, format!("creating link {local} to {target}"), e))
-        })
+                let Some(local) = &mapping.local_path else {
+                    return Ok(());
+                };
+                let link = Path::new(local.as_str());
+                if links.entry(link).map_err(|e| io_error(op, local, e))? != Entry::Missing {
+                    let why = format!("creating link {local} to {remote} failed: {local} exists");
+                    return Err(wmi.error(why));
+                }
+                // The link leads into the share's folder, so it ends with `\`.
+                let target = format!("{}\\", remote.trim_end_matches('\\'));
+                links
+                    .create_dir_link(Path::new(&target), link)
+                    .map_err(|e| io_error(op, format!("creating link {local} to {target}"), e))
+            },
+        )
         .await
     }
 
@@ -184,12 +196,18 @@ impl SmbApi for HostSmb {
     async fn remove_smb_global_mapping(&self, remote_path: &SmbRemotePath) -> Result<()> {
         let op = Op::RemoveSmbGlobalMapping;
         let root = root_of(op, remote_path)?;
-        on_wmi(op, NAMESPACE, &self.wmi, move |wmi| {
-            match find_mapping(&wmi, &root)? {
+        let object = root.clone();
+        on_wmi(
+            &self.in_flight,
+            op,
+            object,
+            NAMESPACE,
+            &self.wmi,
+            move |wmi| match find_mapping(&wmi, &root)? {
                 Some(mapping) => remove(&wmi, &mapping),
                 None => Err(wmi.error(format!("{root}: no global mapping exists"))),
-            }
-        })
+            },
+        )
         .await
     }
 }

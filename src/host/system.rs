@@ -15,11 +15,13 @@ use windows::Win32::System::Services::{
     SERVICE_START, SERVICE_STATUS, SERVICE_STATUS_CURRENT_STATE, SERVICE_STOP, SERVICE_STOPPED,
 };
 
+use super::in_flight::{InFlight, LIMIT_PER_GROUP};
 use super::on_host::{host_error, on_host, win32_code, windows_error};
 use super::wmi::{on_wmi, Wmi, WmiObject, WmiValue};
 use crate::api::{check_name, ServiceInfo, ServiceStatus, StartType, SystemApi};
 use crate::capability::Operation as Op;
 use crate::error::Result;
+use crate::group::ApiGroup;
 
 /// How long a start or stop waits for the service, as the proxy does.
 const SERVICE_WAIT: Duration = Duration::from_secs(30);
@@ -33,12 +35,16 @@ const ERROR_SERVICE_NOT_ACTIVE: i32 = 1062;
 /// The system group, served by the host.
 pub(crate) struct HostSystem {
     wmi: Arc<dyn Wmi>,
+    in_flight: Arc<InFlight>,
 }
 
 impl HostSystem {
     /// The group, with the BIOS read through `wmi`.
     pub fn new(wmi: Arc<dyn Wmi>) -> Self {
-        Self { wmi }
+        Self {
+            wmi,
+            in_flight: InFlight::new(ApiGroup::System, LIMIT_PER_GROUP),
+        }
     }
 }
 
@@ -47,7 +53,8 @@ impl HostSystem {
 impl SystemApi for HostSystem {
     async fn get_bios_serial_number(&self) -> Result<String> {
         let op = Op::GetBiosSerialNumber;
-        on_wmi(op, r"ROOT\CIMV2", &self.wmi, |wmi| {
+        let in_flight = &self.in_flight;
+        on_wmi(in_flight, op, "", r"ROOT\CIMV2", &self.wmi, |wmi| {
             serial_number(wmi.query("SELECT SerialNumber FROM Win32_BIOS")?)
         })
         .await
@@ -58,7 +65,7 @@ impl SystemApi for HostSystem {
         let op = Op::StartService;
         check_name("service name", name)?;
         let name = name.to_owned();
-        on_host(op, move || {
+        on_host(&self.in_flight, op, name.clone(), move || {
             let service = Service::open(op, &name, SERVICE_START | SERVICE_QUERY_STATUS)?;
             // SAFETY: a handle open for SERVICE_START, no arguments.
             match unsafe { StartServiceW(service.handle, None) } {
@@ -76,7 +83,7 @@ impl SystemApi for HostSystem {
         let op = Op::StopService;
         check_name("service name", name)?;
         let name = name.to_owned();
-        on_host(op, move || {
+        on_host(&self.in_flight, op, name.clone(), move || {
             let access = SERVICE_STOP | SERVICE_QUERY_STATUS | SERVICE_ENUMERATE_DEPENDENTS;
             let service = Service::open(op, &name, access)?;
             if force {
@@ -93,7 +100,7 @@ impl SystemApi for HostSystem {
         let op = Op::GetService;
         check_name("service name", name)?;
         let name = name.to_owned();
-        on_host(op, move || {
+        on_host(&self.in_flight, op, name.clone(), move || {
             let service = Service::open(op, &name, SERVICE_QUERY_CONFIG | SERVICE_QUERY_STATUS)?;
             let (display_name, start_type) = service.config(op)?;
             Ok(ServiceInfo {

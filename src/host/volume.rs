@@ -9,6 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::disk::{DISK, PARTITION};
+use super::in_flight::{InFlight, LIMIT_PER_GROUP};
 use super::links::{Entry, Links};
 use super::mounts::Mounts;
 use super::on_host::io_error;
@@ -18,6 +19,7 @@ use super::wmi::{
 use crate::api::{VolumeApi, VolumeId, VolumeStats, WindowsPath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
+use crate::group::ApiGroup;
 
 pub(super) const VOLUME: &str = "MSFT_Volume";
 pub(super) const TO_VOLUME: &str = "MSFT_PartitionToVolume";
@@ -36,29 +38,43 @@ pub(crate) struct HostVolume {
     wmi: Arc<dyn Wmi>,
     mounts: Arc<dyn Mounts>,
     links: Arc<dyn Links>,
+    in_flight: Arc<InFlight>,
 }
 
 impl HostVolume {
     /// The group over `wmi`, with mount folders through `mounts` and links
     /// (for the closest volume of a path) through `links`.
     pub fn new(wmi: Arc<dyn Wmi>, mounts: Arc<dyn Mounts>, links: Arc<dyn Links>) -> Self {
-        Self { wmi, mounts, links }
+        Self {
+            wmi,
+            mounts,
+            links,
+            in_flight: InFlight::new(ApiGroup::Volume, LIMIT_PER_GROUP),
+        }
     }
 
-    /// Runs `work` for `op` on a blocking thread.
-    async fn run<T, F>(&self, op: Op, work: F) -> Result<T>
+    /// Runs `work` for `op` on `object` (a volume, a path, a disk) on a
+    /// blocking thread.
+    async fn run<T, F>(&self, op: Op, object: impl std::fmt::Display, work: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&Volumes<'_>) -> Result<T> + Send + 'static,
     {
         let (mounts, links) = (self.mounts.clone(), self.links.clone());
-        on_wmi(op, STORAGE, &self.wmi, move |wmi| {
-            work(&Volumes {
-                wmi,
-                mounts: &*mounts,
-                links: &*links,
-            })
-        })
+        on_wmi(
+            &self.in_flight,
+            op,
+            object,
+            STORAGE,
+            &self.wmi,
+            move |wmi| {
+                work(&Volumes {
+                    wmi,
+                    mounts: &*mounts,
+                    links: &*links,
+                })
+            },
+        )
         .await
     }
 }
@@ -161,7 +177,7 @@ impl VolumeApi for HostVolume {
         } else {
             Op::ListVolumesOnDisk
         };
-        self.run(op, move |host| {
+        self.run(op, format!("disk {disk}"), move |host| {
             let mut query = format!("SELECT * FROM {PARTITION} WHERE DiskNumber = {disk}");
             // 0 is every partition, as for the proxy.
             if let Some(partition) = partition.filter(|&p| p != 0) {
@@ -181,13 +197,15 @@ impl VolumeApi for HostVolume {
     async fn mount_volume(&self, volume: &VolumeId, target: &WindowsPath) -> Result<()> {
         let op = Op::MountVolume;
         let (volume, target) = (volume.clone(), target.clone());
-        self.run(op, move |host| match host.mounted_at(target.as_str())? {
-            Some(mounted) if mounted.as_str().eq_ignore_ascii_case(volume.as_str()) => Ok(()),
-            Some(other) => {
-                Err(host.error(format!("{target} is already the mount point of {other}")))
+        self.run(op, target.clone(), move |host| {
+            match host.mounted_at(target.as_str())? {
+                Some(mounted) if mounted.as_str().eq_ignore_ascii_case(volume.as_str()) => Ok(()),
+                Some(other) => {
+                    Err(host.error(format!("{target} is already the mount point of {other}")))
+                }
+                None => (host.mounts.mount(target.as_str(), volume.as_str()))
+                    .map_err(|e| io_error(op, format!("mounting {volume} at {target}"), e)),
             }
-            None => (host.mounts.mount(target.as_str(), volume.as_str()))
-                .map_err(|e| io_error(op, format!("mounting {volume} at {target}"), e)),
         })
         .await
     }
@@ -197,7 +215,7 @@ impl VolumeApi for HostVolume {
     async fn unmount_volume(&self, volume: &VolumeId, target: &WindowsPath) -> Result<()> {
         let op = Op::UnmountVolume;
         let (volume, target) = (volume.clone(), target.clone());
-        self.run(op, move |host| {
+        self.run(op, target.clone(), move |host| {
             host.flush(&volume)?;
             if host.mounted_at(target.as_str())?.is_none() {
                 return Err(host.error(format!("{target} is not a volume mount point")));
@@ -211,7 +229,7 @@ impl VolumeApi for HostVolume {
     /// Formatted: its `FileSystemType` is known (not 0), whatever it is.
     async fn is_volume_formatted(&self, volume: &VolumeId) -> Result<bool> {
         let volume = volume.clone();
-        self.run(Op::IsVolumeFormatted, move |host| {
+        self.run(Op::IsVolumeFormatted, volume.clone(), move |host| {
             let found = host.volume(&volume)?;
             let kind = found.get("FileSystemType").and_then(unsigned);
             let kind = kind.ok_or_else(|| {
@@ -225,7 +243,7 @@ impl VolumeApi for HostVolume {
     /// A quick NTFS format, forced.
     async fn format_volume(&self, volume: &VolumeId) -> Result<()> {
         let volume = volume.clone();
-        self.run(Op::FormatVolume, move |host| {
+        self.run(Op::FormatVolume, volume.clone(), move |host| {
             let found = host.volume(&volume)?;
             let params = vec![
                 ("FileSystem", WmiValue::String("NTFS".to_owned())),
@@ -243,7 +261,7 @@ impl VolumeApi for HostVolume {
     /// under 100 MiB, and any shrink, is skipped, as the proxy skips it.
     async fn resize_volume(&self, volume: &VolumeId, size_bytes: u64) -> Result<()> {
         let volume = volume.clone();
-        self.run(Op::ResizeVolume, move |host| {
+        self.run(Op::ResizeVolume, volume.clone(), move |host| {
             let partition = host.partition_of(&volume)?;
             let path = host.wmi.path_of(&partition)?;
             let wanted = match size_bytes {
@@ -279,7 +297,7 @@ impl VolumeApi for HostVolume {
     /// Used: `Size` less `SizeRemaining`.
     async fn get_volume_stats(&self, volume: &VolumeId) -> Result<VolumeStats> {
         let volume = volume.clone();
-        self.run(Op::GetVolumeStats, move |host| {
+        self.run(Op::GetVolumeStats, volume.clone(), move |host| {
             let found = host.volume(&volume)?;
             let (total, free) = (
                 host.size(&found, "Size")?,
@@ -298,7 +316,7 @@ impl VolumeApi for HostVolume {
 
     async fn get_disk_number_from_volume_id(&self, volume: &VolumeId) -> Result<u32> {
         let volume = volume.clone();
-        self.run(Op::GetDiskNumberFromVolumeId, move |host| {
+        self.run(Op::GetDiskNumberFromVolumeId, volume.clone(), move |host| {
             let partition = host.partition_of(&volume)?;
             let disk = partition
                 .get("DiskNumber")
@@ -318,7 +336,7 @@ impl VolumeApi for HostVolume {
     async fn get_volume_id_from_target_path(&self, target: &WindowsPath) -> Result<VolumeId> {
         let op = Op::GetVolumeIdFromTargetPath;
         let target = target.clone();
-        self.run(op, move |host| {
+        self.run(op, target.clone(), move |host| {
             let mut current = target.as_str().to_owned();
             let mut seen = std::collections::HashSet::new();
             while seen.insert(current.trim_end_matches('\\').to_lowercase()) {
@@ -346,8 +364,10 @@ impl VolumeApi for HostVolume {
 
     async fn write_volume_cache(&self, volume: &VolumeId) -> Result<()> {
         let volume = volume.clone();
-        self.run(Op::WriteVolumeCache, move |host| host.flush(&volume))
-            .await
+        self.run(Op::WriteVolumeCache, volume.clone(), move |host| {
+            host.flush(&volume)
+        })
+        .await
     }
 
     /// From `path` up: the first mount folder's volume, following links;
@@ -355,7 +375,7 @@ impl VolumeApi for HostVolume {
     async fn get_closest_volume_id_from_target_path(&self, path: &WindowsPath) -> Result<VolumeId> {
         let op = Op::GetClosestVolumeIdFromTargetPath;
         let path = path.clone();
-        self.run(op, move |host| {
+        self.run(op, path.clone(), move |host| {
             let mut current = path.as_str().to_owned();
             for _ in 0..MAX_STEPS {
                 if let Some(id) = host.mounted_at(&current)? {

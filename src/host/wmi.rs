@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use wmi::{IWbemClassWrapper, Variant, WMIConnection, WMIError};
 
+use super::in_flight::InFlight;
 use super::on_host::{host_error, on_host};
 use crate::capability::Operation;
 use crate::error::{Error, Result};
@@ -162,10 +163,12 @@ fn properties(object: &IWbemClassWrapper) -> std::result::Result<WmiObject, WMIE
     Ok(properties)
 }
 
-/// Runs `work` for `op` on a blocking thread (see `on_host`), with its
-/// requests to `wmi` in `namespace`.
+/// Runs `work` for `op` on `object` on a blocking thread (see `on_host`),
+/// with its requests to `wmi` in `namespace`.
 pub(crate) async fn on_wmi<T, F>(
+    in_flight: &Arc<InFlight>,
     op: Operation,
+    object: impl std::fmt::Display,
     namespace: &'static str,
     wmi: &Arc<dyn Wmi>,
     work: F,
@@ -175,7 +178,7 @@ where
     F: FnOnce(Requests<'_>) -> Result<T> + Send + 'static,
 {
     let wmi = wmi.clone();
-    on_host(op, move || {
+    on_host(in_flight, op, object, move || {
         work(Requests {
             wmi: &*wmi,
             namespace,

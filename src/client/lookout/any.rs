@@ -7,7 +7,8 @@ use super::state::Presence;
 use super::{Lookout, Patience};
 use crate::adapter::FromConnection;
 use crate::availability::{is_worth_waiting_for, Pace, WaitLimit};
-use crate::client::health::{GroupHealth, GroupStatus};
+use crate::client::backend::host_calls_stuck;
+use crate::client::health::{GroupHealth, GroupStatus, ServedBy};
 use crate::error::Result;
 use crate::negotiate::GroupReport;
 use crate::version::ApiVersion;
@@ -59,6 +60,15 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> AnyLookout for Lookout<
                 since: Some(state.since),
                 last_error: error.clone(),
             },
+        };
+        let status = match status {
+            GroupStatus::Served { .. } if self.served_by == ServedBy::Host => {
+                match host_calls_stuck(self.group) {
+                    Some((calls, since)) => GroupStatus::Stuck { calls, since },
+                    None => status,
+                }
+            }
+            status => status,
         };
         GroupHealth {
             group: self.group,

@@ -7,6 +7,7 @@ mod disk;
 mod iscsi;
 mod recorded;
 mod smb;
+mod stuck;
 mod volume;
 
 use std::collections::BTreeMap;

@@ -1,0 +1,176 @@
+//! Host calls that never return, as a WMI provider's do when it hangs on
+//! a disk or target that does not answer: each group admits a bounded
+//! number, a stuck call is not started again for its object, other groups
+//! go on, and the health report says the group is stuck.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use wmi::WMIError;
+
+use super::recorded::not_found;
+use crate::api::WindowsPath;
+use crate::health::ServedBy;
+use crate::host::devices::OsDevices;
+use crate::host::disk::HostDisk;
+use crate::host::filesystem::HostFilesystem;
+use crate::host::in_flight::LIMIT_PER_GROUP;
+use crate::host::links::OsLinks;
+use crate::host::wmi::{Wmi, WmiObject, WmiValue};
+use crate::working_dirs::KUBELET_DIR;
+use crate::{ApiGroup, Backends, CallOptions, CsiProxy, Error};
+
+/// A WMI whose every request waits until the gate opens, then fails as a
+/// missing object.
+struct HangingWmi {
+    gate: Arc<Gate>,
+    entered: AtomicUsize,
+}
+
+#[derive(Default)]
+struct Gate {
+    open: Mutex<bool>,
+    opened: Condvar,
+}
+
+impl Gate {
+    fn wait(&self) {
+        let open = self.open.lock().unwrap();
+        drop(self.opened.wait_while(open, |open| !*open).unwrap());
+    }
+
+    fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.opened.notify_all();
+    }
+}
+
+/// Opens the gate when the test ends, however it ends, so that no thread
+/// is left waiting.
+struct OpenOnDrop(Arc<Gate>);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.open();
+    }
+}
+
+impl HangingWmi {
+    fn hang(&self) -> WMIError {
+        self.entered.fetch_add(1, Ordering::SeqCst);
+        self.gate.wait();
+        not_found()
+    }
+}
+
+impl Wmi for HangingWmi {
+    fn query(&self, _: &str, _: &str) -> Result<Vec<WmiObject>, WMIError> {
+        Err(self.hang())
+    }
+
+    fn call(
+        &self,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: Vec<(&'static str, WmiValue)>,
+    ) -> Result<WmiObject, WMIError> {
+        Err(self.hang())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stuck_host_calls_are_bounded_never_restarted_and_reported() {
+    let gate = Arc::new(Gate::default());
+    let _open_at_end = OpenOnDrop(gate.clone());
+    let wmi = Arc::new(HangingWmi {
+        gate: gate.clone(),
+        entered: AtomicUsize::new(0),
+    });
+    let entered = || wmi.entered.load(Ordering::SeqCst);
+    let backends = Backends {
+        disk: Some(Arc::new(HostDisk::new(wmi.clone(), Arc::new(OsDevices)))),
+        filesystem: Some(Arc::new(HostFilesystem::new(
+            vec![KUBELET_DIR.to_owned()],
+            OsLinks,
+        ))),
+        ..Backends::default()
+    };
+    let deadline = CallOptions::default().deadline(Duration::from_millis(200));
+    let proxy = CsiProxy::served_directly(backends, ServedBy::Host).with_call_options(deadline);
+    let disks = proxy.disk().unwrap();
+
+    // The first call outlives its deadline, and stays on the host.
+    let error = disks.get_disk_stats(1).await.unwrap_err();
+    assert!(matches!(error, Error::Timeout { .. }), "{error}");
+    let health = proxy.health();
+    let disk_health = health.group(ApiGroup::Disk).unwrap();
+    assert!(
+        disk_health.is_stuck() && disk_health.is_served(),
+        "{health}"
+    );
+    assert!(!health.is_ready(&[ApiGroup::Disk]), "{health}");
+    assert!(
+        health.to_string().contains("1 host calls stuck"),
+        "{health}"
+    );
+
+    // The same call on the same disk is refused at once, and not started.
+    let error = disks.get_disk_stats(1).await.unwrap_err();
+    assert!(
+        matches!(&error, Error::InProgress { what } if what.contains("disk 1")),
+        "{error}"
+    );
+    assert!(error.is_retryable());
+    assert_eq!(entered(), 1);
+
+    // Other disks' calls run until the group has its limit running ...
+    let mut others = tokio::task::JoinSet::new();
+    for n in 2..=LIMIT_PER_GROUP as u32 {
+        let disks = disks.clone();
+        others.spawn(async move { disks.get_disk_stats(n).await });
+    }
+    while let Some(result) = others.join_next().await {
+        let result = result.unwrap();
+        assert!(matches!(result, Err(Error::Timeout { .. })), "{result:?}");
+    }
+    assert_eq!(entered(), LIMIT_PER_GROUP);
+    // ... and the next is refused at once, with nothing started.
+    let asked = Instant::now();
+    let error = disks.get_disk_stats(100).await.unwrap_err();
+    assert!(asked.elapsed() < Duration::from_millis(200), "{error}");
+    match &error {
+        Error::HostBusy { group, running } => {
+            assert_eq!((*group, *running), (ApiGroup::Disk, LIMIT_PER_GROUP));
+        }
+        other => panic!("{other}"),
+    }
+    assert!(error.is_retryable());
+    assert_eq!(error.csi_code(), tonic::Code::Unavailable);
+    assert_eq!(entered(), LIMIT_PER_GROUP);
+    let stuck = proxy.health();
+    assert!(stuck.to_string().contains("16 host calls stuck"), "{stuck}");
+
+    // Another group is not held up.
+    let kubelet = WindowsPath::new(KUBELET_DIR).unwrap();
+    std::fs::create_dir_all(KUBELET_DIR).unwrap();
+    assert!(proxy
+        .filesystem()
+        .unwrap()
+        .path_exists(&kubelet)
+        .await
+        .unwrap());
+
+    // Once the provider answers, the calls end and the group is well.
+    gate.open();
+    let waited = Instant::now();
+    while proxy.health().group(ApiGroup::Disk).unwrap().is_stuck() {
+        assert!(waited.elapsed() < Duration::from_secs(10), "still stuck");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(proxy.health().is_ready(&[ApiGroup::Disk]));
+    let error = disks.get_disk_stats(1).await.unwrap_err();
+    assert!(matches!(error, Error::Host { .. }), "{error}");
+}
