@@ -102,8 +102,17 @@ pub enum Error {
         /// (the `host-process` backend): a Win32 error code (`ERROR_*`,
         /// positive) or a COM/WMI `HRESULT` (negative, such as
         /// `0x80041002u32 as i32`, `WBEM_E_NOT_FOUND`). `None` for the
-        /// proxy's answers, which carry only text.
+        /// proxy's answers, which carry only text. For a failed WMI method
+        /// call it is the Win32 code of the provider's error object
+        /// (`MSFT_WmiError`) where it gives one, else the call's `HRESULT`.
         os_code: Option<i32>,
+        /// The WMI method's own `ReturnValue`, when the host backend's call
+        /// of a method answered one that is not success: the Storage
+        /// provider's codes (1 "Not Supported" to 5 "Invalid Parameter",
+        /// and its 4xxxx codes, documented per method). Not a Windows error
+        /// code, so never in `os_code` (where 5 would read as "access
+        /// denied"). `None` for everything else.
+        return_value: Option<u32>,
     },
 
     /// The answer could not be understood: a message that does not decode
@@ -386,6 +395,7 @@ impl Error {
             code,
             message: message.into(),
             os_code: None,
+            return_value: None,
         }
     }
 

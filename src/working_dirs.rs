@@ -31,13 +31,12 @@ pub(crate) fn check(dirs: &[String], operation: Operation, path: &WindowsPath) -
     if contains(dirs, path.as_str()) {
         return Ok(());
     }
-    Err(Error::Host {
+    Err(Error::host(
         operation,
-        code: tonic::Code::Unknown,
-        message: format!(
+        tonic::Code::Unknown,
+        format!(
             "path {path} is not within the working directories ({})",
             dirs.join(", ")
         ),
-        os_code: None,
-    })
+    ))
 }

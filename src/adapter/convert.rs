@@ -67,12 +67,7 @@ pub(super) fn legacy_error(operation: Operation, error: String) -> Result<()> {
     if error.is_empty() {
         Ok(())
     } else {
-        Err(Error::Host {
-            operation,
-            code: Code::Unknown,
-            message: error,
-            os_code: None,
-        })
+        Err(Error::host(operation, Code::Unknown, error))
     }
 }
 

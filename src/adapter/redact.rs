@@ -29,11 +29,13 @@ pub(crate) fn redact(error: Error, secret: &Secret) -> Error {
             code,
             message,
             os_code,
+            return_value,
         } => Error::Host {
             operation,
             code,
             message: clean(message),
             os_code,
+            return_value,
         },
         Error::InvalidResponse { operation, reason } => Error::InvalidResponse {
             operation,
@@ -298,6 +300,7 @@ mod tests {
                 code: Code::Unknown,
                 message: format!("bad password \"{}\"", go_quoted(SECRET)),
                 os_code: None,
+                return_value: None,
             },
             Error::InvalidResponse {
                 operation: OP,
@@ -335,6 +338,7 @@ mod tests {
             code: Code::Unknown,
             message,
             os_code: None,
+            return_value: None,
         };
         assert!(!leaks(&redact(error, &Secret::new(SECRET))));
     }

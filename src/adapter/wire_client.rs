@@ -143,12 +143,7 @@ impl WireClient {
                 format!("{code:?} made by the client: {}", status.message()),
             ),
             Code::Unavailable | Code::Cancelled => self.transport_error(operation, true, status),
-            code => Error::Host {
-                operation,
-                code,
-                message: status.message().to_owned(),
-                os_code: None,
-            },
+            code => Error::host(operation, code, status.message()),
         }
     }
 

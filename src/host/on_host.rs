@@ -97,6 +97,7 @@ pub(super) fn host_error(
         code: Code::Unknown,
         message: message.into(),
         os_code,
+        return_value: None,
     }
 }
 

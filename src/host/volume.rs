@@ -277,7 +277,7 @@ impl VolumeApi for HostVolume {
             if wanted < current.saturating_add(MIN_GROWTH) {
                 return Ok(());
             }
-            let size = vec![("Size", WmiValue::UInt(wanted))];
+            let size = vec![("Size", WmiValue::uint64(wanted))];
             host.wmi.call(PARTITION, path, "Resize", size)?;
             // The disk's own view of its partitions, fresh.
             let disk = partition.get("DiskNumber").and_then(unsigned);

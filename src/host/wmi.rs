@@ -10,6 +10,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use windows::core::BSTR;
+use windows::Win32::System::Wmi::{IWbemContext, WBEM_GENERIC_FLAG_TYPE};
 use wmi::{IWbemClassWrapper, Variant, WMIConnection, WMIError};
 
 use super::in_flight::InFlight;
@@ -65,14 +67,16 @@ impl From<WmiValue> for Variant {
         match value {
             WmiValue::Null => Variant::Null,
             WmiValue::Bool(v) => Variant::Bool(v),
-            // WMI takes integers up to 32 bits as VT_I4 and converts them to
-            // the parameter's type; a value VT_I4 cannot hold goes as
-            // decimal text, as WMI takes 64-bit integers (a `uint64` size of
-            // 3 GiB, say, which VT_I4 would make negative).
-            WmiValue::Int(v) => i32::try_from(v).map_or(Variant::I8(v), Variant::I4),
-            WmiValue::UInt(v) => match i32::try_from(v) {
-                Ok(small) => Variant::I4(small),
-                Err(_) => Variant::UI8(v),
+            // WMI takes every integer type up to 32 bits as VT_I4 (a
+            // `uint32` above 2^31 as its bits), and 64-bit ones as decimal
+            // text: a `uint64` parameter is given as
+            // [`WmiValue::uint64`], text already.
+            WmiValue::Int(v) => {
+                i32::try_from(v).map_or(Variant::String(v.to_string()), Variant::I4)
+            }
+            WmiValue::UInt(v) => match u32::try_from(v) {
+                Ok(bits) => Variant::I4(bits as i32),
+                Err(_) => Variant::String(v.to_string()),
             },
             WmiValue::Real(v) => Variant::R8(v),
             WmiValue::String(v) | WmiValue::Other(v) => Variant::String(v),
@@ -83,13 +87,100 @@ impl From<WmiValue> for Variant {
     }
 }
 
+impl WmiValue {
+    /// A `uint64` parameter, as WMI takes one: decimal text.
+    pub fn uint64(value: u64) -> Self {
+        Self::String(value.to_string())
+    }
+}
+
 /// The name under which a query's objects carry their path.
 pub(crate) const PATH: &str = "__PATH";
+
+/// A failed WMI request.
+#[derive(Debug)]
+pub(crate) struct WmiFailure {
+    /// The `HRESULT` it failed with, when it was a COM call's failure.
+    pub hresult: Option<i32>,
+    /// What failed, in words.
+    pub message: String,
+    /// The error object the provider left for a failed method call
+    /// (`MSFT_WmiError`, or another `__ExtendedStatus`): where the SMB and
+    /// iSCSI providers put the Windows error behind a bare `HRESULT`.
+    pub error_object: Option<WmiObject>,
+}
+
+impl WmiFailure {
+    /// A failure with `hresult` and the provider's `error_object`.
+    #[cfg(test)]
+    pub fn with_error_object(hresult: i32, error_object: WmiObject) -> Self {
+        Self {
+            hresult: Some(hresult),
+            message: format!("HRESULT {:#X}", hresult as u32),
+            error_object: Some(error_object),
+        }
+    }
+
+    /// The Windows error code it stands for: the Win32 code the error
+    /// object names, else the Win32 code an `HRESULT` of `0x8007xxxx`
+    /// wraps, else the `HRESULT`.
+    pub fn os_code(&self) -> Option<i32> {
+        let named = self.error_object.as_ref().and_then(win32_code_of);
+        named.or_else(|| {
+            let hresult = self.hresult? as u32;
+            let wrapped = hresult & 0xFFFF_0000 == 0x8007_0000;
+            Some(if wrapped {
+                (hresult & 0xFFFF) as i32
+            } else {
+                hresult as i32
+            })
+        })
+    }
+
+    /// What the provider said went wrong, in its words, if it said it.
+    fn provider_message(&self) -> Option<&str> {
+        let object = self.error_object.as_ref()?;
+        ["error_WindowsErrorMessage", "Message", "Description"]
+            .into_iter()
+            .find_map(|name| string(object, name).filter(|m| !m.trim().is_empty()))
+    }
+}
+
+impl From<WMIError> for WmiFailure {
+    fn from(error: WMIError) -> Self {
+        let hresult = match &error {
+            WMIError::HResultError { hres } => Some(*hres),
+            _ => None,
+        };
+        Self {
+            hresult,
+            message: error.to_string(),
+            error_object: None,
+        }
+    }
+}
+
+/// The Win32 code an error object names: `MSFT_WmiError`'s `error_Code`
+/// when its `error_Type` says it is a Win32 code, or an `HRESULT` that
+/// wraps one. Other kinds (MI result codes) are not Win32 codes.
+fn win32_code_of(object: &WmiObject) -> Option<i32> {
+    let code = object.get("error_Code").and_then(unsigned)?;
+    let code = u32::try_from(code).ok()?;
+    match string(object, "error_Type")?.to_ascii_lowercase().as_str() {
+        "win32" => Some(code as i32),
+        "hresult" if code & 0xFFFF_0000 == 0x8007_0000 => Some((code & 0xFFFF) as i32),
+        _ => None,
+    }
+}
 
 /// What the groups ask of WMI.
 pub(crate) trait Wmi: Send + Sync + 'static {
     /// The objects that the WQL `query` selects in `namespace`.
-    fn query(&self, namespace: &str, query: &str) -> std::result::Result<Vec<WmiObject>, WMIError>;
+    fn query(
+        &self,
+        namespace: &str,
+        query: &str,
+    ) -> std::result::Result<Vec<WmiObject>, WmiFailure>;
 
     /// Calls `method` of `class` on `target` (the class itself for a
     /// static method, an instance's `__PATH` otherwise) with `params`;
@@ -103,7 +194,7 @@ pub(crate) trait Wmi: Send + Sync + 'static {
         target: &str,
         method: &str,
         params: Vec<(&'static str, WmiValue)>,
-    ) -> std::result::Result<WmiObject, WMIError>;
+    ) -> std::result::Result<WmiObject, WmiFailure>;
 }
 
 /// The host's WMI, one connection per request (each runs on a blocking
@@ -111,7 +202,11 @@ pub(crate) trait Wmi: Send + Sync + 'static {
 pub(crate) struct OsWmi;
 
 impl Wmi for OsWmi {
-    fn query(&self, namespace: &str, query: &str) -> std::result::Result<Vec<WmiObject>, WMIError> {
+    fn query(
+        &self,
+        namespace: &str,
+        query: &str,
+    ) -> std::result::Result<Vec<WmiObject>, WmiFailure> {
         let connection = WMIConnection::with_namespace_path(namespace)?;
         let mut objects = Vec::new();
         for object in connection.exec_query(query)? {
@@ -133,7 +228,10 @@ impl Wmi for OsWmi {
         target: &str,
         method: &str,
         params: Vec<(&'static str, WmiValue)>,
-    ) -> std::result::Result<WmiObject, WMIError> {
+    ) -> std::result::Result<WmiObject, WmiFailure> {
+        // The crate's connection sets COM up on this thread and makes the
+        // input; the call goes through services of our own, because the
+        // crate drops the error object a failed call leaves.
         let connection = WMIConnection::with_namespace_path(namespace)?;
         let signature = connection.get_object(class)?.get_method(method)?;
         let input = match signature {
@@ -146,15 +244,94 @@ impl Wmi for OsWmi {
             }
             None => None,
         };
-        match connection.exec_method(target, method, input.as_ref())? {
-            Some(output) => properties(&output),
-            None => Ok(WmiObject::new()),
+        let services = com::services(namespace).map_err(|e| com::failure(&e))?;
+        let mut output = None;
+        // SAFETY: live services and input; `output` receives an owned
+        // object or stays `None`.
+        let called = unsafe {
+            services.ExecMethod(
+                &BSTR::from(target),
+                &BSTR::from(method),
+                WBEM_GENERIC_FLAG_TYPE(0),
+                None::<&IWbemContext>,
+                input.as_ref().map(|input| &input.inner),
+                Some(&mut output),
+                None,
+            )
+        };
+        match (called, output) {
+            (Err(error), _) => Err(com::failure(&error)),
+            (Ok(()), Some(output)) => Ok(properties(&IWbemClassWrapper::new(output))?),
+            (Ok(()), None) => Ok(WmiObject::new()),
+        }
+    }
+}
+
+/// WMI through COM directly, where the `wmi` crate hides what is needed.
+mod com {
+    use windows::core::{Interface, BSTR, PCWSTR};
+    use windows::Win32::System::Com::{
+        CoCreateInstance, CoSetProxyBlanket, CLSCTX_INPROC_SERVER, EOAC_NONE,
+        RPC_C_AUTHN_LEVEL_CALL, RPC_C_IMP_LEVEL_IMPERSONATE,
+    };
+    use windows::Win32::System::Rpc::{RPC_C_AUTHN_WINNT, RPC_C_AUTHZ_NONE};
+    use windows::Win32::System::Wmi::{
+        IWbemClassObject, IWbemContext, IWbemLocator, IWbemServices, WbemLocator,
+        WBEM_FLAG_CONNECT_USE_MAX_WAIT,
+    };
+    use wmi::IWbemClassWrapper;
+
+    use super::{properties, WmiFailure};
+
+    /// Services of `namespace` on this host, as this process; COM must be
+    /// set up on the thread.
+    pub fn services(namespace: &str) -> windows::core::Result<IWbemServices> {
+        // SAFETY: COM calls with owned arguments; each result is checked.
+        unsafe {
+            let locator: IWbemLocator = CoCreateInstance(&WbemLocator, None, CLSCTX_INPROC_SERVER)?;
+            let none = BSTR::new();
+            let services = locator.ConnectServer(
+                &BSTR::from(namespace),
+                &none,
+                &none,
+                &none,
+                WBEM_FLAG_CONNECT_USE_MAX_WAIT.0,
+                &none,
+                None::<&IWbemContext>,
+            )?;
+            CoSetProxyBlanket(
+                &services,
+                RPC_C_AUTHN_WINNT,
+                RPC_C_AUTHZ_NONE,
+                PCWSTR::null(),
+                RPC_C_AUTHN_LEVEL_CALL,
+                RPC_C_IMP_LEVEL_IMPERSONATE,
+                None,
+                EOAC_NONE,
+            )?;
+            Ok(services)
+        }
+    }
+
+    /// A failed COM call as the seam reports it, with the error object
+    /// the provider left on the thread, if any (WMI leaves an
+    /// `__ExtendedStatus` there, which `windows` keeps with the error).
+    pub fn failure(error: &windows::core::Error) -> WmiFailure {
+        let info = error.as_ptr();
+        // SAFETY: `as_ptr` gives the error's own `IErrorInfo` or null,
+        // valid while `error` lives; it is only borrowed here.
+        let info = unsafe { windows::core::IUnknown::from_raw_borrowed(&info) };
+        let object = info.and_then(|info| info.cast::<IWbemClassObject>().ok());
+        WmiFailure {
+            hresult: Some(error.code().0),
+            message: error.message(),
+            error_object: object.and_then(|o| properties(&IWbemClassWrapper::new(o)).ok()),
         }
     }
 }
 
 /// The properties of `object`, as the seam gives them.
-fn properties(object: &IWbemClassWrapper) -> std::result::Result<WmiObject, WMIError> {
+fn properties(object: &IWbemClassWrapper) -> std::result::Result<WmiObject, WmiFailure> {
     let mut properties = WmiObject::new();
     for name in object.list_properties()? {
         let value = object.get_property(&name)?;
@@ -268,13 +445,14 @@ impl Requests<'_> {
     }
 }
 
-/// A WMI failure of `operation`, with its `HRESULT` when there is one.
-pub(crate) fn wmi_error(operation: Operation, error: WMIError) -> Error {
-    let code = match &error {
-        WMIError::HResultError { hres } => Some(*hres),
-        _ => None,
+/// A WMI failure of `operation`, with the Windows error behind it (see
+/// [`WmiFailure::os_code`]) and the provider's words when it gave some.
+pub(crate) fn wmi_error(operation: Operation, failure: WmiFailure) -> Error {
+    let message = match failure.provider_message() {
+        Some(said) => format!("WMI: {}: {}", failure.message, said.trim()),
+        None => format!("WMI: {}", failure.message),
     };
-    host_error(operation, format!("WMI: {error}"), code)
+    host_error(operation, message, failure.os_code())
 }
 
 /// `value` as a WQL string literal: quoted, with `\` and `'` escaped by a
@@ -293,16 +471,18 @@ pub(crate) fn wql_string(value: &str) -> String {
 }
 
 /// The `ReturnValue` of a method's output: `0` is success; any other value
-/// fails `operation` with that code.
+/// fails `operation`, with the value as the error's `return_value` (a
+/// method's own code, not a Windows error code).
 pub(crate) fn check_return(operation: Operation, call: &str, output: &WmiObject) -> Result<()> {
     match output.get("ReturnValue").map(unsigned) {
         Some(Some(0)) => Ok(()),
-        Some(Some(code)) => Err(host_error(
+        Some(Some(code)) => Err(Error::Host {
             operation,
-            format!("{call} failed with return value {code}"),
-            // A code that is an `HRESULT` keeps its bits.
-            u32::try_from(code).ok().map(|c| c as i32),
-        )),
+            code: crate::error::Code::Unknown,
+            message: format!("{call} failed with return value {code}"),
+            os_code: None,
+            return_value: Some(u32::try_from(code).unwrap_or(u32::MAX)),
+        }),
         Some(None) | None => Err(host_error(
             operation,
             format!(
@@ -347,29 +527,108 @@ mod tests {
     use super::*;
 
     #[test]
-    fn integers_go_as_vt_i4_while_it_holds_them_and_as_text_after() {
+    fn integers_go_as_wmi_takes_them() {
         let port = Variant::from(WmiValue::UInt(3260));
         assert!(matches!(port, Variant::I4(3260)), "{port:?}");
-        // A 3 GiB size: negative as VT_I4, so it goes as decimal text.
-        let size = Variant::from(WmiValue::UInt(3 << 30));
-        assert!(matches!(size, Variant::UI8(v) if v == 3 << 30), "{size:?}");
+        // A `uint32` above 2^31 (a registry hive's handle) as its bits.
+        let hive = Variant::from(WmiValue::UInt(0x8000_0002));
+        assert!(
+            matches!(hive, Variant::I4(v) if v as u32 == 0x8000_0002),
+            "{hive:?}"
+        );
         let negative = Variant::from(WmiValue::Int(-1));
         assert!(matches!(negative, Variant::I4(-1)), "{negative:?}");
+        // A `uint64`, small or not, as decimal text.
+        for size in [512, 3 << 30] {
+            let text = Variant::from(WmiValue::uint64(size));
+            assert!(
+                matches!(&text, Variant::String(t) if *t == size.to_string()),
+                "{text:?}"
+            );
+        }
+        let big = Variant::from(WmiValue::UInt(1 << 40));
+        assert!(
+            matches!(&big, Variant::String(t) if t == "1099511627776"),
+            "{big:?}"
+        );
     }
 
     #[test]
-    fn a_return_value_keeps_its_code_even_when_it_is_an_hresult() {
+    fn a_return_value_is_the_methods_own_code_never_a_windows_error() {
         let output =
             |code: u64| WmiObject::from([("ReturnValue".to_owned(), WmiValue::UInt(code))]);
         let op = Operation::Rescan;
         assert!(check_return(op, "C.M", &output(0)).is_ok());
-        for (code, expected) in [(5, 5), (0x8004_1001, 0x8004_1001_u32 as i32)] {
-            match check_return(op, "C.M", &output(code)) {
-                Err(Error::Host { os_code, .. }) => assert_eq!(os_code, Some(expected)),
+        // 5 is the Storage provider's "Invalid Parameter": not access denied.
+        for code in [5, 40001, 0x8004_1001] {
+            let error = check_return(op, "C.M", &output(code)).unwrap_err();
+            match &error {
+                Error::Host {
+                    os_code,
+                    return_value,
+                    ..
+                } => assert_eq!((*os_code, *return_value), (None, Some(code as u32))),
                 other => panic!("{other:?}"),
             }
+            assert_eq!(error.host_cause(), None, "{error}");
         }
         assert!(check_return(op, "C.M", &WmiObject::new()).is_err());
+    }
+
+    fn error_object(kind: &str, code: u64, said: &str) -> WmiObject {
+        WmiObject::from([
+            ("error_Type".to_owned(), WmiValue::String(kind.to_owned())),
+            ("error_Code".to_owned(), WmiValue::UInt(code)),
+            (
+                "error_WindowsErrorMessage".to_owned(),
+                WmiValue::String(said.to_owned()),
+            ),
+            (
+                "Message".to_owned(),
+                WmiValue::String("Access is denied.".to_owned()),
+            ),
+        ])
+    }
+
+    #[test]
+    fn the_windows_error_comes_from_the_providers_error_object() {
+        const WBEM_E_FAILED: i32 = 0x8004_1001_u32 as i32;
+        let said = "The user name or password is incorrect.";
+        let failure =
+            WmiFailure::with_error_object(WBEM_E_FAILED, error_object("Win32", 1326, said));
+        let error = wmi_error(Operation::NewSmbGlobalMapping, failure);
+        match &error {
+            Error::Host {
+                os_code, message, ..
+            } => {
+                assert_eq!(*os_code, Some(1326));
+                assert!(message.contains(said), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(error.host_cause(), Some(crate::HostCause::LogonFailure));
+
+        // An HRESULT that wraps a Win32 code gives that code.
+        let wrapped = error_object("HRESULT", 0x8007_0035, "");
+        assert_eq!(
+            WmiFailure::with_error_object(WBEM_E_FAILED, wrapped).os_code(),
+            Some(53)
+        );
+        // An MI result code is no Win32 code: the HRESULT stays.
+        let mi = error_object("MI", 4, "");
+        assert_eq!(
+            WmiFailure::with_error_object(WBEM_E_FAILED, mi).os_code(),
+            Some(WBEM_E_FAILED)
+        );
+        // No error object: the HRESULT, or the Win32 code it wraps.
+        let bare = WmiFailure::from(WMIError::HResultError {
+            hres: 0x8007_0005_u32 as i32,
+        });
+        assert_eq!(bare.os_code(), Some(5));
+        let bare = WmiFailure::from(WMIError::HResultError {
+            hres: WBEM_E_FAILED,
+        });
+        assert_eq!(bare.os_code(), Some(WBEM_E_FAILED));
     }
 
     #[test]

@@ -38,6 +38,7 @@ fn host_failure<T: std::fmt::Debug>(result: Result<T>) -> (Operation, String, Op
             code: Code::Unknown,
             message,
             os_code,
+            ..
         }) => (operation, message, os_code),
         other => panic!("expected a host failure, got {other:?}"),
     }

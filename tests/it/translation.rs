@@ -737,6 +737,7 @@ async fn status_codes_map_to_error_kinds() {
             code,
             message,
             os_code,
+            ..
         }) => {
             assert_eq!(
                 (operation, code, message.as_str(), os_code),

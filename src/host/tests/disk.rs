@@ -210,17 +210,21 @@ async fn create_partition_answers_are_read_as_the_proxy_reads_them() {
         .await
         .unwrap();
     assert_eq!(wmi.objects(PARTITION).len(), 2);
-    // Anything else: the error, with its code.
+    // Anything else: the error, with the method's own code apart from
+    // Windows' codes (5 is the provider's "Invalid Parameter").
     let wmi = recorded(5);
     match HostDisk::new(wmi.clone(), devices(3))
         .partition_disk(3)
         .await
     {
         Err(Error::Host {
-            operation, os_code, ..
+            operation,
+            os_code,
+            return_value,
+            ..
         }) => {
             assert_eq!(operation, Operation::PartitionDisk);
-            assert_eq!(os_code, Some(5));
+            assert_eq!((os_code, return_value), (None, Some(5)));
         }
         other => panic!("{other:?}"),
     }

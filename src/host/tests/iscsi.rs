@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use super::recorded::{
-    instance_path, not_found, object, returned, text, Method, RecordedWmi, Store,
+    failed_with_win32, instance_path, not_found, object, returned, text, Method, RecordedWmi, Store,
 };
 use crate::api::{IscsiApi, IscsiAuth, Secret, TargetPortal};
 use crate::capability::Operation;
@@ -21,10 +21,11 @@ use crate::host::wmi::{WmiValue, PATH, STORAGE};
 use crate::testing::conformance::{self, IscsiFixture, IscsiTargetFixture};
 use crate::Error;
 
-/// What the stand-in answers for a refused login: `ERROR_LOGON_FAILURE`.
-const LOGON_FAILURE: u64 = 1326;
-/// What it answers for a portal that does not respond: `ERROR_TIMEOUT`.
-const NO_RESPONSE: u64 = 1460;
+/// What the stand-in fails a refused login with (`WBEM_E_FAILED`, the
+/// code in the provider's error object): `ERROR_LOGON_FAILURE`.
+const LOGON_FAILURE: u32 = 1326;
+/// What it fails a portal that does not respond with: `ERROR_TIMEOUT`.
+const NO_RESPONSE: u32 = 1460;
 
 /// A target on the network: its CHAP user and secret, the initiator
 /// secret it expects for mutual CHAP, and its one disk's number.
@@ -97,7 +98,8 @@ fn new_portal(network: Arc<Network>) -> Method {
         let port = params.get("TargetPortalPortNumber").cloned();
         let expected = WmiValue::UInt(network.portal.port.into());
         if address != network.portal.address || port != Some(expected.clone()) {
-            return Ok(returned(NO_RESPONSE));
+            let said = "This operation returned because the timeout period expired.";
+            return Err(failed_with_win32(NO_RESPONSE, said));
         }
         let portal_path = path(PORTAL, address);
         store.add(
@@ -148,7 +150,8 @@ fn connect(network: Arc<Network>) -> Method {
             _ => false,
         };
         if !authenticated {
-            return Ok(returned(LOGON_FAILURE));
+            let said = "The user name or password is incorrect.";
+            return Err(failed_with_win32(LOGON_FAILURE, said));
         }
         let target_path = path(TARGET, iqn);
         let (session, connection, disk) = (

@@ -195,3 +195,53 @@ async fn the_system_group_passes_the_conformance_suite() {
     assert!(report.unsupported.is_empty(), "{report:?}");
     assert_eq!(report.succeeded.len(), 4, "{report:?}");
 }
+
+/// The host's own WMI (Wine's): a method call through the services this
+/// backend makes itself, with a `uint32` parameter above 2^31 (the hive's
+/// handle), and a failed call's `HRESULT`.
+#[test]
+fn method_calls_reach_the_hosts_wmi_through_the_backends_own_services() {
+    use super::wmi::{string, unsigned, Wmi, WmiValue};
+
+    let text = |s: &str| WmiValue::String(s.to_owned());
+    let params = vec![
+        ("hDefKey", WmiValue::UInt(0x8000_0002)), // HKEY_LOCAL_MACHINE
+        (
+            "sSubKeyName",
+            text(r"Software\Microsoft\Windows NT\CurrentVersion"),
+        ),
+        ("sValueName", text("CurrentVersion")),
+    ];
+    let namespace = r"ROOT\CIMV2";
+    let output = OsWmi
+        .call(
+            namespace,
+            "StdRegProv",
+            "StdRegProv",
+            "GetStringValue",
+            params,
+        )
+        .unwrap();
+    assert_eq!(
+        output.get("ReturnValue").and_then(unsigned),
+        Some(0),
+        "{output:?}"
+    );
+    let version = string(&output, "sValue").unwrap_or_default();
+    assert!(version.contains('.'), "{output:?}");
+
+    // A method of an object that is not there: WMI's HRESULT.
+    let missing = r#"Win32_Service.Name="csi-host-no-such-service""#;
+    let failure = OsWmi
+        .call(
+            namespace,
+            "Win32_Service",
+            missing,
+            "StopService",
+            Vec::new(),
+        )
+        .unwrap_err();
+    let hresult = failure.hresult.expect("an HRESULT") as u32;
+    assert_eq!(hresult & 0xFFFF_0000, 0x8004_0000, "{failure:?}");
+    assert_eq!(failure.os_code(), Some(hresult as i32));
+}

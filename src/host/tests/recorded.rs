@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use wmi::WMIError;
 
-use crate::host::wmi::{Wmi, WmiObject, WmiValue, PATH};
+use crate::host::wmi::{Wmi, WmiFailure, WmiObject, WmiValue, PATH};
 
 /// `WBEM_E_INVALID_QUERY`: the stand-in does not understand the query.
 const WBEM_E_INVALID_QUERY: i32 = 0x8004_1017_u32 as i32;
@@ -19,12 +19,186 @@ const WBEM_E_INVALID_QUERY: i32 = 0x8004_1017_u32 as i32;
 const WBEM_E_INVALID_NAMESPACE: i32 = 0x8004_100E_u32 as i32;
 /// `WBEM_E_INVALID_METHOD`: no behaviour was given for the method.
 const WBEM_E_INVALID_METHOD: i32 = 0x8004_1055_u32 as i32;
+/// `WBEM_E_INVALID_PARAMETER`: a parameter the method does not have.
+const WBEM_E_INVALID_PARAMETER: i32 = 0x8004_1008_u32 as i32;
+/// `WBEM_E_TYPE_MISMATCH`: a parameter of another type than declared.
+const WBEM_E_TYPE_MISMATCH: i32 = 0x8004_1005_u32 as i32;
+/// `WBEM_E_FAILED`: what a provider's failed method answers, its reason
+/// in the error object.
+const WBEM_E_FAILED: i32 = 0x8004_1001_u32 as i32;
+
+/// A parameter's CIM type, as its class declares it.
+#[derive(Clone, Copy, Debug)]
+enum Cim {
+    Boolean,
+    String,
+    /// `uint16`, and `char16`.
+    UInt16,
+    UInt32,
+    /// Given as decimal text, as WMI maps it.
+    UInt64,
+}
+
+use Cim::{Boolean, String as Text, UInt16, UInt32, UInt64};
+
+/// A method's input parameters and their types.
+type Declared = &'static [(&'static str, Cim)];
+
+/// The input parameters of the methods the groups call, as Microsoft
+/// documents each class: the stand-in refuses a parameter a method does
+/// not have, or one of another type, as WMI does, and a method it does not
+/// know.
+const PARAMETERS: &[(&str, &str, Declared)] = &[
+    ("MSFT_Disk", "Initialize", &[("PartitionStyle", UInt16)]),
+    (
+        "MSFT_Disk",
+        "CreatePartition",
+        &[
+            ("Size", UInt64),
+            ("UseMaximumSize", Boolean),
+            ("Offset", UInt64),
+            ("Alignment", UInt32),
+            ("DriveLetter", UInt16),
+            ("AssignDriveLetter", Boolean),
+            ("MbrType", UInt16),
+            ("GptType", Text),
+            ("IsHidden", Boolean),
+            ("IsActive", Boolean),
+        ],
+    ),
+    ("MSFT_Disk", "Refresh", &[]),
+    ("MSFT_Disk", "Online", &[]),
+    ("MSFT_Disk", "Offline", &[]),
+    ("MSFT_Partition", "Online", &[]),
+    ("MSFT_Partition", "GetSupportedSize", &[]),
+    ("MSFT_Partition", "Resize", &[("Size", UInt64)]),
+    ("MSFT_StorageSetting", "UpdateHostStorageCache", &[]),
+    (
+        "MSFT_Volume",
+        "Format",
+        &[
+            ("FileSystem", Text),
+            ("FileSystemLabel", Text),
+            ("AllocationUnitSize", UInt32),
+            ("Full", Boolean),
+            ("Force", Boolean),
+            ("Compress", Boolean),
+            ("ShortFileNameSupport", Boolean),
+            ("SetIntegrityStreams", Boolean),
+            ("UseLargeFRS", Boolean),
+            ("DisableHeatGathering", Boolean),
+        ],
+    ),
+    ("MSFT_Volume", "Flush", &[]),
+    (
+        "MSFT_iSCSITargetPortal",
+        "New",
+        &[
+            ("TargetPortalAddress", Text),
+            ("TargetPortalPortNumber", UInt16),
+            ("InitiatorInstanceName", Text),
+            ("InitiatorPortalAddress", Text),
+            ("AuthenticationType", Text),
+            ("ChapUsername", Text),
+            ("ChapSecret", Text),
+            ("IsHeaderDigest", Boolean),
+            ("IsDataDigest", Boolean),
+        ],
+    ),
+    (
+        "MSFT_iSCSITargetPortal",
+        "Remove",
+        &[
+            ("InitiatorInstanceName", Text),
+            ("InitiatorPortalAddress", Text),
+            ("TargetPortalAddress", Text),
+            ("TargetPortalPortNumber", UInt16),
+        ],
+    ),
+    (
+        "MSFT_iSCSITarget",
+        "Connect",
+        &[
+            ("NodeAddress", Text),
+            ("TargetPortalAddress", Text),
+            ("TargetPortalPortNumber", UInt16),
+            ("InitiatorPortalAddress", Text),
+            ("IsDataDigest", Boolean),
+            ("IsHeaderDigest", Boolean),
+            ("IsPersistent", Boolean),
+            ("ReportToPnP", Boolean),
+            ("AuthenticationType", Text),
+            ("IsMultipathEnabled", Boolean),
+            ("InitiatorInstanceName", Text),
+            ("ChapUsername", Text),
+            ("ChapSecret", Text),
+        ],
+    ),
+    (
+        "MSFT_iSCSITarget",
+        "Disconnect",
+        &[("SessionIdentifier", Text)],
+    ),
+    ("MSFT_iSCSISession", "Unregister", &[]),
+    (
+        "MSFT_iSCSISession",
+        "SetCHAPSecret",
+        &[("ChapSecret", Text)],
+    ),
+    (
+        "MSFT_SmbGlobalMapping",
+        "Create",
+        &[
+            ("RemotePath", Text),
+            ("Credential", Text),
+            ("RequirePrivacy", Boolean),
+            ("RequireIntegrity", Boolean),
+            ("UseWriteThrough", Boolean),
+        ],
+    ),
+    ("MSFT_SmbGlobalMapping", "Remove", &[("Force", Boolean)]),
+];
+
+/// Whether `value` is what WMI takes for a parameter of type `cim`.
+fn is_of(value: &WmiValue, cim: Cim) -> bool {
+    let fits = |max: u64| crate::host::wmi::unsigned(value).is_some_and(|v| v <= max);
+    match (cim, value) {
+        (_, WmiValue::Null) => true,
+        (Boolean, v) => matches!(v, WmiValue::Bool(_)),
+        (Text, v) => matches!(v, WmiValue::String(_)),
+        (UInt16, _) => fits(u16::MAX.into()),
+        (UInt32, _) => fits(u32::MAX.into()),
+        (UInt64, WmiValue::String(text)) => text.parse::<u64>().is_ok(),
+        (UInt64, _) => false,
+    }
+}
+
+/// The failure WMI answers for `params` of `class.method`, if any.
+fn check_params(class: &str, method: &str, params: &[(&str, WmiValue)]) -> Result<(), WmiFailure> {
+    let hresult = |hres| Err(WmiFailure::from(WMIError::HResultError { hres }));
+    let Some((_, _, declared)) = PARAMETERS
+        .iter()
+        .find(|(c, m, _)| *c == class && *m == method)
+    else {
+        return hresult(WBEM_E_INVALID_METHOD);
+    };
+    for (name, value) in params {
+        match declared.iter().find(|(n, _)| n == name) {
+            None => return hresult(WBEM_E_INVALID_PARAMETER),
+            Some((_, cim)) if !is_of(value, *cim) => return hresult(WBEM_E_TYPE_MISMATCH),
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
 
 /// One method's behaviour: it may change the store, and answers with the
 /// output parameters or a failure. Its arguments: the store, the target
 /// (the class, or an instance's path) and the input parameters.
 pub(crate) type Method = Box<
-    dyn Fn(&mut Store, &str, &HashMap<&str, WmiValue>) -> Result<WmiObject, WMIError> + Send + Sync,
+    dyn Fn(&mut Store, &str, &HashMap<&str, WmiValue>) -> Result<WmiObject, WmiFailure>
+        + Send
+        + Sync,
 >;
 
 /// The recorded objects, by class, and the associations between them.
@@ -137,13 +311,13 @@ impl RecordedWmi {
         std::mem::take(&mut *self.log.lock().unwrap())
     }
 
-    fn check_namespace(&self, namespace: &str) -> Result<(), WMIError> {
+    fn check_namespace(&self, namespace: &str) -> Result<(), WmiFailure> {
         if namespace.eq_ignore_ascii_case(&self.namespace) {
             Ok(())
         } else {
-            Err(WMIError::HResultError {
+            Err(WmiFailure::from(WMIError::HResultError {
                 hres: WBEM_E_INVALID_NAMESPACE,
-            })
+            }))
         }
     }
 }
@@ -235,12 +409,12 @@ fn has(object: &WmiObject, property: &str, value: &WmiValue) -> bool {
 }
 
 impl Wmi for RecordedWmi {
-    fn query(&self, namespace: &str, query: &str) -> Result<Vec<WmiObject>, WMIError> {
+    fn query(&self, namespace: &str, query: &str) -> Result<Vec<WmiObject>, WmiFailure> {
         self.log.lock().unwrap().push(format!("query {query}"));
         self.check_namespace(namespace)?;
-        let invalid = WMIError::HResultError {
+        let invalid = WmiFailure::from(WMIError::HResultError {
             hres: WBEM_E_INVALID_QUERY,
-        };
+        });
         let mut store = self.store();
         match parse(query).ok_or(invalid)? {
             Query::Select { class, conditions } => {
@@ -262,19 +436,20 @@ impl Wmi for RecordedWmi {
         target: &str,
         method: &str,
         params: Vec<(&'static str, WmiValue)>,
-    ) -> Result<WmiObject, WMIError> {
+    ) -> Result<WmiObject, WmiFailure> {
         let shown: Vec<String> = params.iter().map(|(n, v)| format!("{n}={v:?}")).collect();
         self.log
             .lock()
             .unwrap()
             .push(format!("call {target} {method}({})", shown.join(", ")));
         self.check_namespace(namespace)?;
+        check_params(class, method, &params)?;
         let behaviour = self
             .methods
             .get(&(class.to_owned(), method.to_owned()))
-            .ok_or(WMIError::HResultError {
+            .ok_or(WmiFailure::from(WMIError::HResultError {
                 hres: WBEM_E_INVALID_METHOD,
-            })?;
+            }))?;
         let params: HashMap<&str, WmiValue> = params.into_iter().collect();
         behaviour(&mut self.store(), target, &params)
     }
@@ -298,11 +473,33 @@ pub(crate) fn text(value: &str) -> WmiValue {
     WmiValue::String(value.to_owned())
 }
 
+/// How a provider's method fails for a Windows error: `WBEM_E_FAILED`,
+/// with the Win32 code and its text in an `MSFT_WmiError` (the SMB and
+/// iSCSI providers fail this way, not with a return value).
+pub(crate) fn failed_with_win32(code: u32, text: &str) -> WmiFailure {
+    let error = object([
+        ("CIMStatusCode", WmiValue::UInt(1)),
+        ("Message", WmiValue::String(text.to_owned())),
+        (
+            "MessageID",
+            WmiValue::String(format!("Windows System Error {code}")),
+        ),
+        ("error_Category", WmiValue::UInt(0)),
+        ("error_Code", WmiValue::UInt(code.into())),
+        ("error_Type", WmiValue::String("Win32".to_owned())),
+        (
+            "error_WindowsErrorMessage",
+            WmiValue::String(text.to_owned()),
+        ),
+    ]);
+    WmiFailure::with_error_object(WBEM_E_FAILED, error)
+}
+
 /// What WMI answers for an object or a path that is not there.
-pub(crate) fn not_found() -> WMIError {
-    WMIError::HResultError {
+pub(crate) fn not_found() -> WmiFailure {
+    WmiFailure::from(WMIError::HResultError {
         hres: 0x8004_1002_u32 as i32, // WBEM_E_NOT_FOUND
-    }
+    })
 }
 
 /// An instance's path, as WMI writes it: the class and its key.

@@ -9,13 +9,15 @@ use std::sync::Arc;
 
 use wmi::WMIError;
 
-use super::recorded::{instance_path, not_found, object, returned, RecordedWmi, Store};
+use super::recorded::{
+    failed_with_win32, instance_path, not_found, object, returned, RecordedWmi, Store,
+};
 use super::{fresh_root, LinksInMemory};
 use crate::api::{SmbApi, SmbMapping, SmbRemotePath, WindowsPath};
 use crate::capability::Operation;
 use crate::host::links::{Entry, Links};
 use crate::host::smb::{HostSmb, CLASS, NAMESPACE};
-use crate::host::wmi::{WmiObject, WmiValue, PATH};
+use crate::host::wmi::{WmiFailure, WmiObject, WmiValue, PATH};
 use crate::testing::conformance::{self, SmbFixture};
 use crate::working_dirs::KUBELET_DIR;
 use crate::{api::Secret, Error};
@@ -24,7 +26,7 @@ const USER: &str = "node-user";
 const PASSWORD: &str = "correct horse battery staple";
 /// What `Create` answers for credentials the server refuses:
 /// `ERROR_LOGON_FAILURE`.
-const LOGON_FAILURE: u64 = 1326;
+const LOGON_FAILURE: u32 = 1326;
 
 /// A recorded mapping of `root` with `status`.
 fn mapping(root: &str, status: u32) -> WmiObject {
@@ -44,13 +46,14 @@ fn mapping(root: &str, status: u32) -> WmiObject {
 fn smb_wmi(existing: Vec<WmiObject>) -> Arc<RecordedWmi> {
     let create = |store: &mut Store, _target: &str, params: &HashMap<&str, WmiValue>| {
         let Some(WmiValue::String(root)) = params.get("RemotePath") else {
-            return Err(WMIError::HResultError {
+            return Err(WmiFailure::from(WMIError::HResultError {
                 hres: 0x8004_1008_u32 as i32, // WBEM_E_INVALID_PARAMETER
-            });
+            }));
         };
         let expected = format!("{USER}:{PASSWORD}");
         if !matches!(params.get("Credential"), Some(WmiValue::String(c)) if *c == expected) {
-            return Ok(returned(LOGON_FAILURE));
+            let said = "The user name or password is incorrect.";
+            return Err(failed_with_win32(LOGON_FAILURE, said));
         }
         store.add(CLASS, mapping(root, 0));
         Ok(returned(0))
@@ -207,6 +210,8 @@ async fn failures_carry_their_code_and_never_the_password() {
     let refused = group
         .new_smb_global_mapping(&request(r"\\files\share", "a wrong password"))
         .await;
+    let cause = refused.as_ref().err().and_then(Error::host_cause);
+    assert_eq!(cause, Some(crate::HostCause::LogonFailure), "{refused:?}");
     match refused {
         Err(Error::Host {
             operation,
@@ -215,7 +220,9 @@ async fn failures_carry_their_code_and_never_the_password() {
             ..
         }) => {
             assert_eq!(operation, Operation::NewSmbGlobalMapping);
+            // The code from the provider's error object, behind WBEM_E_FAILED.
             assert_eq!(os_code, Some(LOGON_FAILURE as i32));
+            assert!(message.contains("password is incorrect"), "{message}");
             assert!(!message.contains("wrong"), "{message}");
         }
         other => panic!("{other:?}"),

@@ -7,8 +7,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use wmi::WMIError;
-
 use super::recorded::not_found;
 use crate::api::WindowsPath;
 use crate::health::ServedBy;
@@ -17,7 +15,7 @@ use crate::host::disk::HostDisk;
 use crate::host::filesystem::HostFilesystem;
 use crate::host::in_flight::LIMIT_PER_GROUP;
 use crate::host::links::OsLinks;
-use crate::host::wmi::{Wmi, WmiObject, WmiValue};
+use crate::host::wmi::{Wmi, WmiFailure, WmiObject, WmiValue};
 use crate::working_dirs::KUBELET_DIR;
 use crate::{ApiGroup, Backends, CallOptions, CsiProxy, Error};
 
@@ -57,7 +55,7 @@ impl Drop for OpenOnDrop {
 }
 
 impl HangingWmi {
-    fn hang(&self) -> WMIError {
+    fn hang(&self) -> WmiFailure {
         self.entered.fetch_add(1, Ordering::SeqCst);
         self.gate.wait();
         not_found()
@@ -65,7 +63,7 @@ impl HangingWmi {
 }
 
 impl Wmi for HangingWmi {
-    fn query(&self, _: &str, _: &str) -> Result<Vec<WmiObject>, WMIError> {
+    fn query(&self, _: &str, _: &str) -> Result<Vec<WmiObject>, WmiFailure> {
         Err(self.hang())
     }
 
@@ -76,7 +74,7 @@ impl Wmi for HangingWmi {
         _: &str,
         _: &str,
         _: Vec<(&'static str, WmiValue)>,
-    ) -> Result<WmiObject, WMIError> {
+    ) -> Result<WmiObject, WmiFailure> {
         Err(self.hang())
     }
 }

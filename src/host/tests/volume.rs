@@ -19,7 +19,7 @@ use crate::host::disk::{DISK, PARTITION};
 use crate::host::links::{Entry, Links};
 use crate::host::mounts::Mounts;
 use crate::host::volume::{HostVolume, TO_VOLUME, VOLUME};
-use crate::host::wmi::{WmiObject, WmiValue, PATH, STORAGE};
+use crate::host::wmi::{uint64, WmiObject, WmiValue, PATH, STORAGE};
 use crate::testing::conformance::{self, VolumeFixture};
 use crate::Error;
 
@@ -115,8 +115,9 @@ fn recorded() -> Arc<RecordedWmi> {
     }) as Method;
     let resize = Box::new(
         |store: &mut Store, target: &str, params: &HashMap<&str, WmiValue>| {
-            let Some(WmiValue::UInt(size)) = params.get("Size").cloned() else {
-                return Ok(returned(87));
+            // A `uint64`: decimal text (the stand-in refuses anything else).
+            let Some(size) = params.get("Size").and_then(uint64) else {
+                return Ok(returned(5)); // "Invalid Parameter"
             };
             if size > MAX_SIZE {
                 // "The size of the extent is less than the minimum" and kin.
@@ -310,17 +311,21 @@ async fn a_resize_grows_by_at_least_100_mib_and_never_shrinks() {
         calls(&host.wmi),
         [
             format!("call {partition} GetSupportedSize()"),
-            format!("call {partition} Resize(Size=UInt({MAX_SIZE}))"),
+            format!("call {partition} Resize(Size=String(\"{MAX_SIZE}\"))"),
             format!("call {} Refresh()", path(DISK, "3")),
         ]
     );
-    // More than the disk holds: the host's refusal, with its code.
+    // More than the disk holds: the method's refusal, its own code apart
+    // from Windows' codes.
     match host.volume.resize_volume(&data, MAX_SIZE * 2).await {
         Err(Error::Host {
-            operation, os_code, ..
+            operation,
+            os_code,
+            return_value,
+            ..
         }) => {
             assert_eq!(operation, Operation::ResizeVolume);
-            assert_eq!(os_code, Some(40000));
+            assert_eq!((os_code, return_value), (None, Some(40000)));
         }
         other => panic!("{other:?}"),
     }

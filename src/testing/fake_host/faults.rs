@@ -120,6 +120,7 @@ impl WindowsError {
             // Win32 codes are small and positive; a larger one keeps its bits,
             // as an HRESULT does.
             os_code: Some(self.code as i32),
+            return_value: None,
         }
     }
 }
