@@ -10,6 +10,9 @@
 //! - `cargo run --example node_plugin -- serve --endpoint unix:///csi/csi.sock ...`:
 //!   the plugin, as kubelet runs it (`serve --help` lists the options).
 
+// kubelet's `unix://` endpoint on Windows, where tokio has no AF_UNIX.
+#[cfg(windows)]
+mod blocking_unix;
 mod controller;
 #[path = "csi_v1.rs"]
 #[allow(clippy::all, missing_docs)]

@@ -17,9 +17,9 @@ use crate::csi::{
 use crate::plugin::{Kind, Plugin};
 
 const USAGE: &str = "\
-usage: node_plugin serve --endpoint unix:///PATH | tcp://127.0.0.1:PORT [options]
+usage: node_plugin serve --endpoint unix://PATH | tcp://127.0.0.1:PORT [options]
 
-  --endpoint E           where to serve CSI: unix:// (kubelet's) or tcp:// (loopback)
+  --endpoint E           where to serve CSI: unix:// (kubelet's, Unix or Windows) or tcp:// (loopback)
   --node-id ID           this node's ID (default: the host's name)
   --kind disk|smb        the volumes served (default: disk)
   --state-dir DIR        the mounter's journal (default: C:\\var\\lib\\kubelet\\plugins\\<driver>\\mounter)
@@ -118,6 +118,10 @@ pub async fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
         }
         Err(why) => return Err(format!("{why}\n{USAGE}").into()),
     };
+    // Bound first: an endpoint that cannot be served stops the start at
+    // once, before the proxy and the journal. kubelet's connections wait
+    // in the backlog until serving starts.
+    let listener = Listener::bind(&options.endpoint).await?;
     let mut builder = CsiProxy::builder()
         .transport(transport(&options)?)
         // The proxy may start after the plugin; calls wait for it within
@@ -154,33 +158,66 @@ pub async fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    if let Some(address) = options.endpoint.strip_prefix("tcp://") {
-        let listener = tokio::net::TcpListener::bind(address).await?;
-        eprintln!(
-            "node_plugin: serving CSI on tcp://{}",
-            listener.local_addr()?
-        );
-        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-        router
-            .serve_with_incoming_shutdown(incoming, shutdown)
-            .await?;
-        return Ok(());
+    let serving_on = match &listener {
+        // With the port the system chose for `tcp://...:0`.
+        Listener::Tcp(listener) => format!("tcp://{}", listener.local_addr()?),
+        _ => options.endpoint.clone(),
+    };
+    eprintln!("node_plugin: serving CSI on {serving_on}");
+    match listener {
+        Listener::Tcp(listener) => {
+            let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+            router
+                .serve_with_incoming_shutdown(incoming, shutdown)
+                .await?
+        }
+        #[cfg(unix)]
+        Listener::Unix(listener) => {
+            let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
+            router
+                .serve_with_incoming_shutdown(incoming, shutdown)
+                .await?
+        }
+        #[cfg(windows)]
+        Listener::WindowsUnix(listener) => {
+            let incoming = crate::blocking_unix::incoming(listener)?;
+            router
+                .serve_with_incoming_shutdown(incoming, shutdown)
+                .await?
+        }
     }
+    Ok(())
+}
+
+/// Where CSI is served.
+enum Listener {
+    Tcp(tokio::net::TcpListener),
     #[cfg(unix)]
-    if let Some(path) = options.endpoint.strip_prefix("unix://") {
-        // A socket left by an earlier run would refuse the bind.
-        let _ = std::fs::remove_file(path);
-        let listener = tokio::net::UnixListener::bind(path)?;
-        eprintln!("node_plugin: serving CSI on unix://{path}");
-        let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
-        router
-            .serve_with_incoming_shutdown(incoming, shutdown)
-            .await?;
-        return Ok(());
+    Unix(tokio::net::UnixListener),
+    /// tokio has no AF_UNIX on Windows: a blocking listener, bridged to it.
+    #[cfg(windows)]
+    WindowsUnix(uds_windows::UnixListener),
+}
+
+impl Listener {
+    /// Listens on `endpoint`, `tcp://ADDRESS` or `unix://PATH`, in place of
+    /// a socket an earlier run left at PATH (it would refuse the bind).
+    async fn bind(endpoint: &str) -> Result<Self, Box<dyn std::error::Error>> {
+        let failed = |error| format!("cannot serve CSI on {endpoint}: {error}");
+        if let Some(address) = endpoint.strip_prefix("tcp://") {
+            let listener = tokio::net::TcpListener::bind(address).await;
+            return Ok(Listener::Tcp(listener.map_err(failed)?));
+        }
+        #[cfg(unix)]
+        if let Some(path) = endpoint.strip_prefix("unix://") {
+            let _ = std::fs::remove_file(path);
+            let listener = tokio::net::UnixListener::bind(path).map_err(failed)?;
+            return Ok(Listener::Unix(listener));
+        }
+        #[cfg(windows)]
+        if let Some(path) = endpoint.strip_prefix("unix://") {
+            return Ok(Listener::WindowsUnix(crate::blocking_unix::bind(path)?));
+        }
+        Err(format!("endpoint {endpoint}: unix://PATH or tcp://127.0.0.1:PORT").into())
     }
-    Err(format!(
-        "endpoint {}: this build serves unix:// (on Unix) and tcp://",
-        options.endpoint
-    )
-    .into())
 }

@@ -1,10 +1,12 @@
 //! The example node plugin (`examples/node_plugin/node.rs`, on the
 //! mounter): one volume's life, the same code against a fake proxy of CSI
 //! Proxy v0.2.2 and of v1.1, checked step by step on the fake host, with
-//! every step repeated as kubelet repeats calls.
+//! every step repeated as kubelet repeats calls. `unix_bridge`: how it
+//! serves kubelet's `unix://` endpoint on Windows.
 
 #[path = "../../examples/node_plugin/node.rs"]
 pub mod node;
+mod unix_bridge;
 
 use std::collections::BTreeSet;
 
