@@ -72,11 +72,14 @@ impl Files {
     /// Removes what is at `at`. Forced, as `os.RemoveAll`: everything below
     /// too, and a missing path is fine. Otherwise as `os.Remove`: an empty
     /// directory, a file or a link. A link is removed, never what it leads
-    /// to.
+    /// to, as what it was made for: a directory link as a directory, a
+    /// file link as a file (before this release, a file link could not be
+    /// removed).
     fn remove(&self, at: &Path, force: bool) -> io::Result<()> {
         match self.links.entry(at)? {
             Entry::Missing if force => Ok(()),
-            Entry::Link(_) => self.links.remove_link(at),
+            Entry::Link(_) => self.links.remove_dir_link(at),
+            Entry::FileLink(_) => self.links.remove_file_link(at),
             Entry::Directory if force => fs::remove_dir_all(at),
             Entry::File => fs::remove_file(at),
             // Missing, or not empty: the host's own error says which.
@@ -167,7 +170,7 @@ impl FilesystemApi for HostFilesystem {
                     let missing = io::Error::from_raw_os_error(ERROR_FILE_NOT_FOUND);
                     Err(io_error(op, &path, missing))
                 }
-                Entry::Link(target) => {
+                Entry::Link(target) | Entry::FileLink(target) => {
                     // A relative target is relative to the link's folder.
                     let link = Path::new(path.as_str());
                     let target = link

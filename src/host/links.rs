@@ -8,6 +8,7 @@
 
 use std::fs;
 use std::io;
+use std::os::windows::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 /// What is at a path, without following a link at its end (`Lstat`).
@@ -19,9 +20,13 @@ pub(crate) enum Entry {
     Directory,
     /// Anything else that is not a link: a file.
     File,
-    /// A symbolic link (or another name-surrogate reparse point, such as a
-    /// volume mount point), and where it leads.
+    /// A directory link: a symbolic link made for a directory (or another
+    /// name-surrogate reparse point, such as a junction or a volume mount
+    /// point), and where it leads.
     Link(PathBuf),
+    /// A file symbolic link, and where it leads. Windows keeps the two
+    /// kinds apart: each is removed as what it was made for.
+    FileLink(PathBuf),
 }
 
 /// What is there, in words, for error texts (paths as Windows writes
@@ -33,6 +38,7 @@ impl std::fmt::Display for Entry {
             Entry::Directory => f.write_str("a directory"),
             Entry::File => f.write_str("a file"),
             Entry::Link(target) => write!(f, "a link to {}", target.display()),
+            Entry::FileLink(target) => write!(f, "a file link to {}", target.display()),
         }
     }
 }
@@ -45,8 +51,13 @@ pub(crate) trait Links: Send + Sync + 'static {
     /// Creates a directory link at `link` to `target`.
     fn create_dir_link(&self, target: &Path, link: &Path) -> io::Result<()>;
 
-    /// Removes the link at `path`, not what it leads to.
-    fn remove_link(&self, path: &Path) -> io::Result<()>;
+    /// Removes the directory link at `path` (`RemoveDirectoryW`), not
+    /// what it leads to.
+    fn remove_dir_link(&self, path: &Path) -> io::Result<()>;
+
+    /// Removes the file link at `path` (`DeleteFileW`), not what it leads
+    /// to. `RemoveDirectoryW` refuses one (267, `ERROR_DIRECTORY`).
+    fn remove_file_link(&self, path: &Path) -> io::Result<()>;
 }
 
 /// The host's own links, through the Win32 file APIs.
@@ -57,6 +68,9 @@ impl Links for OsLinks {
         match fs::symlink_metadata(path) {
             Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(Entry::Missing),
             Err(error) => Err(error),
+            Ok(meta) if meta.file_type().is_symlink_file() => {
+                Ok(Entry::FileLink(fs::read_link(path)?))
+            }
             Ok(meta) if meta.file_type().is_symlink() => Ok(Entry::Link(fs::read_link(path)?)),
             Ok(meta) if meta.is_dir() => Ok(Entry::Directory),
             Ok(_) => Ok(Entry::File),
@@ -75,10 +89,12 @@ impl Links for OsLinks {
         }
     }
 
-    fn remove_link(&self, path: &Path) -> io::Result<()> {
-        // A directory link is removed as a directory (RemoveDirectoryW),
-        // which leaves its target alone.
+    fn remove_dir_link(&self, path: &Path) -> io::Result<()> {
         fs::remove_dir(path)
+    }
+
+    fn remove_file_link(&self, path: &Path) -> io::Result<()> {
+        fs::remove_file(path)
     }
 }
 
@@ -92,5 +108,7 @@ mod tests {
         assert_eq!(Entry::Directory.to_string(), "a directory");
         let link = Entry::Link(PathBuf::from(r"C:\var\lib\kubelet\x"));
         assert_eq!(link.to_string(), r"a link to C:\var\lib\kubelet\x");
+        let file = Entry::FileLink(PathBuf::from(r"C:\f"));
+        assert_eq!(file.to_string(), r"a file link to C:\f");
     }
 }

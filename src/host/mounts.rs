@@ -6,10 +6,10 @@
 
 use std::io;
 use std::os::windows::fs::MetadataExt;
+use std::path::Path;
 
 use windows::core::HSTRING;
 
-use super::on_host::win32_code;
 use windows::Win32::Storage::FileSystem::{
     DeleteVolumeMountPointW, FindClose, FindFirstFileW, GetVolumeNameForVolumeMountPointW,
     SetVolumeMountPointW, WIN32_FIND_DATAW,
@@ -22,6 +22,11 @@ pub(crate) trait Mounts: Send + Sync + 'static {
     /// `None` for anything else that is there. A missing `folder` is an
     /// error (`NotFound`).
     fn mounted_at(&self, folder: &str) -> io::Result<Option<String>>;
+
+    /// The unique name (`\\?\Volume{guid}\`) of `volume`, given by any of
+    /// its names: a volume may have several GUID names, and a mount folder
+    /// answers with the unique one.
+    fn unique_name(&self, volume: &str) -> io::Result<String>;
 
     /// Mounts `volume` at the empty directory `folder`.
     fn mount(&self, folder: &str, volume: &str) -> io::Result<()>;
@@ -37,9 +42,6 @@ pub(crate) struct OsMounts;
 const REPARSE_POINT: u32 = 0x400;
 /// `IO_REPARSE_TAG_MOUNT_POINT`: a volume mount folder, or a junction.
 const TAG_MOUNT_POINT: u32 = 0xA000_0003;
-/// What `GetVolumeNameForVolumeMountPointW` answers for a folder that is
-/// no volume's: `ERROR_INVALID_PARAMETER`, `ERROR_NOT_A_REPARSE_POINT`.
-const NOT_A_VOLUME: [Option<i32>; 2] = [Some(87), Some(4390)];
 /// The longest volume name, `\\?\Volume{guid}\`, with room to spare.
 const VOLUME_NAME_LENGTH: usize = 64;
 
@@ -61,30 +63,50 @@ fn reparse_tag(path: &str) -> io::Result<u32> {
     Ok(found.dwReserved0)
 }
 
+/// Whether a mount-point reparse point leads to a volume (`\\?\Volume{...}\`,
+/// as `read_link` gives its target) rather than to a directory, as a
+/// junction does: the two share a tag.
+fn leads_to_a_volume(target: &Path) -> bool {
+    let target = target.to_string_lossy();
+    let prefix = r"\\?\Volume{";
+    target.len() > prefix.len()
+        && (target.get(..prefix.len())).is_some_and(|start| start.eq_ignore_ascii_case(prefix))
+}
+
+/// The unique volume name `GetVolumeNameForVolumeMountPointW` gives for
+/// `path` (a mount folder, or a volume's name).
+fn volume_name_for(path: &str) -> io::Result<String> {
+    let mut name = [0u16; VOLUME_NAME_LENGTH];
+    // SAFETY: a path, and a buffer of the length passed.
+    unsafe { GetVolumeNameForVolumeMountPointW(&with_backslash(path), &mut name) }?;
+    let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
+    Ok(String::from_utf16_lossy(&name[..end]))
+}
+
 impl Mounts for OsMounts {
     fn mounted_at(&self, folder: &str) -> io::Result<Option<String>> {
         let meta = std::fs::symlink_metadata(folder)?;
         if meta.file_attributes() & REPARSE_POINT == 0 || reparse_tag(folder)? != TAG_MOUNT_POINT {
             return Ok(None);
         }
-        let mut name = [0u16; VOLUME_NAME_LENGTH];
-        // SAFETY: a path, and a buffer of the length passed.
-        match unsafe { GetVolumeNameForVolumeMountPointW(&with_backslash(folder), &mut name) } {
-            Ok(()) => {
-                let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
-                Ok(Some(String::from_utf16_lossy(&name[..end])))
-            }
-            // A junction has the same tag but no volume.
-            Err(e) if NOT_A_VOLUME.contains(&win32_code(&e)) => Ok(None),
-            Err(e) => Err(e.into()),
+        // Told apart by where they lead, not by the error Windows gives a
+        // junction's volume name (which differs with what it leads to).
+        if !leads_to_a_volume(&std::fs::read_link(folder)?) {
+            return Ok(None);
         }
+        volume_name_for(folder).map(Some)
+    }
+
+    fn unique_name(&self, volume: &str) -> io::Result<String> {
+        volume_name_for(volume)
     }
 
     fn mount(&self, folder: &str, volume: &str) -> io::Result<()> {
+        let wanted = self.unique_name(volume)?;
         // SAFETY: two paths.
         unsafe { SetVolumeMountPointW(&with_backslash(folder), &HSTRING::from(volume)) }?;
         match self.mounted_at(folder) {
-            Ok(Some(mounted)) if mounted.eq_ignore_ascii_case(volume) => Ok(()),
+            Ok(Some(mounted)) if mounted.eq_ignore_ascii_case(&wanted) => Ok(()),
             found => {
                 // Whatever was made goes, since the answer is that nothing was.
                 let _ = self.unmount(folder);
@@ -103,5 +125,20 @@ impl Mounts for OsMounts {
     fn unmount(&self, folder: &str) -> io::Result<()> {
         // SAFETY: a path.
         unsafe { DeleteVolumeMountPointW(&with_backslash(folder)) }.map_err(io::Error::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mount_point_leads_to_a_volume_and_a_junction_to_a_directory() {
+        let volume = r"\\?\Volume{3a1c2b4d-0000-4000-8000-000000000003}\";
+        assert!(leads_to_a_volume(Path::new(volume)));
+        assert!(leads_to_a_volume(Path::new(&volume.to_lowercase())));
+        for junction in [r"\\?\C:\var\lib\kubelet\x", r"C:\data", r"\\?\Volume{"] {
+            assert!(!leads_to_a_volume(Path::new(junction)), "{junction}");
+        }
     }
 }

@@ -12,7 +12,8 @@ use windows::Win32::System::Services::{
     QueryServiceConfigW, QueryServiceStatus, StartServiceW, ENUM_SERVICE_STATUSW,
     QUERY_SERVICE_CONFIGW, SC_HANDLE, SC_MANAGER_CONNECT, SERVICE_ACTIVE, SERVICE_CONTROL_STOP,
     SERVICE_ENUMERATE_DEPENDENTS, SERVICE_QUERY_CONFIG, SERVICE_QUERY_STATUS, SERVICE_RUNNING,
-    SERVICE_START, SERVICE_STATUS, SERVICE_STATUS_CURRENT_STATE, SERVICE_STOP, SERVICE_STOPPED,
+    SERVICE_START, SERVICE_START_PENDING, SERVICE_STATUS, SERVICE_STATUS_CURRENT_STATE,
+    SERVICE_STOP, SERVICE_STOPPED, SERVICE_STOP_PENDING,
 };
 
 use super::in_flight::{InFlight, LIMIT_PER_GROUP};
@@ -31,6 +32,9 @@ const SERVICE_POLL: Duration = Duration::from_millis(100);
 const ERROR_SERVICE_ALREADY_RUNNING: i32 = 1056;
 /// `ERROR_SERVICE_NOT_ACTIVE`: a stop of a stopped service.
 const ERROR_SERVICE_NOT_ACTIVE: i32 = 1062;
+/// `ERROR_SERVICE_CANNOT_ACCEPT_CTRL`: a stop of a service that is
+/// stopping, or still starting.
+const ERROR_SERVICE_CANNOT_ACCEPT_CTRL: i32 = 1061;
 
 /// The system group, served by the host.
 pub(crate) struct HostSystem {
@@ -187,15 +191,36 @@ impl Service {
         Ok(status.dwCurrentState)
     }
 
-    /// Asks the service to stop and waits until it has.
+    /// Asks the service to stop and waits until it has. One already
+    /// stopping is waited for, and one still starting is stopped once it
+    /// runs, as the proxy does; neither is an error.
     fn stop(&self, op: Op) -> Result<()> {
-        let mut status = SERVICE_STATUS::default();
-        // SAFETY: a handle open for SERVICE_STOP and a status to fill.
-        match unsafe { ControlService(self.handle, SERVICE_CONTROL_STOP, &mut status) } {
-            Err(e) if win32_code(&e) == Some(ERROR_SERVICE_NOT_ACTIVE) => {}
-            other => other.map_err(|e| windows_error(op, &self.name, e))?,
+        // A start is waited for once: a service that keeps starting is not
+        // chased.
+        let mut waited_for_start = false;
+        loop {
+            let mut status = SERVICE_STATUS::default();
+            // SAFETY: a handle open for SERVICE_STOP and a status to fill.
+            let refused =
+                match unsafe { ControlService(self.handle, SERVICE_CONTROL_STOP, &mut status) } {
+                    Ok(()) => return self.wait_for(op, SERVICE_STOPPED),
+                    Err(e) => e,
+                };
+            let state = match win32_code(&refused) {
+                Some(code @ (ERROR_SERVICE_NOT_ACTIVE | ERROR_SERVICE_CANNOT_ACCEPT_CTRL)) => {
+                    (code, self.status(op)?)
+                }
+                _ => return Err(windows_error(op, &self.name, refused)),
+            };
+            match after_refused_stop(state.0, state.1) {
+                Some(SERVICE_STOPPED) => return self.wait_for(op, SERVICE_STOPPED),
+                Some(SERVICE_RUNNING) if !waited_for_start => {
+                    waited_for_start = true;
+                    self.wait_for(op, SERVICE_RUNNING)?;
+                }
+                _ => return Err(windows_error(op, &self.name, refused)),
+            }
         }
-        self.wait_for(op, SERVICE_STOPPED)
     }
 
     /// Waits up to [`SERVICE_WAIT`] for the service to reach `wanted`.
@@ -285,6 +310,22 @@ impl Service {
     }
 }
 
+/// What a stop the service refused with `code` waits for, the service
+/// being `state`: its stop (stopped, or stopping), or its start (then it
+/// is asked again); `None`: the refusal is the answer.
+fn after_refused_stop(
+    code: i32,
+    state: SERVICE_STATUS_CURRENT_STATE,
+) -> Option<SERVICE_STATUS_CURRENT_STATE> {
+    match (code, state) {
+        (ERROR_SERVICE_NOT_ACTIVE, _) | (_, SERVICE_STOPPED | SERVICE_STOP_PENDING) => {
+            Some(SERVICE_STOPPED)
+        }
+        (ERROR_SERVICE_CANNOT_ACCEPT_CTRL, SERVICE_START_PENDING) => Some(SERVICE_RUNNING),
+        _ => None,
+    }
+}
+
 /// A string an API returned, empty for a null pointer.
 fn wide_string(text: PWSTR) -> String {
     if text.is_null() {
@@ -312,4 +353,39 @@ fn fill(
     let size = (buffer.len() * 8) as u32;
     call(Some(buffer.as_mut_ptr()), size, &mut needed)?;
     Ok(buffer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use windows::Win32::System::Services::{SERVICE_CONTINUE_PENDING, SERVICE_PAUSED};
+
+    #[test]
+    fn a_stop_refused_while_the_service_stops_or_starts_waits_for_it() {
+        let cannot = ERROR_SERVICE_CANNOT_ACCEPT_CTRL;
+        // Already stopping (1061): its stop is waited for, as the proxy does.
+        assert_eq!(
+            after_refused_stop(cannot, SERVICE_STOP_PENDING),
+            Some(SERVICE_STOPPED)
+        );
+        // Stopped between the two calls.
+        assert_eq!(
+            after_refused_stop(cannot, SERVICE_STOPPED),
+            Some(SERVICE_STOPPED)
+        );
+        // Still starting: its start, then the stop again.
+        assert_eq!(
+            after_refused_stop(cannot, SERVICE_START_PENDING),
+            Some(SERVICE_RUNNING)
+        );
+        // Not running (1062): stopped.
+        let inactive = ERROR_SERVICE_NOT_ACTIVE;
+        assert_eq!(
+            after_refused_stop(inactive, SERVICE_STOPPED),
+            Some(SERVICE_STOPPED)
+        );
+        // A service that refuses for another reason: the refusal.
+        assert_eq!(after_refused_stop(cannot, SERVICE_PAUSED), None);
+        assert_eq!(after_refused_stop(cannot, SERVICE_CONTINUE_PENDING), None);
+    }
 }

@@ -198,8 +198,11 @@ impl VolumeApi for HostVolume {
         let op = Op::MountVolume;
         let (volume, target) = (volume.clone(), target.clone());
         self.run(op, target.clone(), move |host| {
+            // By the volume's unique name: it may be asked by another.
+            let wanted =
+                (host.mounts.unique_name(volume.as_str())).map_err(|e| io_error(op, &volume, e))?;
             match host.mounted_at(target.as_str())? {
-                Some(mounted) if mounted.as_str().eq_ignore_ascii_case(volume.as_str()) => Ok(()),
+                Some(mounted) if mounted.as_str().eq_ignore_ascii_case(&wanted) => Ok(()),
                 Some(other) => {
                     Err(host.error(format!("{target} is already the mount point of {other}")))
                 }

@@ -12,7 +12,7 @@ mod volume;
 
 use std::collections::BTreeMap;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use super::filesystem::HostFilesystem;
@@ -30,7 +30,35 @@ use crate::Error;
 /// Everything else goes to the host.
 #[derive(Default)]
 pub(super) struct LinksInMemory {
-    links: Mutex<BTreeMap<String, PathBuf>>,
+    links: Mutex<BTreeMap<String, Entry>>,
+}
+
+/// `ERROR_DIRECTORY`: what `RemoveDirectoryW` answers for a file link.
+const ERROR_DIRECTORY: i32 = 267;
+/// `ERROR_ACCESS_DENIED`: what `DeleteFileW` answers for a directory link.
+const ERROR_ACCESS_DENIED: i32 = 5;
+
+impl LinksInMemory {
+    /// A file link at `link` to `target`, as Windows makes one for a file
+    /// (the backend itself makes only directory links).
+    pub(super) fn make_file_link(&self, target: &Path, link: &Path) {
+        let entry = Entry::FileLink(target.to_owned());
+        self.links.lock().unwrap().insert(key(link), entry);
+    }
+
+    /// Removes the link at `path` if it is `kind`'s; the other kind gets
+    /// Windows' error.
+    fn remove(&self, path: &Path, is_kind: fn(&Entry) -> bool, else_code: i32) -> io::Result<()> {
+        let mut links = self.links.lock().unwrap();
+        match links.get(&key(path)) {
+            Some(entry) if is_kind(entry) => {
+                links.remove(&key(path));
+                Ok(())
+            }
+            Some(_) => Err(io::Error::from_raw_os_error(else_code)),
+            None => Err(io::ErrorKind::NotFound.into()),
+        }
+    }
 }
 
 fn key(path: &Path) -> String {
@@ -40,7 +68,7 @@ fn key(path: &Path) -> String {
 impl Links for LinksInMemory {
     fn entry(&self, path: &Path) -> io::Result<Entry> {
         match self.links.lock().unwrap().get(&key(path)) {
-            Some(target) => Ok(Entry::Link(target.clone())),
+            Some(entry) => Ok(entry.clone()),
             None => OsLinks.entry(path),
         }
     }
@@ -52,15 +80,18 @@ impl Links for LinksInMemory {
         self.links
             .lock()
             .unwrap()
-            .insert(key(link), target.to_owned());
+            .insert(key(link), Entry::Link(target.to_owned()));
         Ok(())
     }
 
-    fn remove_link(&self, path: &Path) -> io::Result<()> {
-        match self.links.lock().unwrap().remove(&key(path)) {
-            Some(_) => Ok(()),
-            None => Err(io::ErrorKind::NotFound.into()),
-        }
+    fn remove_dir_link(&self, path: &Path) -> io::Result<()> {
+        let is_dir_link = |e: &Entry| matches!(e, Entry::Link(_));
+        self.remove(path, is_dir_link, ERROR_DIRECTORY)
+    }
+
+    fn remove_file_link(&self, path: &Path) -> io::Result<()> {
+        let is_file_link = |e: &Entry| matches!(e, Entry::FileLink(_));
+        self.remove(path, is_file_link, ERROR_ACCESS_DENIED)
     }
 }
 
@@ -92,6 +123,24 @@ async fn the_filesystem_group_passes_the_conformance_suite() {
     // The suite leaves the root empty, on the host's own disk.
     assert_eq!(std::fs::read_dir(root.as_str()).unwrap().count(), 0);
     std::fs::remove_dir(root.as_str()).unwrap();
+}
+
+#[tokio::test]
+async fn a_file_link_is_removed_as_a_file_and_what_it_leads_to_is_kept() {
+    let root = fresh_root("file-links");
+    let target = format!(r"{root}\target.txt");
+    std::fs::write(&target, "kept").unwrap();
+    let link = WindowsPath::new(format!(r"{root}\link.txt")).unwrap();
+    // The stand-in refuses to remove a file link as a directory (267), as
+    // Windows does.
+    let links = LinksInMemory::default();
+    links.make_file_link(Path::new(&target), Path::new(link.as_str()));
+    let fs = filesystem(links);
+    assert!(fs.is_symlink(&link).await.unwrap());
+    fs.rmdir(&link, false).await.unwrap();
+    assert!(!fs.path_exists(&link).await.unwrap());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept");
+    std::fs::remove_dir_all(root.as_str()).unwrap();
 }
 
 #[tokio::test]

@@ -24,6 +24,9 @@ use crate::testing::conformance::{self, VolumeFixture};
 use crate::Error;
 
 const DATA_VOLUME: &str = r"\\?\Volume{3a1c2b4d-0000-4000-8000-000000000003}\";
+/// Another GUID name of the data volume: a volume may have several, and
+/// its mount folders answer with the first, its unique name.
+const DATA_ALIAS: &str = r"\\?\Volume{a11a5000-0000-4000-8000-000000000003}\";
 const SYSTEM_VOLUME: &str = r"\\?\Volume{c0c0c0c0-0000-4000-8000-00000000000c}\";
 const MIB: u64 = 1024 * 1024;
 /// The data partition's size, and the most its disk lets it grow to.
@@ -163,6 +166,8 @@ fn recorded() -> Arc<RecordedWmi> {
 struct MountsInMemory {
     links: Arc<LinksInMemory>,
     mounted: Mutex<BTreeMap<String, String>>,
+    /// Other GUID names of volumes (lower case), and the unique one.
+    aliases: BTreeMap<String, String>,
     log: Mutex<Vec<String>>,
 }
 
@@ -178,6 +183,11 @@ impl Mounts for MountsInMemory {
         Ok(self.mounted.lock().unwrap().get(&key(folder)).cloned())
     }
 
+    fn unique_name(&self, volume: &str) -> io::Result<String> {
+        let alias = self.aliases.get(&volume.to_lowercase());
+        Ok(alias.cloned().unwrap_or_else(|| volume.to_owned()))
+    }
+
     fn mount(&self, folder: &str, volume: &str) -> io::Result<()> {
         self.log
             .lock()
@@ -186,10 +196,10 @@ impl Mounts for MountsInMemory {
         if std::fs::read_dir(folder)?.next().is_some() {
             return Err(io::Error::from_raw_os_error(145)); // ERROR_DIR_NOT_EMPTY
         }
-        self.mounted
-            .lock()
-            .unwrap()
-            .insert(key(folder), volume.to_owned());
+        // The folder answers with the volume's unique name, whichever
+        // name it was mounted by.
+        let unique = self.unique_name(volume)?;
+        self.mounted.lock().unwrap().insert(key(folder), unique);
         Ok(())
     }
 
@@ -213,6 +223,7 @@ fn host() -> Host {
     let (wmi, links) = (recorded(), Arc::new(LinksInMemory::default()));
     let mounts = Arc::new(MountsInMemory {
         links: links.clone(),
+        aliases: BTreeMap::from([(DATA_ALIAS.to_lowercase(), DATA_VOLUME.to_owned())]),
         ..MountsInMemory::default()
     });
     let volume = HostVolume::new(wmi.clone(), mounts.clone(), links.clone());
@@ -329,6 +340,28 @@ async fn a_resize_grows_by_at_least_100_mib_and_never_shrinks() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[tokio::test]
+async fn a_volume_mounted_by_another_of_its_names_is_the_same_volume() {
+    let root = fresh_root("volume-aliases");
+    let folder = WindowsPath::new(format!(r"{root}\mount")).unwrap();
+    std::fs::create_dir(folder.as_str()).unwrap();
+    let host = host();
+    let (data, alias) = (id(DATA_VOLUME), id(DATA_ALIAS));
+    host.volume.mount_volume(&alias, &folder).await.unwrap();
+    // Asked again by either name: the same volume, no change (it was
+    // compared as text before this release: "another volume").
+    host.volume.mount_volume(&data, &folder).await.unwrap();
+    host.volume.mount_volume(&alias, &folder).await.unwrap();
+    assert_eq!(
+        *host.mounts.log.lock().unwrap(),
+        [format!("mount {DATA_ALIAS} at {folder}")]
+    );
+    let found = host.volume.get_volume_id_from_target_path(&folder).await;
+    assert_eq!(found.unwrap(), data, "the folder answers the unique name");
+    host.volume.unmount_volume(&data, &folder).await.unwrap();
+    std::fs::remove_dir_all(root.as_str()).unwrap();
 }
 
 #[tokio::test]
