@@ -47,6 +47,12 @@ fn recorded_disk() -> WmiObject {
         ("Size", text(&SIZE.to_string())),
         ("IsOffline", WmiValue::Bool(true)),
         ("PartitionStyle", WmiValue::UInt(0)),
+        // Offline (4), as a `uint16[]`; no unique ID: null.
+        (
+            "OperationalStatus",
+            WmiValue::Array(vec![WmiValue::UInt(4)]),
+        ),
+        ("UniqueId", WmiValue::Null),
         (PATH, text(&path(DISK, "3"))),
     ])
 }
@@ -281,8 +287,9 @@ async fn what_wmi_does_not_say_is_an_error_not_a_guess() {
         DISK,
         object([
             ("Number", WmiValue::UInt(4)),
+            // What WMI gives for a value the provider does not know: null.
             ("IsOffline", WmiValue::Null),
-            ("Size", text("")),
+            ("Size", WmiValue::Null),
             (PATH, text(&path(DISK, "4"))),
         ]),
     ));

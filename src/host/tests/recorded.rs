@@ -37,9 +37,110 @@ enum Cim {
     UInt32,
     /// Given as decimal text, as WMI maps it.
     UInt64,
+    /// `uint16[]`: an array of numbers.
+    UInt16Array,
+    /// `string[]`.
+    TextArray,
 }
 
-use Cim::{Boolean, String as Text, UInt16, UInt32, UInt64};
+use Cim::{Boolean, String as Text, TextArray, UInt16, UInt16Array, UInt32, UInt64};
+
+/// The properties the groups read, typed as Microsoft documents each
+/// class: a recorded object must hold them as WMI gives them (a `uint64`
+/// as decimal text, a `uint16[]` as an array, a missing value as null), so
+/// that no test passes on a kinder shape than Windows'.
+const PROPERTIES: &[(&str, Declared)] = &[
+    (
+        "MSFT_Disk",
+        &[
+            ("Number", UInt32),
+            ("Location", Text),
+            ("Path", Text),
+            ("SerialNumber", Text),
+            ("UniqueId", Text),
+            ("Size", UInt64),
+            ("AllocatedSize", UInt64),
+            ("IsOffline", Boolean),
+            ("IsReadOnly", Boolean),
+            ("PartitionStyle", UInt16),
+            ("OperationalStatus", UInt16Array),
+        ],
+    ),
+    (
+        "MSFT_Partition",
+        &[
+            ("DiskNumber", UInt32),
+            ("PartitionNumber", UInt32),
+            ("Size", UInt64),
+            ("Offset", UInt64),
+            ("DriveLetter", UInt16),
+            ("GptType", Text),
+            ("AccessPaths", TextArray),
+            ("IsOffline", Boolean),
+        ],
+    ),
+    (
+        "MSFT_Volume",
+        &[
+            ("UniqueId", Text),
+            ("FileSystemType", UInt16),
+            ("FileSystem", Text),
+            ("Size", UInt64),
+            ("SizeRemaining", UInt64),
+            ("DriveLetter", UInt16),
+            ("OperationalStatus", UInt16Array),
+        ],
+    ),
+    (
+        "MSFT_iSCSITargetPortal",
+        &[
+            ("TargetPortalAddress", Text),
+            ("TargetPortalPortNumber", UInt16),
+            ("IsHeaderDigest", Boolean),
+            ("IsDataDigest", Boolean),
+        ],
+    ),
+    (
+        "MSFT_iSCSITarget",
+        &[
+            ("NodeAddress", Text),
+            ("IsConnected", Boolean),
+            ("IsDiscovered", Boolean),
+        ],
+    ),
+    (
+        "MSFT_iSCSISession",
+        &[
+            ("SessionIdentifier", Text),
+            ("IsPersistent", Boolean),
+            ("IsConnected", Boolean),
+        ],
+    ),
+    ("MSFT_iSCSIConnection", &[("ConnectionIdentifier", Text)]),
+    (
+        "MSFT_SmbGlobalMapping",
+        &[
+            ("RemotePath", Text),
+            ("LocalPath", Text),
+            ("Status", UInt32),
+        ],
+    ),
+];
+
+/// Panics, naming it, at a property of `object` that is not typed as
+/// `class` declares it: a defect of the test that recorded it.
+fn check_recorded(class: &str, object: &WmiObject) {
+    let declared = PROPERTIES.iter().find(|(c, _)| *c == class);
+    for (name, value) in object {
+        let cim = declared.and_then(|(_, props)| props.iter().find(|(n, _)| n == name));
+        if let Some((_, cim)) = cim {
+            assert!(
+                is_of(value, *cim),
+                "recorded {class}.{name} is {value:?}: WMI gives a {cim:?} otherwise"
+            );
+        }
+    }
+}
 
 /// A method's input parameters and their types.
 type Declared = &'static [(&'static str, Cim)];
@@ -170,6 +271,9 @@ fn is_of(value: &WmiValue, cim: Cim) -> bool {
         (UInt32, _) => fits(u32::MAX.into()),
         (UInt64, WmiValue::String(text)) => text.parse::<u64>().is_ok(),
         (UInt64, _) => false,
+        (UInt16Array, WmiValue::Array(items)) => items.iter().all(|i| is_of(i, UInt16)),
+        (TextArray, WmiValue::Array(items)) => items.iter().all(|i| is_of(i, Text)),
+        (UInt16Array | TextArray, _) => false,
     }
 }
 
@@ -210,8 +314,10 @@ pub(crate) struct Store {
 }
 
 impl Store {
-    /// Records `object` as an instance of `class`.
+    /// Records `object` as an instance of `class`; it must be typed as
+    /// WMI gives the class's objects.
     pub fn add(&mut self, class: &str, object: WmiObject) {
+        check_recorded(class, &object);
         self.objects
             .entry(class.to_owned())
             .or_default()
@@ -534,4 +640,31 @@ fn the_stand_in_reads_the_queries_the_groups_write() {
         class: "R".to_owned(),
     };
     assert_eq!(parse(associators), Some(expected));
+}
+
+#[test]
+#[should_panic(expected = "recorded MSFT_Volume.Size is UInt(1024)")]
+fn an_object_typed_more_kindly_than_wmi_gives_it_is_refused() {
+    // A `uint64` as a number: WMI gives it as text.
+    let kind = object([("Size", WmiValue::UInt(1024))]);
+    Store::default().add("MSFT_Volume", kind);
+}
+
+#[test]
+fn parameters_are_held_to_their_declared_types() {
+    let class = "MSFT_Partition";
+    let sized = |size| vec![("Size", size)];
+    assert!(check_params(class, "Resize", &sized(WmiValue::uint64(1 << 30))).is_ok());
+    for (params, code) in [
+        (sized(WmiValue::UInt(1 << 30)), WBEM_E_TYPE_MISMATCH),
+        (
+            vec![("Bytes", WmiValue::uint64(1))],
+            WBEM_E_INVALID_PARAMETER,
+        ),
+    ] {
+        let refused = check_params(class, "Resize", &params).unwrap_err();
+        assert_eq!(refused.hresult, Some(code), "{params:?}");
+    }
+    let unknown = check_params(class, "Shrink", &[]).unwrap_err();
+    assert_eq!(unknown.hresult, Some(WBEM_E_INVALID_METHOD));
 }

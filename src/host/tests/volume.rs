@@ -39,7 +39,8 @@ fn path(class: &str, key: &str) -> String {
     instance_path(STORAGE, class, "ObjectId", key)
 }
 
-/// A volume as WMI gives it: sizes as text, as `uint64`s come.
+/// A volume as WMI gives it: sizes as text, as `uint64`s come, its status
+/// as a `uint16[]`, and no drive letter as null.
 fn volume(id: &str, key: &str, size: u64, file_system: u64) -> WmiObject {
     let remaining = if file_system == 0 {
         0
@@ -51,6 +52,11 @@ fn volume(id: &str, key: &str, size: u64, file_system: u64) -> WmiObject {
         ("FileSystemType", WmiValue::UInt(file_system)),
         ("Size", text(&size.to_string())),
         ("SizeRemaining", text(&remaining.to_string())),
+        (
+            "OperationalStatus",
+            WmiValue::Array(vec![WmiValue::UInt(2)]),
+        ),
+        ("DriveLetter", WmiValue::Null),
         (PATH, text(&path(VOLUME, key))),
     ])
 }
