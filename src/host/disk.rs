@@ -10,9 +10,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::devices::{page83_of, Devices};
-use super::in_flight::{InFlight, LIMIT_PER_GROUP};
 use super::on_host::io_error;
-use super::wmi::{on_wmi, string, uint64, unsigned, Requests, Wmi, WmiObject, WmiValue, STORAGE};
+use super::wmi::{string, uint64, unsigned, Requests, Wmi, WmiGroup, WmiObject, WmiValue, STORAGE};
 use crate::api::{DiskApi, DiskIds, DiskLocation};
 use crate::capability::Operation as Op;
 use crate::error::Result;
@@ -36,18 +35,16 @@ const ACCESS_PATH_IN_USE: u64 = 42002;
 
 /// The disk group, served by the host.
 pub(crate) struct HostDisk {
-    wmi: Arc<dyn Wmi>,
+    wmi: WmiGroup,
     devices: Arc<dyn Devices>,
-    in_flight: Arc<InFlight>,
 }
 
 impl HostDisk {
     /// The group over `wmi`, asking the disks through `devices`.
     pub fn new(wmi: Arc<dyn Wmi>, devices: Arc<dyn Devices>) -> Self {
         Self {
-            wmi,
+            wmi: WmiGroup::new(wmi, ApiGroup::Disk, STORAGE),
             devices,
-            in_flight: InFlight::new(ApiGroup::Disk, LIMIT_PER_GROUP),
         }
     }
 
@@ -60,20 +57,14 @@ impl HostDisk {
     {
         let devices = self.devices.clone();
         let object = object.map_or_else(String::new, |n| format!("disk {n}"));
-        on_wmi(
-            &self.in_flight,
-            op,
-            object,
-            STORAGE,
-            &self.wmi,
-            move |wmi| {
+        self.wmi
+            .run(op, object, move |wmi| {
                 work(&Storage {
                     wmi,
                     devices: &*devices,
                 })
-            },
-        )
-        .await
+            })
+            .await
     }
 }
 

@@ -8,10 +8,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::disk::DISK;
-use super::in_flight::{InFlight, LIMIT_PER_GROUP};
 use super::on_host::host_error;
 use super::wmi::{
-    on_wmi, string, unsigned, wql_string, Requests, Wmi, WmiObject, WmiValue, STORAGE,
+    string, unsigned, wql_string, Requests, Wmi, WmiGroup, WmiObject, WmiValue, STORAGE,
 };
 use crate::api::{check_name, IscsiApi, IscsiAuth, Secret, TargetPortal};
 use crate::capability::Operation as Op;
@@ -29,16 +28,14 @@ pub(super) const TO_DISK: &str = "MSFT_iSCSIConnectionToDisk";
 
 /// The iSCSI group, served by the host.
 pub(crate) struct HostIscsi {
-    wmi: Arc<dyn Wmi>,
-    in_flight: Arc<InFlight>,
+    wmi: WmiGroup,
 }
 
 impl HostIscsi {
     /// The group over `wmi`.
     pub fn new(wmi: Arc<dyn Wmi>) -> Self {
         Self {
-            wmi,
-            in_flight: InFlight::new(ApiGroup::Iscsi, LIMIT_PER_GROUP),
+            wmi: WmiGroup::new(wmi, ApiGroup::Iscsi, STORAGE),
         }
     }
 
@@ -49,11 +46,9 @@ impl HostIscsi {
         T: Send + 'static,
         F: FnOnce(&Initiator<'_>) -> Result<T> + Send + 'static,
     {
-        let in_flight = &self.in_flight;
-        on_wmi(in_flight, op, object, STORAGE, &self.wmi, |wmi| {
-            work(&Initiator { wmi })
-        })
-        .await
+        self.wmi
+            .run(op, object, |wmi| work(&Initiator { wmi }))
+            .await
     }
 }
 

@@ -8,10 +8,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::in_flight::{InFlight, LIMIT_PER_GROUP};
 use super::links::{Entry, Links};
 use super::on_host::{host_error, io_error};
-use super::wmi::{on_wmi, unsigned, wql_string, Requests, Wmi, WmiObject, WmiValue};
+use super::wmi::{unsigned, wql_string, Requests, Wmi, WmiGroup, WmiObject, WmiValue};
 use crate::api::{share_root, SmbApi, SmbMapping, SmbRemotePath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
@@ -36,11 +35,10 @@ pub(crate) type Reachable = dyn Fn(&Path) -> bool + Send + Sync;
 
 /// The SMB group, served by the host.
 pub(crate) struct HostSmb {
-    wmi: Arc<dyn Wmi>,
+    wmi: WmiGroup,
     links: Arc<dyn Links>,
     working_dirs: Arc<[String]>,
     reachable: Arc<Reachable>,
-    in_flight: Arc<InFlight>,
 }
 
 impl HostSmb {
@@ -53,11 +51,10 @@ impl HostSmb {
         reachable: Arc<Reachable>,
     ) -> Self {
         Self {
-            wmi,
+            wmi: WmiGroup::new(wmi, ApiGroup::Smb, NAMESPACE),
             links,
             working_dirs: working_dirs.into(),
             reachable,
-            in_flight: InFlight::new(ApiGroup::Smb, LIMIT_PER_GROUP),
         }
     }
 }
@@ -154,14 +151,8 @@ impl SmbApi for HostSmb {
         let mapping = mapping.clone();
         let root = root_of(op, &mapping.remote_path)?;
         let (links, reachable) = (self.links.clone(), self.reachable.clone());
-        let object = root.clone();
-        on_wmi(
-            &self.in_flight,
-            op,
-            object,
-            NAMESPACE,
-            &self.wmi,
-            move |wmi| {
+        self.wmi
+            .run(op, root.clone(), move |wmi| {
                 let remote = mapping.remote_path.as_str();
                 let existing = find_mapping(&wmi, &root)?;
                 let kept = existing
@@ -186,9 +177,8 @@ impl SmbApi for HostSmb {
                 links
                     .create_dir_link(Path::new(&target), link)
                     .map_err(|e| io_error(op, format!("creating link {local} to {target}"), e))
-            },
-        )
-        .await
+            })
+            .await
     }
 
     /// Removes the mapping of the share that holds `remote_path`; its
@@ -196,19 +186,14 @@ impl SmbApi for HostSmb {
     async fn remove_smb_global_mapping(&self, remote_path: &SmbRemotePath) -> Result<()> {
         let op = Op::RemoveSmbGlobalMapping;
         let root = root_of(op, remote_path)?;
-        let object = root.clone();
-        on_wmi(
-            &self.in_flight,
-            op,
-            object,
-            NAMESPACE,
-            &self.wmi,
-            move |wmi| match find_mapping(&wmi, &root)? {
-                Some(mapping) => remove(&wmi, &mapping),
-                None => Err(wmi.error(format!("{root}: no global mapping exists"))),
-            },
-        )
-        .await
+        self.wmi
+            .run(op, root.clone(), move |wmi| {
+                match find_mapping(&wmi, &root)? {
+                    Some(mapping) => remove(&wmi, &mapping),
+                    None => Err(wmi.error(format!("{root}: no global mapping exists"))),
+                }
+            })
+            .await
     }
 }
 

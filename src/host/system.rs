@@ -16,9 +16,8 @@ use windows::Win32::System::Services::{
     SERVICE_STOP, SERVICE_STOPPED, SERVICE_STOP_PENDING,
 };
 
-use super::in_flight::{InFlight, LIMIT_PER_GROUP};
 use super::on_host::{host_error, on_host, win32_code, windows_error};
-use super::wmi::{on_wmi, Wmi, WmiObject, WmiValue};
+use super::wmi::{Wmi, WmiGroup, WmiObject, WmiValue};
 use crate::api::{check_name, ServiceInfo, ServiceStatus, StartType, SystemApi};
 use crate::capability::Operation as Op;
 use crate::error::Result;
@@ -38,16 +37,14 @@ const ERROR_SERVICE_CANNOT_ACCEPT_CTRL: i32 = 1061;
 
 /// The system group, served by the host.
 pub(crate) struct HostSystem {
-    wmi: Arc<dyn Wmi>,
-    in_flight: Arc<InFlight>,
+    wmi: WmiGroup,
 }
 
 impl HostSystem {
     /// The group, with the BIOS read through `wmi`.
     pub fn new(wmi: Arc<dyn Wmi>) -> Self {
         Self {
-            wmi,
-            in_flight: InFlight::new(ApiGroup::System, LIMIT_PER_GROUP),
+            wmi: WmiGroup::new(wmi, ApiGroup::System, r"ROOT\CIMV2"),
         }
     }
 }
@@ -57,11 +54,11 @@ impl HostSystem {
 impl SystemApi for HostSystem {
     async fn get_bios_serial_number(&self) -> Result<String> {
         let op = Op::GetBiosSerialNumber;
-        let in_flight = &self.in_flight;
-        on_wmi(in_flight, op, "", r"ROOT\CIMV2", &self.wmi, |wmi| {
-            serial_number(wmi.query("SELECT SerialNumber FROM Win32_BIOS")?)
-        })
-        .await
+        self.wmi
+            .run(op, "", |wmi| {
+                serial_number(wmi.query("SELECT SerialNumber FROM Win32_BIOS")?)
+            })
+            .await
     }
 
     /// Waits until it runs; a running service is left as it is.
@@ -69,7 +66,7 @@ impl SystemApi for HostSystem {
         let op = Op::StartService;
         check_name("service name", name)?;
         let name = name.to_owned();
-        on_host(&self.in_flight, op, name.clone(), move || {
+        on_host(self.wmi.in_flight(), op, name.clone(), move || {
             let service = Service::open(op, &name, SERVICE_START | SERVICE_QUERY_STATUS)?;
             // SAFETY: a handle open for SERVICE_START, no arguments.
             match unsafe { StartServiceW(service.handle, None) } {
@@ -87,7 +84,7 @@ impl SystemApi for HostSystem {
         let op = Op::StopService;
         check_name("service name", name)?;
         let name = name.to_owned();
-        on_host(&self.in_flight, op, name.clone(), move || {
+        on_host(self.wmi.in_flight(), op, name.clone(), move || {
             let access = SERVICE_STOP | SERVICE_QUERY_STATUS | SERVICE_ENUMERATE_DEPENDENTS;
             let service = Service::open(op, &name, access)?;
             if force {
@@ -104,7 +101,7 @@ impl SystemApi for HostSystem {
         let op = Op::GetService;
         check_name("service name", name)?;
         let name = name.to_owned();
-        on_host(&self.in_flight, op, name.clone(), move || {
+        on_host(self.wmi.in_flight(), op, name.clone(), move || {
             let service = Service::open(op, &name, SERVICE_QUERY_CONFIG | SERVICE_QUERY_STATUS)?;
             let (display_name, start_type) = service.config(op)?;
             Ok(ServiceInfo {

@@ -9,12 +9,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::disk::{DISK, PARTITION};
-use super::in_flight::{InFlight, LIMIT_PER_GROUP};
 use super::links::{Entry, Links};
 use super::mounts::Mounts;
 use super::on_host::io_error;
 use super::wmi::{
-    on_wmi, string, uint64, unsigned, wql_string, Requests, Wmi, WmiObject, WmiValue, STORAGE,
+    string, uint64, unsigned, wql_string, Requests, Wmi, WmiGroup, WmiObject, WmiValue, STORAGE,
 };
 use crate::api::{VolumeApi, VolumeId, VolumeStats, WindowsPath};
 use crate::capability::Operation as Op;
@@ -35,10 +34,9 @@ const MAX_LINKS: usize = 63;
 
 /// The volume group, served by the host.
 pub(crate) struct HostVolume {
-    wmi: Arc<dyn Wmi>,
+    wmi: WmiGroup,
     mounts: Arc<dyn Mounts>,
     links: Arc<dyn Links>,
-    in_flight: Arc<InFlight>,
 }
 
 impl HostVolume {
@@ -46,10 +44,9 @@ impl HostVolume {
     /// (for the closest volume of a path) through `links`.
     pub fn new(wmi: Arc<dyn Wmi>, mounts: Arc<dyn Mounts>, links: Arc<dyn Links>) -> Self {
         Self {
-            wmi,
+            wmi: WmiGroup::new(wmi, ApiGroup::Volume, STORAGE),
             mounts,
             links,
-            in_flight: InFlight::new(ApiGroup::Volume, LIMIT_PER_GROUP),
         }
     }
 
@@ -61,21 +58,15 @@ impl HostVolume {
         F: FnOnce(&Volumes<'_>) -> Result<T> + Send + 'static,
     {
         let (mounts, links) = (self.mounts.clone(), self.links.clone());
-        on_wmi(
-            &self.in_flight,
-            op,
-            object,
-            STORAGE,
-            &self.wmi,
-            move |wmi| {
+        self.wmi
+            .run(op, object, move |wmi| {
                 work(&Volumes {
                     wmi,
                     mounts: &*mounts,
                     links: &*links,
                 })
-            },
-        )
-        .await
+            })
+            .await
     }
 }
 

@@ -14,10 +14,11 @@ use windows::core::BSTR;
 use windows::Win32::System::Wmi::{IWbemContext, WBEM_GENERIC_FLAG_TYPE};
 use wmi::{IWbemClassWrapper, Variant, WMIConnection, WMIError};
 
-use super::in_flight::InFlight;
+use super::in_flight::{InFlight, LIMIT_PER_GROUP};
 use super::on_host::{host_error, on_host};
 use crate::capability::Operation;
 use crate::error::{Error, Result};
+use crate::group::ApiGroup;
 
 /// A WMI object: its properties by name. Objects a query returns also
 /// carry their path, as `__PATH`, for instance methods.
@@ -340,29 +341,53 @@ fn properties(object: &IWbemClassWrapper) -> std::result::Result<WmiObject, WmiF
     Ok(properties)
 }
 
-/// Runs `work` for `op` on `object` on a blocking thread (see `on_host`),
-/// with its requests to `wmi` in `namespace`.
-pub(crate) async fn on_wmi<T, F>(
-    in_flight: &Arc<InFlight>,
-    op: Operation,
-    object: impl std::fmt::Display,
+/// A group's way to WMI: the namespace it asks in, and its host calls in
+/// flight (bounded, see [`InFlight`]).
+pub(crate) struct WmiGroup {
+    wmi: Arc<dyn Wmi>,
     namespace: &'static str,
-    wmi: &Arc<dyn Wmi>,
-    work: F,
-) -> Result<T>
-where
-    T: Send + 'static,
-    F: FnOnce(Requests<'_>) -> Result<T> + Send + 'static,
-{
-    let wmi = wmi.clone();
-    on_host(in_flight, op, object, move || {
-        work(Requests {
-            wmi: &*wmi,
+    in_flight: Arc<InFlight>,
+}
+
+impl WmiGroup {
+    /// `group`'s requests to `wmi`, in `namespace`.
+    pub fn new(wmi: Arc<dyn Wmi>, group: ApiGroup, namespace: &'static str) -> Self {
+        Self {
+            wmi,
             namespace,
-            op,
+            in_flight: InFlight::new(group, LIMIT_PER_GROUP),
+        }
+    }
+
+    /// The group's host calls in flight, which its calls that are not
+    /// WMI's count in too.
+    pub fn in_flight(&self) -> &Arc<InFlight> {
+        &self.in_flight
+    }
+
+    /// Runs `work` for `op` on `object` (a disk, a volume, a share...;
+    /// empty for the whole group) on a blocking thread (see `on_host`),
+    /// with its requests.
+    pub async fn run<T, F>(
+        &self,
+        op: Operation,
+        object: impl std::fmt::Display,
+        work: F,
+    ) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(Requests<'_>) -> Result<T> + Send + 'static,
+    {
+        let (wmi, namespace) = (self.wmi.clone(), self.namespace);
+        on_host(&self.in_flight, op, object, move || {
+            work(Requests {
+                wmi: &*wmi,
+                namespace,
+                op,
+            })
         })
-    })
-    .await
+        .await
+    }
 }
 
 /// One operation's requests to WMI in one namespace: their failures are
