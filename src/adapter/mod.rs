@@ -16,6 +16,10 @@ mod disk;
 mod filesystem;
 mod iscsi;
 mod redact;
+
+/// Also for the host backend: a provider may echo what it was sent.
+#[cfg(all(windows, feature = "host-process"))]
+pub(crate) use redact::redact;
 mod smb;
 pub(crate) mod system;
 mod volume;

@@ -2,6 +2,7 @@
 //! each group whichever is there.
 
 use super::Backends;
+use crate::client::health::GroupStatus;
 
 /// What serves the groups of a [`CsiProxy`](crate::CsiProxy); see
 /// [`CsiProxyBuilder::backend`](crate::CsiProxyBuilder::backend). A driver
@@ -61,15 +62,19 @@ pub(super) fn host_backends(_working_dirs: &[String]) -> Option<Backends> {
 }
 
 /// The host calls of `group` whose callers stopped waiting and that still
-/// run, in this process: how many, and since when.
+/// run, in this process, as the health report says it.
 #[cfg(all(windows, feature = "host-process"))]
-pub(crate) fn host_calls_stuck(group: crate::ApiGroup) -> Option<(usize, std::time::SystemTime)> {
-    crate::host::stuck(group).map(|s| (s.calls, s.since))
+pub(crate) fn host_calls_stuck(group: crate::ApiGroup) -> Option<GroupStatus> {
+    crate::host::stuck(group).map(|s| GroupStatus::Stuck {
+        calls: s.calls,
+        since: s.since,
+        limit: s.limit,
+    })
 }
 
 /// No host backend in this build: nothing stuck.
 #[cfg(not(all(windows, feature = "host-process")))]
-pub(crate) fn host_calls_stuck(_group: crate::ApiGroup) -> Option<(usize, std::time::SystemTime)> {
+pub(crate) fn host_calls_stuck(_group: crate::ApiGroup) -> Option<GroupStatus> {
     None
 }
 

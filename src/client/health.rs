@@ -87,16 +87,21 @@ pub enum GroupStatus {
     /// Served by the host ([`ServedBy::Host`]), but host calls whose
     /// callers stopped waiting still run: a Windows provider (WMI's storage
     /// or SMB provider, typically, on a disk or target that does not
-    /// answer) keeps them. New calls still run, up to the backend's limit
-    /// per group, beyond which they fail at once with
-    /// [`Error::HostBusy`]; a call like a stuck one, on the same object,
-    /// fails with [`Error::InProgress`] until the stuck one ends. Restarting
-    /// the process is the only way to end them sooner.
+    /// answer) keeps them, or the work is only slow (a format the caller
+    /// gave up on). New calls still run, up to the backend's limit per
+    /// group, beyond which they fail at once with [`Error::HostBusy`]; a
+    /// call like a stuck one, on the same object, fails with
+    /// [`Error::InProgress`] until the stuck one ends. Only the process's
+    /// end stops them sooner.
     Stuck {
         /// The host calls stuck.
         calls: usize,
         /// When the oldest of them started.
         since: SystemTime,
+        /// The most calls the group runs at once: with as many stuck,
+        /// every new call fails until the process restarts, and the group
+        /// is not ready ([`Health::is_ready`]).
+        limit: usize,
     },
 }
 
@@ -111,13 +116,17 @@ impl Health {
         self.groups.iter().find(|g| g.group == group)
     }
 
-    /// Whether every group in `groups` is served now and none has stuck
-    /// host calls: what a node plugin's CSI `Probe` answers as `ready`,
-    /// with the groups it cannot work without.
+    /// Whether every group in `groups` is served now and can take calls:
+    /// not a host group whose stuck calls fill its limit (each new call
+    /// fails then, until the process restarts; a few stuck calls leave it
+    /// ready). What a node plugin's CSI `Probe` answers as `ready`, with
+    /// the groups it cannot work without.
     pub fn is_ready(&self, groups: &[ApiGroup]) -> bool {
         groups.iter().all(|&g| {
-            self.group(g)
-                .is_some_and(|g| g.is_served() && !g.is_stuck())
+            self.group(g).is_some_and(|g| match g.status {
+                GroupStatus::Stuck { calls, limit, .. } => calls < limit,
+                _ => g.is_served(),
+            })
         })
     }
 }
@@ -149,10 +158,14 @@ impl fmt::Display for Health {
                         version.map_or_else(|| g.served_by.to_string(), |v| v.to_string());
                     writeln!(f, "served {version} for {} s", ago(since))?;
                 }
-                GroupStatus::Stuck { calls, since } => {
+                GroupStatus::Stuck {
+                    calls,
+                    since,
+                    limit,
+                } => {
                     writeln!(
                         f,
-                        "served host, {calls} host calls stuck for {} s",
+                        "served host, {calls} host calls stuck for {} s (at most {limit} run)",
                         ago(since)
                     )?;
                 }

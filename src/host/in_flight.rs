@@ -18,9 +18,10 @@ use crate::capability::Operation;
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
 
-/// The most host calls of one group that run at once. Well above what a
-/// node's kubelet asks at a time, and far below tokio's blocking pool (512
-/// threads), so that stuck calls of every group cannot fill it.
+/// The most host calls of one group that run at once, per client. Well
+/// above what a node's kubelet asks at a time, and far below tokio's
+/// blocking pool (512 threads), so that the stuck calls of every group of
+/// a client (a process normally has one) cannot fill it.
 pub(crate) const LIMIT_PER_GROUP: usize = 16;
 
 /// One group's host calls in flight.
@@ -53,6 +54,9 @@ pub(crate) struct Stuck {
     pub calls: usize,
     /// When the oldest of them started.
     pub since: SystemTime,
+    /// The most calls the group runs at once: stuck calls as many as
+    /// that leave no room for any other, until the process ends.
+    pub limit: usize,
 }
 
 impl InFlight {
@@ -126,10 +130,12 @@ impl InFlight {
                 None => Stuck {
                     calls: 1,
                     since: call.started,
+                    limit: self.limit,
                 },
                 Some(s) => Stuck {
                     calls: s.calls + 1,
                     since: s.since.min(call.started),
+                    ..s
                 },
             })
         })
@@ -173,7 +179,8 @@ fn registry() -> std::sync::MutexGuard<'static, Vec<Weak<InFlight>>> {
     registry
 }
 
-/// The stuck host calls of `group` in this process, over every client.
+/// The stuck host calls of `group` in this process, over every client
+/// (each has its own limit: the smallest is reported).
 pub(crate) fn stuck(group: ApiGroup) -> Option<Stuck> {
     let groups: Vec<Arc<InFlight>> = registry().iter().filter_map(Weak::upgrade).collect();
     groups
@@ -183,6 +190,7 @@ pub(crate) fn stuck(group: ApiGroup) -> Option<Stuck> {
         .reduce(|a, b| Stuck {
             calls: a.calls + b.calls,
             since: a.since.min(b.since),
+            limit: a.limit.min(b.limit),
         })
 }
 

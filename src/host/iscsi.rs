@@ -12,6 +12,7 @@ use super::on_host::host_error;
 use super::wmi::{
     string, unsigned, wql_string, Requests, Wmi, WmiGroup, WmiObject, WmiValue, STORAGE,
 };
+use crate::adapter::redact;
 use crate::api::{check_name, IscsiApi, IscsiAuth, Secret, TargetPortal};
 use crate::capability::Operation as Op;
 use crate::error::Result;
@@ -215,6 +216,13 @@ impl IscsiApi for HostIscsi {
         check_name("target IQN", iqn)?;
         auth.validate()?;
         let (portal, iqn, auth) = (portal.clone(), iqn.to_owned(), auth.clone());
+        // The provider's words join errors, and may echo the secret.
+        let secret = match &auth {
+            IscsiAuth::OneWayChap { secret, .. } | IscsiAuth::MutualChap { secret, .. } => {
+                secret.clone()
+            }
+            _ => Secret::new(""),
+        };
         self.run(Op::ConnectTarget, target_name(&portal, &iqn), move |host| {
             let target = host.target(&portal, &iqn)?;
             if target.get("IsConnected") == Some(&WmiValue::Bool(true)) {
@@ -226,6 +234,7 @@ impl IscsiApi for HostIscsi {
             host.wmi.call(TARGET, TARGET, "Connect", params)
         })
         .await
+        .map_err(|e| redact(e, &secret))
     }
 
     /// Ends every session with the target, persistent ones unregistered
@@ -310,12 +319,13 @@ impl IscsiApi for HostIscsi {
     }
 
     async fn set_mutual_chap_secret(&self, secret: &Secret) -> Result<()> {
-        let secret = secret.expose().to_owned();
+        let sent = secret.expose().to_owned();
         self.run(Op::SetMutualChapSecret, String::new(), move |host| {
-            let params = vec![("ChapSecret", WmiValue::String(secret))];
+            let params = vec![("ChapSecret", WmiValue::String(sent))];
             host.wmi.call(SESSION, SESSION, "SetCHAPSecret", params)
         })
         .await
+        .map_err(|e| redact(e, secret))
     }
 }
 /// A portal, as the calls on it are told apart.

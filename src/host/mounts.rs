@@ -69,8 +69,21 @@ fn reparse_tag(path: &str) -> io::Result<u32> {
 fn leads_to_a_volume(target: &Path) -> bool {
     let target = target.to_string_lossy();
     let prefix = r"\\?\Volume{";
-    target.len() > prefix.len()
-        && (target.get(..prefix.len())).is_some_and(|start| start.eq_ignore_ascii_case(prefix))
+    let Some(rest) = (target.get(prefix.len()..))
+        .filter(|_| target[..prefix.len()].eq_ignore_ascii_case(prefix))
+    else {
+        return false;
+    };
+    // The volume's root, `{guid}\` and nothing after: a junction may lead
+    // to a folder of a volume by its GUID name.
+    match rest.split_once('}') {
+        Some((guid, root)) => {
+            guid.len() == 36
+                && guid.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+                && matches!(root, "" | "\\")
+        }
+        None => false,
+    }
 }
 
 /// The unique volume name `GetVolumeNameForVolumeMountPointW` gives for
@@ -137,7 +150,13 @@ mod tests {
         let volume = r"\\?\Volume{3a1c2b4d-0000-4000-8000-000000000003}\";
         assert!(leads_to_a_volume(Path::new(volume)));
         assert!(leads_to_a_volume(Path::new(&volume.to_lowercase())));
-        for junction in [r"\\?\C:\var\lib\kubelet\x", r"C:\data", r"\\?\Volume{"] {
+        let into_a_volume = r"\\?\Volume{3a1c2b4d-0000-4000-8000-000000000003}\data";
+        for junction in [
+            r"\\?\C:\var\lib\kubelet\x",
+            r"C:\data",
+            r"\\?\Volume{",
+            into_a_volume,
+        ] {
             assert!(!leads_to_a_volume(Path::new(junction)), "{junction}");
         }
     }

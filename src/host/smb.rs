@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use super::links::{Entry, Links};
 use super::on_host::{host_error, io_error};
 use super::wmi::{unsigned, wql_string, Requests, Wmi, WmiGroup, WmiObject, WmiValue};
+use crate::adapter::redact;
 use crate::api::{share_root, SmbApi, SmbMapping, SmbRemotePath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
@@ -151,6 +152,8 @@ impl SmbApi for HostSmb {
         let mapping = mapping.clone();
         let root = root_of(op, &mapping.remote_path)?;
         let (links, reachable) = (self.links.clone(), self.reachable.clone());
+        // The provider's words join errors, and may echo the credential.
+        let password = mapping.password.clone();
         self.wmi
             .run(op, root.clone(), move |wmi| {
                 let remote = mapping.remote_path.as_str();
@@ -179,6 +182,7 @@ impl SmbApi for HostSmb {
                     .map_err(|e| io_error(op, format!("creating link {local} to {target}"), e))
             })
             .await
+            .map_err(|e| redact(e, &password))
     }
 
     /// Removes the mapping of the share that holds `remote_path`; its

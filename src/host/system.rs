@@ -213,7 +213,12 @@ impl Service {
                 Some(SERVICE_STOPPED) => return self.wait_for(op, SERVICE_STOPPED),
                 Some(SERVICE_RUNNING) if !waited_for_start => {
                     waited_for_start = true;
-                    self.wait_for(op, SERVICE_RUNNING)?;
+                    // A start that fails ends stopped: the stop's goal.
+                    if self.wait_for_any(op, &[SERVICE_RUNNING, SERVICE_STOPPED])?
+                        == SERVICE_STOPPED
+                    {
+                        return Ok(());
+                    }
                 }
                 _ => return Err(windows_error(op, &self.name, refused)),
             }
@@ -222,20 +227,30 @@ impl Service {
 
     /// Waits up to [`SERVICE_WAIT`] for the service to reach `wanted`.
     fn wait_for(&self, op: Op, wanted: SERVICE_STATUS_CURRENT_STATE) -> Result<()> {
+        self.wait_for_any(op, &[wanted]).map(drop)
+    }
+
+    /// Waits up to [`SERVICE_WAIT`] for the service to reach one of
+    /// `wanted`; the one it reached.
+    fn wait_for_any(
+        &self,
+        op: Op,
+        wanted: &[SERVICE_STATUS_CURRENT_STATE],
+    ) -> Result<SERVICE_STATUS_CURRENT_STATE> {
         let started = Instant::now();
         loop {
             let state = self.status(op)?;
-            if state == wanted {
-                return Ok(());
+            if wanted.contains(&state) {
+                return Ok(state);
             }
             if started.elapsed() >= SERVICE_WAIT {
+                let wanted: Vec<_> = wanted.iter().map(|&w| status_of(w)).collect();
                 return Err(host_error(
                     op,
                     format!(
-                        "{}: still {:?} after {SERVICE_WAIT:?}, waiting for {:?}",
+                        "{}: still {:?} after {SERVICE_WAIT:?}, waiting for {wanted:?}",
                         self.name,
                         status_of(state),
-                        status_of(wanted)
                     ),
                     None,
                 ));

@@ -380,7 +380,7 @@ impl VolumeApi for HostVolume {
                     .entry(Path::new(&current))
                     .map_err(|e| io_error(op, &current, e))?;
                 current = match (entry, parent_of(&current)) {
-                    (Entry::Link(target), parent) => {
+                    (Entry::Link(target) | Entry::FileLink(target), parent) => {
                         match link_target(&target.to_string_lossy(), parent) {
                             Followed::Volume(id) => return VolumeId::new(id),
                             Followed::Path(next) => next,

@@ -166,7 +166,8 @@ impl From<WMIError> for WmiFailure {
 /// wraps one. Other kinds (MI result codes) are not Win32 codes.
 fn win32_code_of(object: &WmiObject) -> Option<i32> {
     let code = object.get("error_Code").and_then(unsigned)?;
-    let code = u32::try_from(code).ok()?;
+    // 0 names no error: the HRESULT says more.
+    let code = u32::try_from(code).ok().filter(|&c| c != 0)?;
     match string(object, "error_Type")?.to_ascii_lowercase().as_str() {
         "win32" => Some(code as i32),
         "hresult" if code & 0xFFFF_0000 == 0x8007_0000 => Some((code & 0xFFFF) as i32),
@@ -246,6 +247,7 @@ impl Wmi for OsWmi {
             None => None,
         };
         let services = com::services(namespace).map_err(|e| com::failure(&e))?;
+        com::forget_error_object();
         let mut output = None;
         // SAFETY: live services and input; `output` receives an owned
         // object or stays `None`.
@@ -272,8 +274,8 @@ impl Wmi for OsWmi {
 mod com {
     use windows::core::{Interface, BSTR, PCWSTR};
     use windows::Win32::System::Com::{
-        CoCreateInstance, CoSetProxyBlanket, CLSCTX_INPROC_SERVER, EOAC_NONE,
-        RPC_C_AUTHN_LEVEL_CALL, RPC_C_IMP_LEVEL_IMPERSONATE,
+        CoCreateInstance, CoSetProxyBlanket, IErrorInfo, SetErrorInfo, CLSCTX_INPROC_SERVER,
+        EOAC_NONE, RPC_C_AUTHN_LEVEL_CALL, RPC_C_IMP_LEVEL_IMPERSONATE,
     };
     use windows::Win32::System::Rpc::{RPC_C_AUTHN_WINNT, RPC_C_AUTHZ_NONE};
     use windows::Win32::System::Wmi::{
@@ -282,7 +284,7 @@ mod com {
     };
     use wmi::IWbemClassWrapper;
 
-    use super::{properties, WmiFailure};
+    use super::{WmiFailure, WmiObject};
 
     /// Services of `namespace` on this host, as this process; COM must be
     /// set up on the thread.
@@ -323,11 +325,41 @@ mod com {
         // valid while `error` lives; it is only borrowed here.
         let info = unsafe { windows::core::IUnknown::from_raw_borrowed(&info) };
         let object = info.and_then(|info| info.cast::<IWbemClassObject>().ok());
+        // The system has no text for most WMI codes, and an error object
+        // may carry an empty one: the code is always in the message.
+        let code = error.code();
+        let text = Some(error.message())
+            .filter(|t| !t.trim().is_empty())
+            .unwrap_or_else(|| code.message());
         WmiFailure {
-            hresult: Some(error.code().0),
-            message: error.message(),
-            error_object: object.and_then(|o| properties(&IWbemClassWrapper::new(o)).ok()),
+            hresult: Some(code.0),
+            message: format!("HRESULT {:#010X}: {}", code.0 as u32, text.trim()),
+            error_object: object.map(|o| error_details(&IWbemClassWrapper::new(o))),
         }
+    }
+
+    /// What an error object says of the failure, property by property: one
+    /// that cannot be read does not hide the others.
+    fn error_details(object: &IWbemClassWrapper) -> WmiObject {
+        let names = [
+            "error_Code",
+            "error_Type",
+            "error_WindowsErrorMessage",
+            "Message",
+            "Description",
+        ];
+        let read = names.into_iter().filter_map(|name| {
+            let value = object.get_property(name).ok()?;
+            Some((name.to_owned(), value.into()))
+        });
+        read.collect()
+    }
+
+    /// Forgets any error object an earlier call left on this thread, so
+    /// that the next failure's is its own.
+    pub fn forget_error_object() {
+        // SAFETY: no object: clears the thread's error information.
+        let _ = unsafe { SetErrorInfo(0, None::<&IErrorInfo>) };
     }
 }
 
@@ -638,6 +670,12 @@ mod tests {
         assert_eq!(
             WmiFailure::with_error_object(WBEM_E_FAILED, wrapped).os_code(),
             Some(53)
+        );
+        // 0 names no error: the HRESULT stays.
+        let none = error_object("Win32", 0, "");
+        assert_eq!(
+            WmiFailure::with_error_object(WBEM_E_FAILED, none).os_code(),
+            Some(WBEM_E_FAILED)
         );
         // An MI result code is no Win32 code: the HRESULT stays.
         let mi = error_object("MI", 4, "");

@@ -32,8 +32,10 @@
 //!   `untrusted_server`, `unsupported` (the version in use lacks the
 //!   operation; nothing was sent), `invalid_argument` (rejected before
 //!   sending), `invalid_response`, `not_found`, `permission_denied`,
-//!   `configuration`, `not_implemented`; or `cancelled` (the caller
-//!   stopped waiting: its future was dropped).
+//!   `configuration`, `not_implemented`, `conflict`, `ambiguous`,
+//!   `in_progress`, `host_busy` (the host backend's limit of calls of a
+//!   group); or `cancelled` (the caller stopped waiting: its future was
+//!   dropped).
 //! - `result` of a negotiation: `served`, `not_served` (no endpoint of any
 //!   acceptable version) or `failed` (an endpoint exists but could not be
 //!   used).

@@ -63,10 +63,7 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> AnyLookout for Lookout<
         };
         let status = match status {
             GroupStatus::Served { .. } if self.served_by == ServedBy::Host => {
-                match host_calls_stuck(self.group) {
-                    Some((calls, since)) => GroupStatus::Stuck { calls, since },
-                    None => status,
-                }
+                host_calls_stuck(self.group).unwrap_or(status)
             }
             status => status,
         };

@@ -43,8 +43,8 @@ fn recorded_disk() -> WmiObject {
         ("Path", text(DEVICE_PATH)),
         // As GCE and others give it: padded.
         ("SerialNumber", text("serial-3    ")),
-        // WMI hands a uint64 over as text.
-        ("Size", text(&SIZE.to_string())),
+        // WMI sends a `uint64` as text; the seam reads it by its type.
+        ("Size", WmiValue::UInt(SIZE)),
         ("IsOffline", WmiValue::Bool(true)),
         ("PartitionStyle", WmiValue::UInt(0)),
         // Offline (4), as a `uint16[]`; no unique ID: null.

@@ -150,8 +150,10 @@ fn connect(network: Arc<Network>) -> Method {
             _ => false,
         };
         if !authenticated {
-            let said = "The user name or password is incorrect.";
-            return Err(failed_with_win32(LOGON_FAILURE, said));
+            // A provider that echoes what it was given, as some do.
+            let given = params.get("ChapSecret");
+            let said = format!("The user name or password is incorrect: {given:?}");
+            return Err(failed_with_win32(LOGON_FAILURE, &said));
         }
         let target_path = path(TARGET, iqn);
         let (session, connection, disk) = (

@@ -32,8 +32,9 @@ const WBEM_E_FAILED: i32 = 0x8004_1001_u32 as i32;
 enum Cim {
     Boolean,
     String,
-    /// `uint16`, and `char16`.
     UInt16,
+    /// A character: as a parameter, a number; read, a one-letter string.
+    Char16,
     UInt32,
     /// Given as decimal text, as WMI maps it.
     UInt64,
@@ -43,11 +44,13 @@ enum Cim {
     TextArray,
 }
 
-use Cim::{Boolean, String as Text, TextArray, UInt16, UInt16Array, UInt32, UInt64};
+use Cim::{Boolean, Char16, String as Text, TextArray, UInt16, UInt16Array, UInt32, UInt64};
 
 /// The properties the groups read, typed as Microsoft documents each
-/// class: a recorded object must hold them as WMI gives them (a `uint64`
-/// as decimal text, a `uint16[]` as an array, a missing value as null), so
+/// class: a recorded object must hold them as the backend's seam gives
+/// them (the `wmi` crate reads each by its type: a `uint64`, which WMI
+/// sends as text, as a number; a `char16` as a one-letter string; a
+/// `uint16[]` as an array, empty for none; a missing value as null), so
 /// that no test passes on a kinder shape than Windows'.
 const PROPERTIES: &[(&str, Declared)] = &[
     (
@@ -73,7 +76,7 @@ const PROPERTIES: &[(&str, Declared)] = &[
             ("PartitionNumber", UInt32),
             ("Size", UInt64),
             ("Offset", UInt64),
-            ("DriveLetter", UInt16),
+            ("DriveLetter", Char16),
             ("GptType", Text),
             ("AccessPaths", TextArray),
             ("IsOffline", Boolean),
@@ -87,7 +90,7 @@ const PROPERTIES: &[(&str, Declared)] = &[
             ("FileSystem", Text),
             ("Size", UInt64),
             ("SizeRemaining", UInt64),
-            ("DriveLetter", UInt16),
+            ("DriveLetter", Char16),
             ("OperationalStatus", UInt16Array),
         ],
     ),
@@ -135,8 +138,8 @@ fn check_recorded(class: &str, object: &WmiObject) {
         let cim = declared.and_then(|(_, props)| props.iter().find(|(n, _)| n == name));
         if let Some((_, cim)) = cim {
             assert!(
-                is_of(value, *cim),
-                "recorded {class}.{name} is {value:?}: WMI gives a {cim:?} otherwise"
+                is_read_as(value, *cim),
+                "recorded {class}.{name} is {value:?}: the seam reads a {cim:?} otherwise"
             );
         }
     }
@@ -159,7 +162,7 @@ const PARAMETERS: &[(&str, &str, Declared)] = &[
             ("UseMaximumSize", Boolean),
             ("Offset", UInt64),
             ("Alignment", UInt32),
-            ("DriveLetter", UInt16),
+            ("DriveLetter", Char16),
             ("AssignDriveLetter", Boolean),
             ("MbrType", UInt16),
             ("GptType", Text),
@@ -260,6 +263,24 @@ const PARAMETERS: &[(&str, &str, Declared)] = &[
     ("MSFT_SmbGlobalMapping", "Remove", &[("Force", Boolean)]),
 ];
 
+/// Whether `value` is what the seam gives for a property of type `cim`.
+fn is_read_as(value: &WmiValue, cim: Cim) -> bool {
+    let fits = |max: u64| matches!(value, WmiValue::UInt(v) if *v <= max);
+    match (cim, value) {
+        (UInt16Array, WmiValue::Array(items)) => items.iter().all(|i| is_read_as(i, UInt16)),
+        (TextArray, WmiValue::Array(items)) => items.iter().all(|i| is_read_as(i, Text)),
+        (UInt16Array | TextArray, _) => false,
+        (_, WmiValue::Null) => true,
+        (Boolean, v) => matches!(v, WmiValue::Bool(_)),
+        (Text, v) => matches!(v, WmiValue::String(_)),
+        (Char16, WmiValue::String(c)) => c.chars().count() == 1,
+        (Char16, _) => false,
+        (UInt16, _) => fits(u16::MAX.into()),
+        (UInt32, _) => fits(u32::MAX.into()),
+        (UInt64, _) => fits(u64::MAX),
+    }
+}
+
 /// Whether `value` is what WMI takes for a parameter of type `cim`.
 fn is_of(value: &WmiValue, cim: Cim) -> bool {
     let fits = |max: u64| crate::host::wmi::unsigned(value).is_some_and(|v| v <= max);
@@ -267,7 +288,7 @@ fn is_of(value: &WmiValue, cim: Cim) -> bool {
         (_, WmiValue::Null) => true,
         (Boolean, v) => matches!(v, WmiValue::Bool(_)),
         (Text, v) => matches!(v, WmiValue::String(_)),
-        (UInt16, _) => fits(u16::MAX.into()),
+        (UInt16 | Char16, _) => fits(u16::MAX.into()),
         (UInt32, _) => fits(u32::MAX.into()),
         (UInt64, WmiValue::String(text)) => text.parse::<u64>().is_ok(),
         (UInt64, _) => false,
@@ -496,16 +517,12 @@ fn parse(query: &str) -> Option<Query> {
     })
 }
 
-/// Whether `object` has `value` as `property`: strings compared without
-/// regard to case, as WMI compares them, and a `char16` with its letter.
+/// Whether `object` has `value` as `property`: strings (and a `char16`,
+/// read as a one-letter string) compared without regard to case, as WMI
+/// compares them.
 fn has(object: &WmiObject, property: &str, value: &WmiValue) -> bool {
     match (object.get(property), value) {
         (Some(WmiValue::String(a)), WmiValue::String(b)) => a.eq_ignore_ascii_case(b),
-        // A `char16` (a drive letter) against a one-letter string.
-        (Some(WmiValue::UInt(code)), WmiValue::String(b)) => {
-            let letter = char::from_u32(*code as u32).map(|c| c.to_string());
-            letter.is_some_and(|l| l.eq_ignore_ascii_case(b))
-        }
         (Some(a), b) => {
             crate::host::wmi::unsigned(a).is_some()
                 && crate::host::wmi::unsigned(a) == crate::host::wmi::unsigned(b)
@@ -643,11 +660,18 @@ fn the_stand_in_reads_the_queries_the_groups_write() {
 }
 
 #[test]
-#[should_panic(expected = "recorded MSFT_Volume.Size is UInt(1024)")]
-fn an_object_typed_more_kindly_than_wmi_gives_it_is_refused() {
-    // A `uint64` as a number: WMI gives it as text.
-    let kind = object([("Size", WmiValue::UInt(1024))]);
-    Store::default().add("MSFT_Volume", kind);
+#[should_panic(expected = "recorded MSFT_Volume.Size is String(\"1024\")")]
+fn an_object_typed_otherwise_than_the_seam_reads_it_is_refused() {
+    // A `uint64` as text, as WMI sends it: the seam reads it as a number.
+    let raw = object([("Size", WmiValue::String("1024".into()))]);
+    Store::default().add("MSFT_Volume", raw);
+}
+
+#[test]
+#[should_panic(expected = "recorded MSFT_Disk.OperationalStatus is Null")]
+fn a_null_array_is_refused_as_the_seam_reads_it_empty() {
+    let raw = object([("OperationalStatus", WmiValue::Null)]);
+    Store::default().add("MSFT_Disk", raw);
 }
 
 #[test]

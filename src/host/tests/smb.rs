@@ -51,9 +51,13 @@ fn smb_wmi(existing: Vec<WmiObject>) -> Arc<RecordedWmi> {
             }));
         };
         let expected = format!("{USER}:{PASSWORD}");
-        if !matches!(params.get("Credential"), Some(WmiValue::String(c)) if *c == expected) {
-            let said = "The user name or password is incorrect.";
-            return Err(failed_with_win32(LOGON_FAILURE, said));
+        match params.get("Credential") {
+            Some(WmiValue::String(c)) if *c == expected => {}
+            // A provider that echoes what it was given, as some do.
+            given => {
+                let said = format!("The user name or password is incorrect: {given:?}");
+                return Err(failed_with_win32(LOGON_FAILURE, &said));
+            }
         }
         store.add(CLASS, mapping(root, 0));
         Ok(returned(0))

@@ -39,8 +39,9 @@ fn path(class: &str, key: &str) -> String {
     instance_path(STORAGE, class, "ObjectId", key)
 }
 
-/// A volume as WMI gives it: sizes as text, as `uint64`s come, its status
-/// as a `uint16[]`, and no drive letter as null.
+/// A volume as the backend's WMI seam gives it: sizes as numbers (WMI
+/// sends a `uint64` as text; the `wmi` crate reads it by the property's
+/// type), its status as a `uint16[]`, and no drive letter as null.
 fn volume(id: &str, key: &str, size: u64, file_system: u64) -> WmiObject {
     let remaining = if file_system == 0 {
         0
@@ -50,8 +51,8 @@ fn volume(id: &str, key: &str, size: u64, file_system: u64) -> WmiObject {
     object([
         ("UniqueId", text(id)),
         ("FileSystemType", WmiValue::UInt(file_system)),
-        ("Size", text(&size.to_string())),
-        ("SizeRemaining", text(&remaining.to_string())),
+        ("Size", WmiValue::UInt(size)),
+        ("SizeRemaining", WmiValue::UInt(remaining)),
         (
             "OperationalStatus",
             WmiValue::Array(vec![WmiValue::UInt(2)]),
@@ -66,16 +67,16 @@ fn recorded() -> Arc<RecordedWmi> {
     let data = object([
         ("DiskNumber", WmiValue::UInt(3)),
         ("PartitionNumber", WmiValue::UInt(2)),
-        ("Size", text(&SIZE.to_string())),
-        // `char16`: no letter.
-        ("DriveLetter", WmiValue::UInt(0)),
+        ("Size", WmiValue::UInt(SIZE)),
+        // A `char16`, read as a one-letter string: none is NUL.
+        ("DriveLetter", text("\0")),
         (PATH, text(&path(PARTITION, "data"))),
     ]);
     let system = object([
         ("DiskNumber", WmiValue::UInt(0)),
         ("PartitionNumber", WmiValue::UInt(3)),
-        ("Size", text(&(64 * 1024 * MIB).to_string())),
-        ("DriveLetter", WmiValue::UInt(u64::from(b'C'))),
+        ("Size", WmiValue::UInt(64 * 1024 * MIB)),
+        ("DriveLetter", text("C")),
         (PATH, text(&path(PARTITION, "system"))),
     ]);
     let disk = object([
@@ -104,22 +105,17 @@ fn recorded() -> Arc<RecordedWmi> {
             }
             let found = store.at(target).ok_or_else(not_found)?;
             found.insert("FileSystemType".into(), WmiValue::UInt(14));
-            let size: u64 = match &found["Size"] {
-                WmiValue::String(size) => size.parse().unwrap(),
-                _ => 0,
-            };
-            found.insert(
-                "SizeRemaining".into(),
-                text(&(size - NTFS_OVERHEAD).to_string()),
-            );
+            let size = uint64(&found["Size"]).unwrap();
+            let remaining = WmiValue::UInt(size - NTFS_OVERHEAD);
+            found.insert("SizeRemaining".into(), remaining);
             Ok(returned(0))
         },
     ) as Method;
     let supported = Box::new(|_: &mut Store, _: &str, _: &HashMap<&str, WmiValue>| {
         Ok(object([
             ("ReturnValue", WmiValue::UInt(0)),
-            ("SizeMin", text(&(8 * MIB).to_string())),
-            ("SizeMax", text(&MAX_SIZE.to_string())),
+            ("SizeMin", WmiValue::UInt(8 * MIB)),
+            ("SizeMax", WmiValue::UInt(MAX_SIZE)),
         ]))
     }) as Method;
     let resize = Box::new(
@@ -132,25 +128,15 @@ fn recorded() -> Arc<RecordedWmi> {
                 // "The size of the extent is less than the minimum" and kin.
                 return Ok(returned(40000));
             }
-            let grown = size.to_string();
             store
                 .at(target)
                 .ok_or_else(not_found)?
-                .insert("Size".into(), text(&grown));
+                .insert("Size".into(), WmiValue::UInt(size));
             let volume = store.at(&path(VOLUME, "data")).ok_or_else(not_found)?;
-            let free = match &volume["SizeRemaining"] {
-                WmiValue::String(free) => free.parse::<u64>().unwrap(),
-                _ => 0,
-            };
-            let old: u64 = match &volume["Size"] {
-                WmiValue::String(old) => old.parse().unwrap(),
-                _ => 0,
-            };
-            volume.insert("Size".into(), text(&grown));
-            volume.insert(
-                "SizeRemaining".into(),
-                text(&(free + size - old).to_string()),
-            );
+            let free = uint64(&volume["SizeRemaining"]).unwrap();
+            let old = uint64(&volume["Size"]).unwrap();
+            volume.insert("Size".into(), WmiValue::UInt(size));
+            volume.insert("SizeRemaining".into(), WmiValue::UInt(free + size - old));
             Ok(returned(0))
         },
     ) as Method;
@@ -440,8 +426,9 @@ async fn what_wmi_does_not_say_is_an_error_not_a_guess() {
         VOLUME,
         object([
             ("UniqueId", text(DATA_VOLUME)),
-            ("Size", text("100")),
-            ("SizeRemaining", text("200")),
+            // More free than its size; no file system type, no partition.
+            ("Size", WmiValue::UInt(100)),
+            ("SizeRemaining", WmiValue::UInt(200)),
             (PATH, text(&path(VOLUME, "odd"))),
         ]),
     ));
