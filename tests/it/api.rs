@@ -292,6 +292,38 @@ fn every_example_in_the_readme_and_the_guides_runs() {
     assert!(with_examples >= 7, "{with_examples} files with examples");
 }
 
+/// The lists of `ErrorKind` words (metric labels, csiproxyctl's JSON
+/// `kind`) name every kind: the words are read from `ErrorKind::as_str`
+/// itself, so a new kind fails here until the docs list it.
+#[test]
+fn every_error_kind_word_is_in_the_docs_that_list_them() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let source = std::fs::read_to_string(root.join("src/error.rs")).unwrap();
+    let as_str = source
+        .split("pub fn as_str(self) -> &'static str {")
+        .nth(1)
+        .and_then(|rest| rest.split("\n    }\n").next())
+        .expect("ErrorKind::as_str in src/error.rs");
+    let words: Vec<&str> = as_str
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("ErrorKind::"))
+        .filter_map(|arm| arm.split('"').nth(1))
+        .collect();
+    assert!(
+        words.len() >= 16 && words.contains(&"host_busy"),
+        "{words:?}"
+    );
+    for file in ["docs/cli.md", "docs/metrics.md", "src/metrics/mod.rs"] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        for word in &words {
+            assert!(
+                text.contains(&format!("`{word}`")),
+                "{file} does not list `{word}`"
+            );
+        }
+    }
+}
+
 /// A mock that implements nothing: every method is its trait's default.
 struct Nothing;
 
