@@ -240,8 +240,8 @@ impl std::fmt::Display for HostCause {
 }
 
 /// The Win32 code in `os_code`: itself when positive, the low word of an
-/// `HRESULT` that wraps one.
-fn win32_code(os_code: i32) -> Option<u32> {
+/// `HRESULT` that wraps one (`HRESULT_FROM_WIN32`).
+pub(crate) fn win32_code(os_code: i32) -> Option<u32> {
     let bits = os_code as u32;
     match os_code {
         1.. => Some(bits),

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 
 use crate::capability::Operation;
 use crate::error::{Error, Result};
@@ -41,7 +41,6 @@ struct Call {
     operation: Operation,
     object: String,
     started: SystemTime,
-    started_at: Instant,
     /// Its caller stopped waiting (a deadline, a cancelled request) while
     /// it ran.
     abandoned: bool,
@@ -92,7 +91,7 @@ impl InFlight {
                     "{} {}{on} (started {} s ago, its caller stopped waiting)",
                     operation.group(),
                     operation.name(),
-                    stuck.started_at.elapsed().as_secs()
+                    stuck.started.elapsed().map_or(0, |d| d.as_secs())
                 ),
             });
         }
@@ -110,7 +109,6 @@ impl InFlight {
                 operation,
                 object: object.to_owned(),
                 started: SystemTime::now(),
-                started_at: Instant::now(),
                 abandoned: false,
             },
         );

@@ -128,6 +128,9 @@ pub(super) fn windows_error(
 /// The Win32 error behind `error`, if it is one wrapped as an `HRESULT`
 /// (`0x8007xxxx`).
 pub(super) fn win32_code(error: &windows::core::Error) -> Option<i32> {
-    let hresult = error.code().0 as u32;
-    (hresult & 0xFFFF_0000 == 0x8007_0000).then_some((hresult & 0xFFFF) as i32)
+    let hresult = error.code().0;
+    (hresult < 0)
+        .then(|| crate::host_cause::win32_code(hresult))
+        .flatten()
+        .map(|code| code as i32)
 }

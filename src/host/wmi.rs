@@ -19,6 +19,7 @@ use super::on_host::{host_error, on_host};
 use crate::capability::Operation;
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
+use crate::host_cause::win32_code;
 
 /// A WMI object: its properties by name. Objects a query returns also
 /// carry their path, as `__PATH`, for instance methods.
@@ -128,13 +129,8 @@ impl WmiFailure {
     pub fn os_code(&self) -> Option<i32> {
         let named = self.error_object.as_ref().and_then(win32_code_of);
         named.or_else(|| {
-            let hresult = self.hresult? as u32;
-            let wrapped = hresult & 0xFFFF_0000 == 0x8007_0000;
-            Some(if wrapped {
-                (hresult & 0xFFFF) as i32
-            } else {
-                hresult as i32
-            })
+            let hresult = self.hresult?;
+            Some(win32_code(hresult).map_or(hresult, |code| code as i32))
         })
     }
 
@@ -170,7 +166,7 @@ fn win32_code_of(object: &WmiObject) -> Option<i32> {
     let code = u32::try_from(code).ok().filter(|&c| c != 0)?;
     match string(object, "error_Type")?.to_ascii_lowercase().as_str() {
         "win32" => Some(code as i32),
-        "hresult" if code & 0xFFFF_0000 == 0x8007_0000 => Some((code & 0xFFFF) as i32),
+        "hresult" if (code as i32) < 0 => win32_code(code as i32).map(|code| code as i32),
         _ => None,
     }
 }
