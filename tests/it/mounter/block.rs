@@ -5,7 +5,7 @@ use std::time::Duration;
 use super::{path, releases, Node, GIB, PAGE83, STAGING, STAGING_2, TARGET, TARGET_2};
 use csi_proxy_client::api::{DiskLocation, FilesystemApi};
 use csi_proxy_client::mount::{Change, DiskSelector, Mounter, PathState};
-use csi_proxy_client::testing::{FakeDisk, FakeHost, PathEntry, ProxyRelease, WindowsError};
+use csi_proxy_client::testing::{FakeDisk, FakeHost, PathEntry, ProxyRelease};
 use csi_proxy_client::{Code, Error, HostCause, Operation as Op};
 
 fn page83() -> DiskSelector {
@@ -396,11 +396,7 @@ async fn an_unstage_that_fails_at_offline_is_finished_by_its_retry() {
         .stage_disk(&page83(), &path(STAGING))
         .await
         .unwrap();
-    node.host.fail_call(
-        Op::SetDiskState,
-        1,
-        WindowsError::new(WindowsError::IO_DEVICE),
-    );
+    node.fail_next_offline();
     node.mounter
         .unstage_disk(&path(STAGING), true)
         .await

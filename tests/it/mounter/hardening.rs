@@ -31,11 +31,7 @@ async fn a_stage_after_a_failed_unstage_is_not_undone_by_reconcile() {
     let mut node = Node::with_disk(ProxyRelease::LATEST).await;
     let staging = path(STAGING);
     node.mounter.stage_disk(&page83(), &staging).await.unwrap();
-    node.host.fail_call(
-        Op::SetDiskState,
-        1,
-        WindowsError::new(WindowsError::IO_DEVICE),
-    );
+    node.fail_next_offline();
     node.mounter.unstage_disk(&staging, true).await.unwrap_err();
     // kubelet stages the volume again for a new pod.
     let staged = node.mounter.stage_disk(&page83(), &staging).await.unwrap();
@@ -279,19 +275,11 @@ async fn reconcile_goes_on_past_an_item_it_cannot_finish() {
     let mut node = Node::with_disk(ProxyRelease::LATEST).await;
     let staging = path(STAGING);
     node.mounter.stage_disk(&page83(), &staging).await.unwrap();
-    node.host.fail_call(
-        Op::SetDiskState,
-        1,
-        WindowsError::new(WindowsError::IO_DEVICE),
-    );
+    node.fail_next_offline();
     node.mounter.unstage_disk(&staging, true).await.unwrap_err();
     node.restart_driver().await;
     // The offline fails again: reported, and the rest goes on.
-    node.host.fail_call(
-        Op::SetDiskState,
-        1,
-        WindowsError::new(WindowsError::IO_DEVICE),
-    );
+    node.fail_next_offline();
     let report = node.mounter.reconcile(|_| true).await.unwrap();
     assert_eq!(report.failed.len(), 1, "{report:?}");
     assert!(report.failed[0].0.contains("globalmount"), "{report:?}");

@@ -14,7 +14,7 @@ use std::time::Duration;
 use csi_proxy_client::api::WindowsPath;
 use csi_proxy_client::mount::Mounter;
 use csi_proxy_client::testing::{
-    FakeHost, FakeHostBuilder, FakeProxy, LocalEndpoints, ProxyRelease,
+    FakeHost, FakeHostBuilder, FakeProxy, LocalEndpoints, ProxyRelease, WindowsError,
 };
 use csi_proxy_client::{CsiProxy, Operation};
 
@@ -99,6 +99,13 @@ impl Node {
     /// How many calls of `op` the host received.
     pub fn host_calls(&self, op: Operation) -> usize {
         self.host.calls_of(op)
+    }
+
+    /// The host's next disk state change (an unstage's offline) fails with
+    /// a device I/O error.
+    pub fn fail_next_offline(&self) {
+        let failure = WindowsError::new(WindowsError::IO_DEVICE);
+        self.host.fail_call(Operation::SetDiskState, 1, failure);
     }
 }
 

@@ -3,8 +3,7 @@
 use super::{path, Node, GIB, PAGE83, STAGING, STAGING_2, TARGET};
 use csi_proxy_client::api::{FilesystemApi, Secret, SmbRemotePath};
 use csi_proxy_client::mount::{Change, DiskSelector, SmbCredentials};
-use csi_proxy_client::testing::{FakeHost, ProxyRelease, WindowsError};
-use csi_proxy_client::Operation as Op;
+use csi_proxy_client::testing::{FakeHost, ProxyRelease};
 
 const ROOT: &str = r"\\files\share";
 
@@ -101,11 +100,7 @@ async fn reconcile_finishes_an_unstage_a_restart_cut_short() {
         .stage_disk(&DiskSelector::page83(PAGE83), &path(STAGING))
         .await
         .unwrap();
-    node.host.fail_call(
-        Op::SetDiskState,
-        1,
-        WindowsError::new(WindowsError::IO_DEVICE),
-    );
+    node.fail_next_offline();
     node.mounter
         .unstage_disk(&path(STAGING), true)
         .await
