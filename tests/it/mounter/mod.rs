@@ -4,10 +4,13 @@
 //! releases whose rules differ, with a fake host that misbehaves.
 
 mod block;
+mod codes;
+mod faults;
 mod hardening;
 mod recovery;
 mod round_trips;
 mod smb;
+mod upstream;
 
 use std::time::Duration;
 
