@@ -224,6 +224,21 @@ pub enum Error {
         found: String,
     },
 
+    /// A call that needs a staged volume found none at the staging path:
+    /// no volume is mounted there, or the share linked there does not
+    /// answer. Nothing was changed. In CSI, the volume is not staged: a
+    /// `NodePublishVolume` before its `NodeStageVolume` succeeded (kubelet
+    /// may publish after a failed unstage, kubernetes #100182), answered
+    /// with `FAILED_PRECONDITION` ([`Error::csi_code_for`] gives each node
+    /// call's code). Stage the volume first.
+    #[error("nothing is staged at {path}: {found}; stage the volume first")]
+    NotStaged {
+        /// The staging path, as Windows writes it.
+        path: String,
+        /// What is there instead, in words.
+        found: String,
+    },
+
     /// A lookup that must find one thing found several.
     #[error("more than one {what}: {}", candidates.join(", "))]
     Ambiguous {
@@ -261,7 +276,8 @@ pub enum Error {
 }
 
 /// What kind of failure an [`Error`] is: the one classification from
-/// which its CSI code ([`Error::csi_code`]), [`Error::is_retryable`], the
+/// which its CSI code ([`Error::csi_code`]; per node call,
+/// [`Error::csi_code_for`]), [`Error::is_retryable`], the
 /// `outcome` label of spans and metrics, and csiproxyctl's `kind` and exit
 /// code all follow.
 ///
@@ -303,6 +319,8 @@ pub enum ErrorKind {
     Host,
     /// [`Error::Conflict`].
     Conflict,
+    /// [`Error::NotStaged`].
+    NotStaged,
     /// [`Error::Ambiguous`].
     Ambiguous,
     /// [`Error::InProgress`].
@@ -329,6 +347,7 @@ impl ErrorKind {
             ErrorKind::InvalidResponse => "invalid_response",
             ErrorKind::Host => "host",
             ErrorKind::Conflict => "conflict",
+            ErrorKind::NotStaged => "not_staged",
             ErrorKind::Ambiguous => "ambiguous",
             ErrorKind::InProgress => "in_progress",
             ErrorKind::HostBusy => "host_busy",
@@ -359,6 +378,7 @@ impl Error {
             Error::InvalidResponse { .. } => ErrorKind::InvalidResponse,
             Error::Host { .. } => ErrorKind::Host,
             Error::Conflict { .. } => ErrorKind::Conflict,
+            Error::NotStaged { .. } => ErrorKind::NotStaged,
             Error::Ambiguous { .. } => ErrorKind::Ambiguous,
             Error::InProgress { .. } => ErrorKind::InProgress,
             Error::HostBusy { .. } => ErrorKind::HostBusy,

@@ -137,6 +137,7 @@ pub mod testing;
 pub use async_trait::async_trait;
 pub use capability::{Operation, Support};
 pub use client::{Backend, Backends, CallOptions, CsiProxy, CsiProxyBuilder};
+pub use csi_status::CsiNodeCall;
 pub use error::{Code, Error, ErrorKind, Result, Status};
 pub use group::ApiGroup;
 pub use host_cause::HostCause;

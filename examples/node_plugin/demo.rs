@@ -64,7 +64,7 @@ async fn one_volume(
     );
     node::node_publish_volume(mounter, &staging, &target).await?;
     println!("  published at {target}\n    {}", rpcs());
-    let stats = node::node_get_volume_stats(mounter, &target).await?;
+    let stats = node::node_get_volume_stats(mounter, PAGE83, &target).await?;
     println!(
         "  stats: {} of {} bytes used, {} free\n    {}",
         stats.used_bytes,
@@ -74,7 +74,7 @@ async fn one_volume(
     );
     // The controller grows the disk to 20 GiB; the node grows the volume.
     host.set_disk_size(1, 20 * GIB);
-    let size = node::node_expand_volume(mounter, &target, Some(20 * GIB)).await?;
+    let size = node::node_expand_volume(mounter, PAGE83, &target, Some(20 * GIB)).await?;
     println!("  expanded to {size} bytes\n    {}", rpcs());
     node::node_unpublish_volume(mounter, &target).await?;
     node::node_unstage_volume(mounter, &staging).await?;

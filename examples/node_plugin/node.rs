@@ -39,24 +39,32 @@ pub async fn node_publish_volume(
     mounter.publish(staging, target).await.map(drop)
 }
 
-/// `NodeGetVolumeStats`: the size and use of the volume behind
-/// `volume_path` (the published link or the staging path).
+/// `NodeGetVolumeStats`: the size and use of the volume of disk `page83`
+/// behind `volume_path` (the published link or the staging path); another
+/// volume there is `NOT_FOUND`.
 pub async fn node_get_volume_stats(
     mounter: &Mounter,
+    page83: &str,
     volume_path: &WindowsPath,
 ) -> Result<FsStats, Error> {
-    mounter.stats(volume_path).await
+    mounter
+        .stats(&DiskSelector::page83(page83), volume_path)
+        .await
 }
 
-/// `NodeExpandVolume`: after the controller grew the disk to
+/// `NodeExpandVolume`: after the controller grew disk `page83` to
 /// `required_bytes`, lets Windows see it and grows the volume to fill the
 /// disk. Returns the volume's size now.
 pub async fn node_expand_volume(
     mounter: &Mounter,
+    page83: &str,
     volume_path: &WindowsPath,
     required_bytes: Option<u64>,
 ) -> Result<u64, Error> {
-    let expanded = mounter.expand(volume_path, required_bytes).await?;
+    let selector = DiskSelector::page83(page83);
+    let expanded = mounter
+        .expand(&selector, volume_path, required_bytes)
+        .await?;
     Ok(expanded.total_bytes)
 }
 

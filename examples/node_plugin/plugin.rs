@@ -1,14 +1,17 @@
 //! The CSI Identity and Node services of the example plugin, on the SDK's
 //! mounter: each handler checks its request, finds the volume, and makes
-//! one mounter call. Every SDK error becomes the CSI status kubelet needs
-//! (`?` converts it), from the error's type, never from its text.
+//! one mounter call. Every SDK error becomes the CSI status kubelet needs,
+//! from the error's type, never from its text: with the code the CSI spec
+//! gives it in that call (`answer(CsiNodeCall::...)`, which converts with
+//! `Error::csi_status_for`), so that a conflict is `ALREADY_EXISTS` in a
+//! publish but `FAILED_PRECONDITION` in an unpublish, and a publish before
+//! the stage is `FAILED_PRECONDITION`.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use csi_proxy_client::api::WindowsPath;
-use csi_proxy_client::mount::{Mounter, SmbCredentials};
-use csi_proxy_client::{api::Secret, ApiGroup};
+use csi_proxy_client::mount::{DiskSelector, Mounter, SmbCredentials};
+use csi_proxy_client::{api::Secret, ApiGroup, CsiNodeCall, Error};
 use tonic::{Request, Response, Status};
 
 use crate::csi::{
@@ -54,6 +57,12 @@ fn needed_groups(kind: Kind) -> &'static [ApiGroup] {
         Kind::Disk => &[ApiGroup::Disk, ApiGroup::Volume, ApiGroup::Filesystem],
         Kind::Smb => &[ApiGroup::Smb, ApiGroup::Filesystem],
     }
+}
+
+/// The status kubelet gets for an SDK error in `call`: the code the CSI
+/// spec gives it there.
+fn answer(call: CsiNodeCall) -> impl Fn(Error) -> Status {
+    move |error| error.csi_status_for(call)
 }
 
 /// `value`, which the request must have.
@@ -105,45 +114,21 @@ fn credentials(secrets: &HashMap<String, String>) -> Result<SmbCredentials, Stat
 }
 
 impl Plugin {
-    /// The disk a disk volume is on now, or `NotFound`.
-    async fn disk_of(&self, volume_id: &str) -> Result<u32, Status> {
+    /// The disk and path of a stats or expand request, checked: both
+    /// fields there (`InvalidArgument`), the volume one of this driver's
+    /// disks. The mounter answers `NotFound` when another volume is there.
+    fn volume_located(
+        &self,
+        volume_id: &str,
+        path: &str,
+    ) -> Result<(DiskSelector, WindowsPath), Status> {
+        let volume_id = required("volume_id", volume_id)?;
+        required("volume_path", path)?;
         match VolumeRef::from_id(volume_id)? {
-            VolumeRef::Disk(selector) => {
-                Ok(self.mounter.find_disk(&selector, Duration::ZERO).await?)
-            }
+            VolumeRef::Disk(selector) => Ok((selector, volume_path(path)?)),
             VolumeRef::Smb(_) => Err(Status::invalid_argument(format!(
                 "{volume_id} is a share, which has no disk"
             ))),
-        }
-    }
-
-    /// The path of a stats or expand request, checked: both fields there
-    /// (`InvalidArgument`), the volume one of this driver's disks, and at
-    /// that path (`NotFound`).
-    async fn volume_located(&self, volume_id: &str, path: &str) -> Result<WindowsPath, Status> {
-        let volume_id = required("volume_id", volume_id)?;
-        required("volume_path", path)?;
-        let disk = self.disk_of(volume_id).await?;
-        let at = volume_path(path)?;
-        self.check_volume_at(disk, &at).await?;
-        Ok(at)
-    }
-
-    /// `NotFound` unless the volume at `at` is on disk `disk`.
-    async fn check_volume_at(&self, disk: u32, at: &WindowsPath) -> Result<(), Status> {
-        let found = self.mounter.inspect(at).await?;
-        let not_here = || Status::not_found(format!("the volume is not at {at}"));
-        let volume = found.volume().ok_or_else(not_here)?;
-        let holder = self
-            .mounter
-            .proxy()
-            .volume()?
-            .get_disk_number_from_volume_id(volume)
-            .await?;
-        if holder == disk {
-            Ok(())
-        } else {
-            Err(not_here())
         }
     }
 }
@@ -207,15 +192,20 @@ impl Node for Plugin {
         let volume_id = required("volume_id", &r.volume_id)?;
         let staging = path("staging_target_path", &r.staging_target_path)?;
         check_capability(r.volume_capability.as_ref())?;
+        let staged = answer(CsiNodeCall::StageVolume);
         match VolumeRef::of(volume_id, &r.publish_context, &r.volume_context)? {
             VolumeRef::Disk(disk) => {
-                self.mounter.stage_disk(&disk, &staging).await?;
+                self.mounter
+                    .stage_disk(&disk, &staging)
+                    .await
+                    .map_err(&staged)?;
             }
             VolumeRef::Smb(share) => {
                 let credentials = credentials(&r.secrets)?;
                 self.mounter
                     .stage_smb(volume_id, &share, &credentials, &staging)
-                    .await?;
+                    .await
+                    .map_err(&staged)?;
             }
         }
         Ok(Response::new(NodeStageVolumeResponse {}))
@@ -228,12 +218,13 @@ impl Node for Plugin {
         let r = request.into_inner();
         let volume_id = required("volume_id", &r.volume_id)?;
         let staging = path("staging_target_path", &r.staging_target_path)?;
-        match VolumeRef::from_id(volume_id)? {
+        let unstaged = match VolumeRef::from_id(volume_id)? {
             // Offline, so that the controller's detach does not hang
             // (aws-ebs #1116).
-            VolumeRef::Disk(_) => self.mounter.unstage_disk(&staging, true).await?,
-            VolumeRef::Smb(_) => self.mounter.unstage_smb(volume_id, &staging).await?,
+            VolumeRef::Disk(_) => self.mounter.unstage_disk(&staging, true).await,
+            VolumeRef::Smb(_) => self.mounter.unstage_smb(volume_id, &staging).await,
         };
+        unstaged.map_err(answer(CsiNodeCall::UnstageVolume))?;
         Ok(Response::new(NodeUnstageVolumeResponse {}))
     }
 
@@ -253,7 +244,11 @@ impl Node for Plugin {
             ));
         }
         VolumeRef::of(volume_id, &r.publish_context, &r.volume_context)?;
-        self.mounter.publish(&staging, &target).await?;
+        // Nothing staged there is `FAILED_PRECONDITION`: stage first.
+        self.mounter
+            .publish(&staging, &target)
+            .await
+            .map_err(answer(CsiNodeCall::PublishVolume))?;
         Ok(Response::new(NodePublishVolumeResponse {}))
     }
 
@@ -264,7 +259,10 @@ impl Node for Plugin {
         let r = request.into_inner();
         required("volume_id", &r.volume_id)?;
         let target = path("target_path", &r.target_path)?;
-        self.mounter.unpublish(&target).await?;
+        self.mounter
+            .unpublish(&target)
+            .await
+            .map_err(answer(CsiNodeCall::UnpublishVolume))?;
         Ok(Response::new(NodeUnpublishVolumeResponse {}))
     }
 
@@ -273,8 +271,9 @@ impl Node for Plugin {
         request: Request<NodeGetVolumeStatsRequest>,
     ) -> Result<Response<NodeGetVolumeStatsResponse>, Status> {
         let r = request.into_inner();
-        let at = self.volume_located(&r.volume_id, &r.volume_path).await?;
-        let stats = self.mounter.stats(&at).await?;
+        let (disk, at) = self.volume_located(&r.volume_id, &r.volume_path)?;
+        let stats = self.mounter.stats(&disk, &at).await;
+        let stats = stats.map_err(answer(CsiNodeCall::GetVolumeStats))?;
         let bytes = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
         Ok(Response::new(NodeGetVolumeStatsResponse {
             usage: vec![VolumeUsage {
@@ -292,12 +291,13 @@ impl Node for Plugin {
         request: Request<NodeExpandVolumeRequest>,
     ) -> Result<Response<NodeExpandVolumeResponse>, Status> {
         let r = request.into_inner();
-        let at = self.volume_located(&r.volume_id, &r.volume_path).await?;
+        let (disk, at) = self.volume_located(&r.volume_id, &r.volume_path)?;
         let required_bytes = r
             .capacity_range
             .map(|range| u64::try_from(range.required_bytes).unwrap_or(0))
             .filter(|&bytes| bytes > 0);
-        let expanded = self.mounter.expand(&at, required_bytes).await?;
+        let expanded = self.mounter.expand(&disk, &at, required_bytes).await;
+        let expanded = expanded.map_err(answer(CsiNodeCall::ExpandVolume))?;
         Ok(Response::new(NodeExpandVolumeResponse {
             capacity_bytes: i64::try_from(expanded.total_bytes).unwrap_or(i64::MAX),
         }))

@@ -46,6 +46,10 @@ pub(crate) fn redact(error: Error, secret: &Secret) -> Error {
             path,
             found: clean(found),
         },
+        Error::NotStaged { path, found } => Error::NotStaged {
+            path,
+            found: clean(found),
+        },
         Error::Ambiguous { what, candidates } => Error::Ambiguous {
             what: clean(what),
             candidates: candidates.into_iter().map(clean).collect(),

@@ -32,7 +32,8 @@
 //!   `untrusted_server`, `unsupported` (the version in use lacks the
 //!   operation; nothing was sent), `invalid_argument` (rejected before
 //!   sending), `invalid_response`, `not_found`, `permission_denied`,
-//!   `configuration`, `not_implemented`, `conflict`, `ambiguous`,
+//!   `configuration`, `not_implemented`, `conflict`, `not_staged` (a
+//!   publish found nothing staged), `ambiguous`,
 //!   `in_progress`, `host_busy` (the host backend's limit of calls of a
 //!   group); or `cancelled` (the caller stopped waiting: its future was
 //!   dropped).

@@ -18,6 +18,11 @@ pub struct DiskSelector(Selector);
 #[derive(Clone)]
 enum Selector {
     Lun(String),
+    LunOn {
+        adapter: String,
+        target: String,
+        lun: String,
+    },
     Page83(String),
     Serial(String),
     Matching(String, Arc<dyn Fn(&DiskCandidate) -> bool + Send + Sync>),
@@ -36,12 +41,61 @@ pub struct DiskCandidate {
     pub ids: Option<DiskIds>,
 }
 
+/// The adapter that holds the OS disk on an Azure node; its data disks are
+/// on a SCSI controller of their own (azuredisk-csi-driver's Windows code
+/// skips adapter 0's disks when it looks for a LUN).
+const BOOT_ADAPTER: &str = "0";
+
 impl DiskSelector {
-    /// The disk at logical unit `lun` (`ListDiskLocations`), as Azure
+    /// The data disk at logical unit `lun` (`ListDiskLocations`), as Azure
     /// attaches data disks. Compared as numbers when both are numbers,
     /// else as text without case.
+    ///
+    /// A LUN numbers the disks of one target on one adapter, so a node can
+    /// have several disks at a LUN: on Azure the OS disk also reports LUN
+    /// 0, on adapter 0, while data disks sit on a SCSI controller of their
+    /// own, another adapter (azuredisk-csi-driver's Windows code passes
+    /// over adapter 0 for this reason). So:
+    ///
+    /// - one disk reports `lun`: that disk, wherever it is;
+    /// - several do: those on adapter 0 are passed over; one left is the
+    ///   disk;
+    /// - several are left (two targets or adapters with data disks at that
+    ///   LUN, as with two iSCSI targets), or all of them are on adapter 0:
+    ///   [`Error::Ambiguous`], naming each with its location. Say which with
+    ///   [`lun_on`](Self::lun_on).
+    ///
+    /// Its text ([`Display`](fmt::Display), what the journal records) is
+    /// `disk at LUN <lun>`, as before this rule.
+    ///
+    /// ```
+    /// use csi_proxy_client::mount::DiskSelector;
+    ///
+    /// assert_eq!(DiskSelector::lun(0).to_string(), "disk at LUN 0");
+    /// assert_eq!(
+    ///     DiskSelector::lun_on(1, 0, 0).to_string(),
+    ///     "disk at adapter 1, target 0, LUN 0"
+    /// );
+    /// ```
     pub fn lun(lun: impl fmt::Display) -> Self {
         Self(Selector::Lun(lun.to_string().trim().to_owned()))
+    }
+
+    /// The disk at logical unit `lun` of target `target` on adapter
+    /// `adapter` (`ListDiskLocations`): exactly that place, whatever else
+    /// reports the LUN. Each part compared as [`lun`](Self::lun) compares
+    /// it; the bus (port) is not compared, since CSI Proxy leaves it empty.
+    pub fn lun_on(
+        adapter: impl fmt::Display,
+        target: impl fmt::Display,
+        lun: impl fmt::Display,
+    ) -> Self {
+        let part = |value: &dyn fmt::Display| value.to_string().trim().to_owned();
+        Self(Selector::LunOn {
+            adapter: part(&adapter),
+            target: part(&target),
+            lun: part(&lun),
+        })
     }
 
     /// The disk whose SCSI page 0x83 ID is `id` (`ListDiskIDs`), as GCE
@@ -72,17 +126,50 @@ impl DiskSelector {
             Selector::Lun(lun) => candidate
                 .location
                 .as_ref()
-                .is_some_and(|at| same_lun(&at.lun_id, lun)),
+                .is_some_and(|at| same_part(&at.lun_id, lun)),
+            Selector::LunOn {
+                adapter,
+                target,
+                lun,
+            } => candidate.location.as_ref().is_some_and(|at| {
+                same_part(&at.adapter, adapter)
+                    && same_part(&at.target, target)
+                    && same_part(&at.lun_id, lun)
+            }),
             Selector::Page83(id) => ids.is_some_and(|ids| ids.page83 == *id),
             Selector::Serial(serial) => ids.is_some_and(|ids| ids.serial_number == *serial),
             Selector::Matching(_, predicate) => predicate(candidate),
         }
     }
 
+    /// Of the disks it selects, the ones it means: for [`lun`](Self::lun),
+    /// several at the LUN are narrowed to those off adapter 0 when any are.
+    fn narrow(&self, selected: Vec<DiskCandidate>) -> Vec<DiskCandidate> {
+        match self.0 {
+            Selector::Lun(_) if selected.len() > 1 => {
+                let (data, boot): (Vec<_>, Vec<_>) = selected
+                    .into_iter()
+                    .partition(|candidate| !on_boot_adapter(candidate));
+                if data.is_empty() {
+                    return boot;
+                }
+                if !boot.is_empty() {
+                    tracing::debug!(
+                        selector = %self,
+                        passed_over = ?boot.iter().map(|c| c.number).collect::<Vec<_>>(),
+                        "disks at the LUN on adapter 0 passed over"
+                    );
+                }
+                data
+            }
+            _ => selected,
+        }
+    }
+
     /// Which listings it needs: (locations, identifiers).
     fn needs(&self) -> (bool, bool) {
         match self.0 {
-            Selector::Lun(_) => (true, false),
+            Selector::Lun(_) | Selector::LunOn { .. } => (true, false),
             Selector::Page83(_) | Selector::Serial(_) => (false, true),
             Selector::Matching(..) => (true, true),
         }
@@ -93,6 +180,11 @@ impl fmt::Display for DiskSelector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {
             Selector::Lun(lun) => write!(f, "disk at LUN {lun}"),
+            Selector::LunOn {
+                adapter,
+                target,
+                lun,
+            } => write!(f, "disk at adapter {adapter}, target {target}, LUN {lun}"),
             Selector::Page83(id) => write!(f, "disk with page 0x83 ID {id:?}"),
             Selector::Serial(serial) => write!(f, "disk with serial number {serial:?}"),
             Selector::Matching(description, _) => write!(f, "disk {description}"),
@@ -106,11 +198,33 @@ impl fmt::Debug for DiskSelector {
     }
 }
 
-fn same_lun(reported: &str, wanted: &str) -> bool {
+/// Whether a part of a location (adapter, target, LUN) is the one wanted:
+/// as numbers when both are numbers, else as text without case.
+fn same_part(reported: &str, wanted: &str) -> bool {
     let reported = reported.trim();
     match (reported.parse::<u64>(), wanted.parse::<u64>()) {
         (Ok(a), Ok(b)) => a == b,
         _ => reported.eq_ignore_ascii_case(wanted),
+    }
+}
+
+/// Whether `candidate` sits on adapter 0, the boot controller's.
+fn on_boot_adapter(candidate: &DiskCandidate) -> bool {
+    (candidate.location.as_ref()).is_some_and(|at| same_part(&at.adapter, BOOT_ADAPTER))
+}
+
+/// A disk as an [`Error::Ambiguous`] names it: its number, and where it
+/// sits when that was listed.
+fn describe(candidate: &DiskCandidate) -> String {
+    match &candidate.location {
+        Some(at) => format!(
+            "disk {} (adapter {}, target {}, LUN {})",
+            candidate.number,
+            at.adapter.trim(),
+            at.target.trim(),
+            at.lun_id.trim()
+        ),
+        None => format!("disk {}", candidate.number),
     }
 }
 
@@ -122,7 +236,8 @@ impl Mounter {
     /// # Errors
     ///
     /// [`Error::NotFound`] when no disk matched by then, [`Error::Ambiguous`]
-    /// at once when several do.
+    /// at once when several do (for [`DiskSelector::lun`], several after
+    /// its rule), each named with its location where it was listed.
     pub async fn find_disk(&self, selector: &DiskSelector, wait: Duration) -> Result<u32> {
         self.inner.find_disk(selector, wait).await
     }
@@ -133,14 +248,14 @@ impl Inner {
         let disk = self.proxy.disk()?;
         let deadline = Instant::now() + wait;
         loop {
-            let mut found = self.candidates(selector).await?;
-            match found.len() {
-                1 => return Ok(found.remove(0)),
-                0 => {}
-                _ => {
+            let found = self.candidates(selector).await?;
+            match found.as_slice() {
+                [one] => return Ok(one.number),
+                [] => {}
+                several => {
                     return Err(Error::Ambiguous {
                         what: selector.to_string(),
-                        candidates: found.iter().map(|n| format!("disk {n}")).collect(),
+                        candidates: several.iter().map(describe).collect(),
                     })
                 }
             }
@@ -159,8 +274,8 @@ impl Inner {
         }
     }
 
-    /// The numbers of the disks `selector` names now.
-    async fn candidates(&self, selector: &DiskSelector) -> Result<Vec<u32>> {
+    /// The disks `selector` names now.
+    async fn candidates(&self, selector: &DiskSelector) -> Result<Vec<DiskCandidate>> {
         let disk = self.proxy.disk()?;
         let (want_locations, want_ids) = selector.needs();
         let mut locations = match want_locations {
@@ -179,16 +294,16 @@ impl Inner {
         let mut numbers: Vec<u32> = locations.keys().chain(ids.keys()).copied().collect();
         numbers.sort_unstable();
         numbers.dedup();
-        Ok(numbers
+        let selected = numbers
             .into_iter()
-            .filter(|&number| {
-                selector.selects(&DiskCandidate {
-                    number,
-                    location: locations.remove(&number),
-                    ids: ids.remove(&number),
-                })
+            .map(|number| DiskCandidate {
+                number,
+                location: locations.remove(&number),
+                ids: ids.remove(&number),
             })
-            .collect())
+            .filter(|candidate| selector.selects(candidate))
+            .collect();
+        Ok(selector.narrow(selected))
     }
 }
 
@@ -198,10 +313,66 @@ mod tests {
 
     #[test]
     fn luns_compare_as_numbers_or_text() {
-        assert!(same_lun("03", "3"));
-        assert!(same_lun(" 3", "3"));
-        assert!(same_lun("Lun-A", "lun-a"));
-        assert!(!same_lun("13", "3"));
+        assert!(same_part("03", "3"));
+        assert!(same_part(" 3", "3"));
+        assert!(same_part("Lun-A", "lun-a"));
+        assert!(!same_part("13", "3"));
         assert_eq!(DiskSelector::lun(4).to_string(), "disk at LUN 4");
+        assert_eq!(
+            DiskSelector::lun_on(" 2", "0", 5).to_string(),
+            "disk at adapter 2, target 0, LUN 5"
+        );
+    }
+
+    fn at(number: u32, adapter: &str, target: &str, lun: &str) -> DiskCandidate {
+        DiskCandidate {
+            number,
+            location: Some(DiskLocation {
+                adapter: adapter.into(),
+                bus: String::new(),
+                target: target.into(),
+                lun_id: lun.into(),
+            }),
+            ids: None,
+        }
+    }
+
+    /// What `selector` keeps of `disks`: their numbers.
+    fn chosen(selector: &DiskSelector, disks: &[DiskCandidate]) -> Vec<u32> {
+        let selected = disks.iter().filter(|d| selector.selects(d)).cloned();
+        let kept = selector.narrow(selected.collect());
+        kept.iter().map(|d| d.number).collect()
+    }
+
+    #[test]
+    fn a_lun_several_disks_report_is_the_one_off_adapter_0() {
+        // An Azure node: the OS disk and the temporary disk on adapter 0,
+        // data disks on adapter 3.
+        let node = [
+            at(0, "0", "0", "0"),
+            at(1, "0", "0", "1"),
+            at(2, "3", "0", "0"),
+            at(3, "3", "0", "1"),
+            at(4, "3", "0", "2"),
+        ];
+        assert_eq!(chosen(&DiskSelector::lun(0), &node), [2]);
+        assert_eq!(chosen(&DiskSelector::lun(1), &node), [3]);
+        // One disk at the LUN is that disk, wherever it is.
+        assert_eq!(chosen(&DiskSelector::lun(2), &node), [4]);
+        assert_eq!(chosen(&DiskSelector::lun(0), &node[..2]), [0]);
+        // Two data adapters (or targets) with a disk at the LUN: both stay,
+        // and lun_on says which.
+        let two = [
+            at(0, "0", "0", "0"),
+            at(5, "3", "0", "0"),
+            at(6, "4", "1", "0"),
+        ];
+        assert_eq!(chosen(&DiskSelector::lun(0), &two), [5, 6]);
+        assert_eq!(chosen(&DiskSelector::lun_on(4, 1, 0), &two), [6]);
+        assert_eq!(chosen(&DiskSelector::lun_on(0, 0, 0), &two), [0]);
+        // All on adapter 0 (targets numbered as disks): none passed over.
+        let one_adapter = [at(0, "0", "0", "0"), at(1, "0", "1", "0")];
+        assert_eq!(chosen(&DiskSelector::lun(0), &one_adapter), [0, 1]);
+        assert_eq!(describe(&two[1]), "disk 5 (adapter 3, target 0, LUN 0)");
     }
 }

@@ -60,13 +60,22 @@ impl Flights {
                     tokio::spawn(async move {
                         // Even if `work` panics, the key is let go of, so
                         // that the next call starts afresh.
-                        let _done = Done { flights, key, own };
+                        let _done = Done {
+                            flights: flights.clone(),
+                            key: key.clone(),
+                            own: own.clone(),
+                        };
                         let guard = lock.lock_owned().await;
                         let result = work.await.map(|value| {
                             let shared: Arc<dyn Any + Send + Sync> = Arc::new(value);
                             shared
                         });
                         drop(guard);
+                        // The slot is cleared before the answer goes out:
+                        // a repeat made once the answer is known starts
+                        // afresh, and looks, rather than joining a call
+                        // that has ended.
+                        flights.finish(&key, &own);
                         // Nobody may be waiting any more; that is fine.
                         let _ = publish.send(Some(result));
                     });
@@ -171,6 +180,24 @@ mod tests {
             flights.slots.lock().unwrap().is_empty(),
             "idle keys are forgotten"
         );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_repeat_right_after_an_answer_runs_afresh() {
+        let flights = Arc::new(Flights::default());
+        let runs = Arc::new(AtomicUsize::new(0));
+        for _ in 0..50 {
+            for _ in 0..2 {
+                let runs = runs.clone();
+                let work = async move {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    Ok(())
+                };
+                flights.run("k", "stage".into(), work).await.unwrap();
+            }
+        }
+        // Each call came after the one before had answered: none joined.
+        assert_eq!(runs.load(Ordering::SeqCst), 100);
     }
 
     #[tokio::test]

@@ -80,6 +80,19 @@ pub(crate) struct Records {
     /// Folders this mounter made (staging folders it found missing), which
     /// `reconcile` may remove when they are left empty.
     pub made: BTreeMap<String, WindowsPath>,
+    /// How the node's proxy keys SMB mappings, once seen: by the share's
+    /// root (v1.1.2 and later), or by the exact path mapped (before).
+    pub smb_mapping_key: Option<MappingKey>,
+}
+
+/// How a proxy keys SMB global mappings: the rule changed in v1.1.2, under
+/// the same wire versions, so it is learned from what removals answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MappingKey {
+    /// `\\server\share`, whatever path was mapped (v1.1.2 and later).
+    ShareRoot,
+    /// The exact path mapped (before v1.1.2).
+    ExactPath,
 }
 
 /// The key of a path or share in the records.
@@ -192,6 +205,11 @@ fn render(records: &Records) -> String {
     for folder in records.made.values() {
         line(&["made", folder.as_str()]);
     }
+    match records.smb_mapping_key {
+        Some(MappingKey::ShareRoot) => line(&["rule", "smb-mapping-key", "share-root"]),
+        Some(MappingKey::ExactPath) => line(&["rule", "smb-mapping-key", "exact-path"]),
+        None => {}
+    }
     for (volume, sent) in &records.formats {
         line(&["format", volume, &sent.to_string()]);
     }
@@ -275,6 +293,12 @@ fn read_line(records: &mut Records, fields: &[&str]) -> std::result::Result<(), 
         }
         ["made", folder] => {
             records.made.insert(key(folder), path(folder)?);
+        }
+        ["rule", "smb-mapping-key", "share-root"] => {
+            records.smb_mapping_key = Some(MappingKey::ShareRoot);
+        }
+        ["rule", "smb-mapping-key", "exact-path"] => {
+            records.smb_mapping_key = Some(MappingKey::ExactPath);
         }
         ["format", volume, sent] => {
             records.formats.insert((*volume).to_owned(), number(sent)?);
@@ -374,6 +398,7 @@ mod tests {
         records
             .formats
             .insert(r"\\?\Volume{1}\".into(), 1_700_000_000);
+        records.smb_mapping_key = Some(MappingKey::ShareRoot);
         let share = records.shares.entry(r"\\files\share".into()).or_default();
         share.ours = true;
         share.fingerprint = Some(Fingerprint::of("user", "secret"));

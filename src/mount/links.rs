@@ -18,7 +18,7 @@ impl Mounter {
     ///   parent is made if missing.
     /// - A link to elsewhere, another volume, a folder with files in it:
     ///   [`Error::Conflict`], nothing changed.
-    /// - `staging` holds no staged volume: [`Error::NotFound`], nothing
+    /// - `staging` holds no staged volume: [`Error::NotStaged`], nothing
     ///   changed (kubelet may publish after a failed unstage,
     ///   kubernetes #100182).
     pub async fn publish(&self, staging: &WindowsPath, target: &WindowsPath) -> Result<Change> {
@@ -98,6 +98,25 @@ impl Inner {
         if found != PathState::Absent {
             self.remove_unforced(target).await?;
         }
+        // Recorded before it is made: a link whose answer is lost, or that
+        // a crash leaves behind, is still known for what it is (from v1.3
+        // the proxy reads a link as the volume that holds it).
+        self.record_link(target, staging)?;
+        match self.make_link(staging, target).await {
+            Ok(()) => Ok(Change::Changed),
+            Err(error) => {
+                if !outcome_unknown(&error) {
+                    self.journal
+                        .update(|records| records.links.remove(&key(target.as_str())))?;
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// Makes `target` a link to `staging`, and its parent folder if kubelet
+    /// did not.
+    async fn make_link(&self, staging: &WindowsPath, target: &WindowsPath) -> Result<()> {
         let filesystem = self.proxy.filesystem()?;
         let made = match filesystem.create_symlink(staging, target).await {
             // The answer was lost: once more; a link there then is the
@@ -118,12 +137,10 @@ impl Inner {
                     return Err(error);
                 };
                 idempotent(|| filesystem.mkdir(&parent), never).await?;
-                filesystem.create_symlink(staging, target).await?;
+                filesystem.create_symlink(staging, target).await
             }
-            other => other?,
+            other => other,
         }
-        self.record_link(target, staging)?;
-        Ok(Change::Changed)
     }
 
     /// Fails unless `staging` holds a staged volume (one call) or a share
@@ -137,13 +154,18 @@ impl Inner {
                     ..
                 }
             ),
-            _ => self.volume_at(staging).await?.is_some(),
+            _ => self.mounted_volume(staging).await?.is_some(),
         };
         if staged {
             return Ok(());
         }
-        Err(Error::NotFound {
-            what: format!("volume staged at {staging}"),
+        Err(Error::NotStaged {
+            path: staging.to_string(),
+            found: match self.recorded_link(staging) {
+                Some(LinkTo::Smb(_)) => "the share linked there does not answer",
+                _ => "no volume is mounted there",
+            }
+            .to_owned(),
         })
     }
 

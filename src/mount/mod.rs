@@ -57,7 +57,7 @@
 //! let staged = mounter.stage_disk(&DiskSelector::page83("Google  pvc-1"), &staging).await?;
 //! assert!(staged.formatted, "a raw disk was partitioned and formatted");
 //! mounter.publish(&staging, &target).await?;
-//! let stats = mounter.stats(&target).await?;
+//! let stats = mounter.stats(&DiskSelector::page83("Google  pvc-1"), &target).await?;
 //! assert!(stats.total_bytes > stats.used_bytes);
 //! // kubelet repeats calls: nothing changes the second time.
 //! assert!(!mounter.stage_disk(&DiskSelector::page83("Google  pvc-1"), &staging).await?.change.changed());
@@ -147,9 +147,18 @@ pub(crate) struct Settings {
     disk_wait: Duration,
     poll_interval: Duration,
     volume_wait: Duration,
+    format_deadline: Duration,
     format_grace: Duration,
     smb_removal: SmbMappingRemoval,
     foreign_shares: Vec<String>,
+}
+
+impl Settings {
+    /// How long after it was sent a format whose outcome is unknown is
+    /// taken to be possibly still running.
+    fn format_wait(&self) -> Duration {
+        self.format_deadline.saturating_add(self.format_grace)
+    }
 }
 
 /// Sets up a [`Mounter`]: [`Mounter::builder`].
@@ -175,7 +184,8 @@ impl Mounter {
                 disk_wait: Duration::from_secs(120),
                 poll_interval: Duration::from_secs(1),
                 volume_wait: Duration::from_secs(30),
-                format_grace: Duration::from_secs(600),
+                format_deadline: Duration::from_secs(180),
+                format_grace: Duration::from_secs(60),
                 smb_removal: SmbMappingRemoval::WhenUnused,
                 foreign_shares: Vec::new(),
             },
@@ -210,11 +220,21 @@ impl MounterBuilder {
         self
     }
 
-    /// How long a format whose outcome is unknown (its call timed out, or
-    /// the proxy restarted while it ran) is taken to be still running on
-    /// the host (default 10 minutes). Until then, a stage that finds the
-    /// volume still without a file system answers [`Error::InProgress`]
-    /// instead of formatting again; after it, it formats.
+    /// The deadline of the mounter's `FormatVolume` calls (default 3
+    /// minutes; a quick NTFS format takes seconds, PowerShell's start on
+    /// old proxies some more), in place of the client's.
+    pub fn format_deadline(mut self, deadline: Duration) -> Self {
+        self.settings.format_deadline = deadline;
+        self
+    }
+
+    /// How long after its deadline a format whose outcome is unknown (its
+    /// call timed out, or the proxy restarted while it ran) may still be
+    /// running on the host (default 1 minute). Until the deadline and this
+    /// grace have passed since it was sent, a stage that finds the volume
+    /// still without a file system answers [`Error::InProgress`], which
+    /// says when it goes ahead, instead of formatting again; after them,
+    /// it formats.
     ///
     /// [`Error::InProgress`]: crate::Error::InProgress
     pub fn format_grace(mut self, grace: Duration) -> Self {

@@ -13,10 +13,12 @@ use crate::host_cause::HostCause;
 /// CSI Proxy has no call that reads a link or lists a folder, so what it
 /// cannot tell is said here as such: a link this mounter made is known
 /// from its journal (where it leads, and whether it still leads
-/// somewhere); a link it did not make that leads to a volume reads as
-/// that volume's mount point, and one that leads nowhere reads as a
-/// directory. Whether a directory is empty is learned when the mounter
-/// acts on it: it removes only empty ones.
+/// somewhere), and its volume is asked where it leads; a link it did not
+/// make reads as the proxy reads it (before v1.3 as the mount point of
+/// the volume it leads to, from v1.3 as one of the volume that holds the
+/// link, `C:`'s), and one that leads nowhere reads as a directory on
+/// every release. Whether a directory is empty is learned when the
+/// mounter acts on it: it removes only empty ones.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PathState {
@@ -139,8 +141,11 @@ impl Inner {
         match recorded {
             Some(LinkTo::Smb(remote)) => Ok(PathState::SmbLink { remote, reachable }),
             Some(LinkTo::Local(target)) => {
+                // Asked where the link leads, never at the link: from v1.3
+                // the proxy answers for a link with the volume that holds
+                // the link itself.
                 let volume = match reachable && volume_of_links {
-                    true => self.volume_at(path).await?,
+                    true => self.volume_at(&target).await?,
                     false => None,
                 };
                 Ok(PathState::Link {
@@ -149,10 +154,14 @@ impl Inner {
                     reachable,
                 })
             }
-            // Not a link this mounter made: whether a volume is there is
-            // asked even when IsSymlink says no, since proxies before
-            // v1.3 do not count a mount point as a link.
+            // Not a link this mounter made. A folder with a volume mounted
+            // answers IsSymlink true on every release (before v1.3 Go read
+            // a mount point as a link, v1.3 asks for mount points), so a
+            // volume named for a path that leads nowhere is v1.3's reading
+            // of a link: the volume that holds the link itself. It reads
+            // as earlier releases read it, a directory.
             None => Ok(match self.volume_at(path).await? {
+                Some(_) if !reachable => PathState::Directory,
                 Some(volume) => PathState::VolumeMount { volume },
                 // A folder, or a link that leads nowhere: the proxy tells
                 // them apart by nothing.
@@ -208,6 +217,28 @@ impl Inner {
             Err(error) if says_no_volume(&error) => Ok(None),
             Err(error) => Err(error),
         }
+    }
+}
+
+impl Inner {
+    /// The volume mounted at `path`: [`volume_at`](Self::volume_at), and
+    /// a volume this mounter did not stage there counts only when the path
+    /// leads somewhere (from v1.3 the proxy names, for a link that leads
+    /// nowhere, the volume that holds the link).
+    pub(super) async fn mounted_volume(&self, path: &WindowsPath) -> Result<Option<VolumeId>> {
+        let Some(volume) = self.volume_at(path).await? else {
+            return Ok(None);
+        };
+        let staged_here = self.journal.view(|records| {
+            (records.stages.get(&key(path.as_str()))).map(|(_, s)| s.volume == volume)
+        });
+        if staged_here == Some(true) {
+            return Ok(Some(volume));
+        }
+        Ok(match self.probe(path).await? {
+            Some(true) => Some(volume),
+            _ => None,
+        })
     }
 }
 

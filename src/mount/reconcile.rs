@@ -83,7 +83,7 @@ impl Mounter {
                 report.records_forgotten += 1;
             }
         }
-        let (now, grace) = (unix_seconds(), inner.settings.format_grace.as_secs());
+        let (now, grace) = (unix_seconds(), inner.settings.format_wait().as_secs());
         report.records_forgotten += inner.journal.update(|records| {
             let before = records.formats.len();
             records

@@ -9,6 +9,7 @@ use super::journal::{key, StageRecord};
 use super::path_state::conflict;
 use super::{Change, Inner, Mounter, PathState};
 use crate::api::{VolumeId, WindowsPath};
+use crate::client::CallOptions;
 use crate::error::{Error, Result};
 use crate::host_cause::HostCause;
 
@@ -46,9 +47,12 @@ impl Mounter {
     /// - A retry while the same stage runs (its format outlived kubelet's
     ///   deadline) waits for it and gets its answer.
     /// - A format whose outcome is unknown (its call timed out, the proxy
-    ///   restarted) is not sent again while its
-    ///   [`format_grace`](super::MounterBuilder::format_grace) runs:
-    ///   [`Error::InProgress`] until the volume shows a file system.
+    ///   restarted) is not sent again until its
+    ///   [`format_deadline`](super::MounterBuilder::format_deadline) and the
+    ///   [`format_grace`](super::MounterBuilder::format_grace) after it
+    ///   have passed since it was sent: [`Error::InProgress`], which says
+    ///   when the stage goes ahead, until then or until the volume shows a
+    ///   file system.
     /// - A read-only disk fails at its first write with an [`Error::Host`]
     ///   whose [`HostCause`] is `WriteProtected`: no CSI Proxy API clears
     ///   the attribute.
@@ -207,8 +211,9 @@ impl Inner {
     }
 
     /// Formats `volume` if it has no file system; whether it did. A format
-    /// whose outcome is unknown is recorded, and not sent again within the
-    /// grace while the volume still shows no file system.
+    /// whose outcome is unknown is recorded, and not sent again, while the
+    /// volume still shows no file system, until its deadline and the grace
+    /// after it have passed.
     async fn format_once(&self, volume: &VolumeId) -> Result<bool> {
         let api = self.proxy.volume()?;
         let id = volume.as_str().to_owned();
@@ -221,15 +226,31 @@ impl Inner {
             .journal
             .view(|records| records.formats.get(&id).copied())
         {
-            if now.saturating_sub(sent) < self.settings.format_grace.as_secs() {
+            let go_ahead = sent.saturating_add(self.settings.format_wait().as_secs());
+            if now < go_ahead {
                 return Err(Error::InProgress {
-                    what: format!("the format of {volume}, whose outcome is unknown"),
+                    what: format!(
+                        "the format of {volume} (sent {} s ago, its answer lost; a stage formats \
+                         it from {} UTC, in {} s, if it still shows no file system then)",
+                        now.saturating_sub(sent),
+                        utc_text(go_ahead),
+                        go_ahead - now,
+                    ),
                 });
             }
         }
         self.journal
             .update(|records| records.formats.insert(id.clone(), now))?;
-        match api.format_volume(volume).await {
+        // Its own deadline, short of the wait above: a format that may
+        // still run is never sent again.
+        let options = CallOptions::default().deadline(self.settings.format_deadline);
+        let formatted = self
+            .proxy
+            .with_call_options(options)
+            .volume()?
+            .format_volume(volume)
+            .await;
+        match formatted {
             Ok(()) => {
                 self.journal.update(|records| records.formats.remove(&id))?;
                 Ok(true)
@@ -261,7 +282,7 @@ impl Inner {
         let Err(error) = api.mount_volume(volume, staging).await else {
             return Ok(());
         };
-        match self.volume_at(staging).await? {
+        match self.mounted_volume(staging).await? {
             Some(there) if there == *volume => Ok(()),
             Some(other) => Err(conflict(
                 staging,
@@ -324,10 +345,48 @@ fn unchanged(disk: u32, volume: VolumeId) -> Staged {
     }
 }
 
+/// `seconds` since the Unix epoch as `YYYY-MM-DD HH:MM:SS`, in UTC.
+fn utc_text(seconds: u64) -> String {
+    let (days, rest) = (seconds / 86_400, seconds % 86_400);
+    // Howard Hinnant's civil-from-days, for days since 1970-01-01.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
+        rest / 3_600,
+        rest % 3_600 / 60,
+        rest % 60
+    )
+}
+
 /// Now, in seconds since the Unix epoch: what the journal records.
 pub(super) fn unix_seconds() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
         .as_secs()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utc_text;
+
+    #[test]
+    fn times_read_as_utc_dates() {
+        assert_eq!(utc_text(0), "1970-01-01 00:00:00");
+        assert_eq!(utc_text(951_782_400), "2000-02-29 00:00:00");
+        assert_eq!(utc_text(1_798_761_599), "2026-12-31 23:59:59");
+    }
 }

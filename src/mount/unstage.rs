@@ -25,6 +25,9 @@ impl Mounter {
     /// - Another volume at `staging` than the one this mounter staged
     ///   there: [`Error::Conflict`], nothing changed.
     /// - Nothing there and nothing left to do: [`Change::Unchanged`].
+    /// - The same volume staged at another path too (a second
+    ///   [`stage_disk`](Self::stage_disk) of it): its disk stays online
+    ///   until the last of its stages is unstaged with `offline`.
     pub async fn unstage_disk(&self, staging: &WindowsPath, offline: bool) -> Result<Change> {
         let inner = self.inner.clone();
         let key = staging.as_str().to_owned();
@@ -53,7 +56,7 @@ impl Inner {
                 .or(staged.clone()),
             offline: offline || left.is_some_and(|u| u.offline),
         };
-        let found = match self.volume_at(staging).await? {
+        let found = match self.mounted_volume(staging).await? {
             Some(volume) => PathState::VolumeMount { volume },
             None => self.inspect(staging, false).await?,
         };
@@ -93,7 +96,17 @@ impl Inner {
             }
         }
         if let (true, Some(volume)) = (work.offline, &work.volume) {
-            changed |= self.take_offline(volume).await?;
+            // The same volume staged at another path stays online: its
+            // disk goes offline with the last of its stages.
+            let staged_elsewhere = self.journal.view(|records| {
+                (records.stages.iter())
+                    .any(|(other, (_, stage))| *other != path_key && stage.volume == *volume)
+            });
+            if staged_elsewhere {
+                tracing::info!(%volume, %staging, "the volume is staged at another path too: its disk stays online");
+            } else {
+                changed |= self.take_offline(volume).await?;
+            }
         }
         self.journal.update(|records| {
             records.unstages.remove(&path_key);
@@ -114,7 +127,7 @@ impl Inner {
         }
         match api.unmount_volume(volume, staging).await {
             Ok(()) => Ok(()),
-            Err(error) => match self.volume_at(staging).await? {
+            Err(error) => match self.mounted_volume(staging).await? {
                 None => Ok(()),
                 // Its answer was lost, and the volume is still there.
                 Some(_) if outcome_unknown(&error) => api.unmount_volume(volume, staging).await,

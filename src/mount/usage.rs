@@ -1,7 +1,9 @@
 //! A staged volume's size: `expand` and `stats`.
 
 use super::journal::{key, LinkTo};
-use super::{Inner, Mounter};
+use std::time::Duration;
+
+use super::{DiskSelector, Inner, Mounter};
 use crate::api::{VolumeId, WindowsPath};
 use crate::error::{Error, Result};
 use crate::host_cause::HostCause;
@@ -33,18 +35,20 @@ pub struct FsStats {
 const RECORDED_HOPS: usize = 4;
 
 impl Mounter {
-    /// `NodeExpandVolume`: rescans, checks the disk under `volume_path`
-    /// (the staging path or a published link) has at least
-    /// `required_bytes` (else [`Error::InProgress`]: the controller's
+    /// `NodeExpandVolume` of the disk `disk` names, at `volume_path` (its
+    /// staging path or a published link): rescans, checks the disk has at
+    /// least `required_bytes` (else [`Error::InProgress`]: the controller's
     /// resize has not reached the node yet), and grows the volume to fill
     /// it. A volume with nothing to grow is success on every release
-    /// (`grew: false`).
+    /// (`grew: false`). Another disk's volume at the path, or none, is
+    /// [`Error::NotFound`]: the request's volume is not there.
     pub async fn expand(
         &self,
+        disk: &DiskSelector,
         volume_path: &WindowsPath,
         required_bytes: Option<u64>,
     ) -> Result<Expanded> {
-        let volume = self.inner.volume_under(volume_path).await?;
+        let volume = self.inner.staged_volume_under(disk, volume_path).await?;
         let inner = self.inner.clone();
         let key = volume.as_str().to_owned();
         let work = async move { inner.expand(&volume, required_bytes).await };
@@ -52,13 +56,13 @@ impl Mounter {
         self.inner.flights.run(&key, request, work).await
     }
 
-    /// `NodeGetVolumeStats` of a block volume at `volume_path` (the staging
-    /// path or a published link): total, used and available bytes, right
-    /// on every proxy release (CSI Proxy v0.2.x sent the free space where
-    /// later ones send the total). A path with no volume is
-    /// [`Error::NotFound`]; a share this mounter staged has no volume, and
-    /// is [`Error::InvalidArgument`].
-    pub async fn stats(&self, volume_path: &WindowsPath) -> Result<FsStats> {
+    /// `NodeGetVolumeStats` of the disk `disk` names, at `volume_path` (its
+    /// staging path or a published link): total, used and available
+    /// bytes, right on every proxy release (CSI Proxy v0.2.x sent the free
+    /// space where later ones send the total). Another disk's volume at
+    /// the path, or none, is [`Error::NotFound`]; a share this mounter
+    /// staged has no volume, and is [`Error::InvalidArgument`].
+    pub async fn stats(&self, disk: &DiskSelector, volume_path: &WindowsPath) -> Result<FsStats> {
         if self.inner.is_smb_path(volume_path) {
             return Err(Error::invalid_argument(
                 "volume path",
@@ -67,7 +71,7 @@ impl Mounter {
                 ),
             ));
         }
-        let volume = self.inner.volume_under(volume_path).await?;
+        let volume = self.inner.staged_volume_under(disk, volume_path).await?;
         let stats = self.inner.proxy.volume()?.get_volume_stats(&volume).await?;
         Ok(FsStats {
             total_bytes: stats.total_bytes,
@@ -78,15 +82,45 @@ impl Mounter {
 }
 
 impl Inner {
-    /// The volume at `path` (a staging path, or a pod's link to one), or
-    /// [`Error::NotFound`]. A link this mounter made is followed through
-    /// the journal to its staging path before the host is asked, so the
-    /// answer is the staging folder's volume, whatever the host's own
-    /// link-following makes of the link.
-    pub(super) async fn volume_under(&self, path: &WindowsPath) -> Result<VolumeId> {
+    /// The volume of the disk `selector` names at `path` (a staging path,
+    /// or a pod's link to one), or [`Error::NotFound`]. A link this mounter
+    /// made is followed through the journal to its staging path before the
+    /// host is asked, so the answer is the staging folder's volume,
+    /// whatever the host's own reading of the link. The stage recorded
+    /// there for the same selector answers at once; otherwise the volume's
+    /// disk must be the one the selector finds now.
+    async fn staged_volume_under(
+        &self,
+        selector: &DiskSelector,
+        path: &WindowsPath,
+    ) -> Result<VolumeId> {
         let at = self.through_recorded_links(path);
-        self.volume_at(&at).await?.ok_or_else(|| Error::NotFound {
-            what: format!("volume at {path}"),
+        let volume = self
+            .mounted_volume(&at)
+            .await?
+            .ok_or_else(|| Error::NotFound {
+                what: format!("volume at {path}"),
+            })?;
+        let recorded = self.recorded_stage(&at);
+        if recorded
+            .is_some_and(|stage| stage.volume == volume && stage.selector == selector.to_string())
+        {
+            return Ok(volume);
+        }
+        let disk = self.find_disk(selector, Duration::ZERO).await?;
+        let holder = match self.disk_of(&volume).await {
+            Ok(holder) => Some(holder),
+            // No disk holds it (the volume of a drive no disk lists).
+            Err(Error::Host { .. }) => None,
+            Err(error) => return Err(error),
+        };
+        if holder == Some(disk) {
+            return Ok(volume);
+        }
+        Err(Error::NotFound {
+            what: format!(
+                "the volume of the {selector} (disk {disk}) at {path}, where {volume} is"
+            ),
         })
     }
 

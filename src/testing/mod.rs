@@ -44,7 +44,8 @@ mod startup;
 mod stub;
 
 pub use fake_host::{
-    FakeDisk, FakeHost, FakeHostBuilder, FakeVolume, PathEntry, SmbMappingStatus, WindowsError,
+    FakeDisk, FakeHost, FakeHostBuilder, FakeVolume, LinkReading, PathEntry, SmbMappingStatus,
+    WindowsError,
 };
 pub use fake_proxy::{Call, FakeProxy};
 #[cfg(windows)]

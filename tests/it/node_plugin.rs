@@ -89,7 +89,7 @@ async fn one_volume_life(release: ProxyRelease) -> (FakeProxy, CsiProxy) {
         "{link:?}"
     );
 
-    let stats = node::node_get_volume_stats(&mounter, &target)
+    let stats = node::node_get_volume_stats(&mounter, PAGE83, &target)
         .await
         .unwrap();
     assert_eq!(stats.total_bytes, staged.size_bytes);
@@ -97,12 +97,12 @@ async fn one_volume_life(release: ProxyRelease) -> (FakeProxy, CsiProxy) {
 
     // The controller grew the disk: the volume follows, once.
     assert!(host.set_disk_size(2, 20 * GIB));
-    let grown = node::node_expand_volume(&mounter, &target, Some(20 * GIB))
+    let grown = node::node_expand_volume(&mounter, PAGE83, &target, Some(20 * GIB))
         .await
         .unwrap();
     assert!(grown > 19 * GIB && grown <= 20 * GIB, "{grown}");
     assert_eq!(
-        node::node_expand_volume(&mounter, &target, Some(20 * GIB))
+        node::node_expand_volume(&mounter, PAGE83, &target, Some(20 * GIB))
             .await
             .unwrap(),
         grown
@@ -201,7 +201,7 @@ async fn failures_reach_the_handler_as_csi_codes() {
     let made = proxy.filesystem().unwrap().path_exists(&staging).await;
     assert!(!made.unwrap(), "nothing was made");
 
-    let unstaged = node::node_get_volume_stats(&mounter, &staging)
+    let unstaged = node::node_get_volume_stats(&mounter, PAGE83, &staging)
         .await
         .unwrap_err();
     assert!(matches!(unstaged, Error::NotFound { .. }), "{unstaged:?}");

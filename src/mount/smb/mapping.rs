@@ -1,10 +1,13 @@
 //! A share's mapping: released with its last lease, removed quietly when
 //! it is stale, made again with new credentials.
 
+use std::collections::BTreeSet;
+
 use super::{check_credentials, share_key, SmbCredentials, SmbMappingRemoval};
 use crate::api::{SmbMapping, SmbRemotePath};
 use crate::error::{Error, Result};
 use crate::host_cause::HostCause;
+use crate::mount::journal::MappingKey;
 use crate::mount::path_state::conflict_at;
 use crate::mount::{Change, Inner, Mounter};
 
@@ -68,9 +71,7 @@ impl Inner {
             && !self.is_foreign(root)
             && self.settings.smb_removal == SmbMappingRemoval::WhenUnused;
         if remove {
-            for remote in &record.mapped {
-                self.remove_mapping_of(&SmbRemotePath::new(remote)?).await?;
-            }
+            self.remove_mappings(&record.mapped).await?;
         }
         self.journal.update(|records| {
             if last {
@@ -82,11 +83,52 @@ impl Inner {
         Ok(remove && !record.mapped.is_empty())
     }
 
+    /// Removes the mappings of `paths`, one share's: a single removal once
+    /// the proxy is known to key mappings by the share's root, each path
+    /// otherwise. The rule is learned from the answers: the first path
+    /// removed and every other one gone is the share root's rule (v1.1.2
+    /// and later); each removed is the exact path's (before).
+    async fn remove_mappings(&self, paths: &BTreeSet<String>) -> Result<()> {
+        let rule = self.journal.view(|records| records.smb_mapping_key);
+        let mut removed = Vec::new();
+        for remote in paths {
+            if rule == Some(MappingKey::ShareRoot) && !removed.is_empty() {
+                break;
+            }
+            removed.push(self.remove_mapping(&SmbRemotePath::new(remote)?).await?);
+        }
+        let learned = match removed.split_first() {
+            Some((true, rest)) if rule.is_none() && !rest.is_empty() => {
+                if rest.iter().all(|removed| !removed) {
+                    Some(MappingKey::ShareRoot)
+                } else if rest.iter().all(|removed| *removed) {
+                    Some(MappingKey::ExactPath)
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        };
+        if let Some(rule) = learned {
+            tracing::debug!(?rule, "learned how the proxy keys SMB mappings");
+            self.journal
+                .update(|records| records.smb_mapping_key = Some(rule))?;
+        }
+        Ok(())
+    }
+
     /// Removes the mapping of `remote`; one that is not there is fine.
     pub(super) async fn remove_mapping_of(&self, remote: &SmbRemotePath) -> Result<()> {
+        self.remove_mapping(remote).await.map(drop)
+    }
+
+    /// Removes the mapping of `remote`: whether there was one (one not
+    /// there is no error).
+    async fn remove_mapping(&self, remote: &SmbRemotePath) -> Result<bool> {
         match self.proxy.smb()?.remove_smb_global_mapping(remote).await {
-            Err(error) if !is_gone(&error) => Err(error),
-            _ => Ok(()),
+            Ok(()) => Ok(true),
+            Err(error) if is_gone(&error) => Ok(false),
+            Err(error) => Err(error),
         }
     }
 

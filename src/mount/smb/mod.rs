@@ -16,6 +16,7 @@ mod mapping;
 
 use std::sync::Arc;
 
+use super::again::outcome_unknown;
 use super::fingerprint::Fingerprint;
 use super::journal::{key, Lease, LinkTo, ShareRecord};
 use super::path_state::conflict;
@@ -70,6 +71,16 @@ fn stable_hash(text: &str) -> u64 {
     let mut hasher = KEYS.get_or_init(Default::default).build_hasher();
     hasher.write(text.as_bytes());
     hasher.finish()
+}
+
+/// What the journal said of a share before a stage took its lease.
+struct StageSmbBefore {
+    /// No record of the share: this stage may be the one that maps it.
+    first_use: bool,
+    /// The volume held a lease already (a repeat).
+    had_lease: bool,
+    /// The path was recorded as mapped already.
+    had_mapped: bool,
 }
 
 /// When the mounter removes a share's mapping that it made.
@@ -188,10 +199,12 @@ impl Inner {
                 remote,
                 reachable: false,
             } if same_share(&remote) => {
-                // The mapping behind it is gone or broken: the link goes,
-                // and this mounter's mapping of the share is made again.
+                // The link leads nowhere: the mapping behind it is gone or
+                // broken, or this volume's folder on the share is. The
+                // link goes; the mapping only when no other volume reaches
+                // the share through it.
                 self.remove_unforced(staging).await?;
-                if self.owns(&root) {
+                if self.owns(&root) && !self.share_answers_elsewhere(&root, volume).await {
                     self.remove_mapping_quietly(share).await;
                 }
             }
@@ -200,52 +213,91 @@ impl Inner {
             PathState::Directory => self.remove_unforced(staging).await?,
             other => return Err(conflict(staging, other)),
         }
-        let (first_use, had_lease) = self
-            .journal
-            .view(|records| match records.shares.get(&root) {
-                None => (true, false),
-                Some(share) => (false, share.leases.contains_key(volume)),
-            });
-        self.take_lease(&root, volume, staging, share, credentials)?;
-        if let Err(error) = self.map(share, credentials, staging, first_use).await {
-            if first_use && mapping::may_have_mapped(&error) && self.owns(&root) {
-                // The proxy maps before it links: undo what this call made.
-                self.remove_mapping_quietly(share).await;
+        let before = self.journal.view(|records| {
+            let record = records.shares.get(&root);
+            StageSmbBefore {
+                first_use: record.is_none(),
+                had_lease: record.is_some_and(|share| share.leases.contains_key(volume)),
+                had_mapped: record.is_some_and(|r| r.mapped.contains(share.as_str())),
             }
-            self.journal.update(|records| {
-                if let Some(record) = records.shares.get_mut(&root) {
-                    if !had_lease {
-                        record.leases.remove(volume);
-                    }
-                    if first_use && record.leases.is_empty() {
-                        records.shares.remove(&root);
-                    }
-                }
-            })?;
+        });
+        // The lease, the path to map and the link are recorded before the
+        // mapping is made: an answer lost, or a crash, after the proxy made
+        // them leaves nothing the journal does not know.
+        self.take_lease(&root, volume, staging, share, credentials)?;
+        let error = match self
+            .map(share, credentials, staging, &root, volume, &before)
+            .await
+        {
+            Ok(()) => return Ok(Change::Changed),
+            Err(error) => error,
+        };
+        if outcome_unknown(&error) {
+            // Looked at: the link there, and answering, is the stage done.
+            // Otherwise the records stay for the retry (or reconcile).
+            if matches!(self.probe(staging).await, Ok(Some(true))) {
+                return Ok(Change::Changed);
+            }
             return Err(error);
         }
+        self.forget_failed_stage(&root, volume, share, staging, &before, &error)
+            .await?;
+        Err(error)
+    }
+
+    /// Undoes the records of a stage the proxy refused, and a mapping a
+    /// first use may have made (the proxy maps before it links). A mapping
+    /// whose removal fails stays recorded, with no lease, for the next
+    /// unstage or `reconcile` to remove.
+    async fn forget_failed_stage(
+        &self,
+        root: &str,
+        volume: &str,
+        share: &SmbRemotePath,
+        staging: &WindowsPath,
+        before: &StageSmbBefore,
+        error: &Error,
+    ) -> Result<()> {
+        let maybe_mapped = before.first_use && mapping::may_have_mapped(error);
+        let unmapped = match maybe_mapped && self.owns(root) {
+            true => match self.remove_mapping_of(share).await {
+                Ok(()) => true,
+                Err(removal) => {
+                    tracing::warn!(%share, error = %removal, "removing the share's new mapping failed");
+                    false
+                }
+            },
+            false => !maybe_mapped,
+        };
         self.journal.update(|records| {
-            if let Some(record) = records.shares.get_mut(&root) {
-                record.mapped.insert(share.as_str().to_owned());
+            records.links.remove(&key(staging.as_str()));
+            if let Some(record) = records.shares.get_mut(root) {
+                if !before.had_lease {
+                    record.leases.remove(volume);
+                }
+                if !before.had_mapped && unmapped {
+                    record.mapped.remove(share.as_str());
+                }
+                if before.first_use && record.leases.is_empty() && record.mapped.is_empty() {
+                    records.shares.remove(root);
+                }
             }
-            records.links.insert(
-                key(staging.as_str()),
-                (staging.clone(), LinkTo::Smb(share.clone())),
-            );
-        })?;
-        Ok(Change::Changed)
+        })
     }
 
     /// Maps `share` and links `staging` to it. A mapping of this mounter's
     /// that fails for a reason Windows does not pin on the credentials or
     /// the server (a stale or Disconnected mapping: "Generic failure", 85,
-    /// 64) is removed and made once more.
+    /// 64), and through which no other volume reaches the share, is removed
+    /// and made once more.
     async fn map(
         &self,
         share: &SmbRemotePath,
         credentials: &SmbCredentials,
         staging: &WindowsPath,
-        first_use: bool,
+        root: &str,
+        volume: &str,
+        before: &StageSmbBefore,
     ) -> Result<()> {
         let mapping = SmbMapping::new(
             share.clone(),
@@ -254,29 +306,53 @@ impl Inner {
         )
         .with_local_path(staging.clone());
         let smb = self.proxy.smb()?;
-        match smb.new_smb_global_mapping(&mapping).await {
-            Err(error @ Error::Host { .. })
-                if !first_use
-                    && !mapping::names_the_caller(&error)
-                    && share_key(share).is_some_and(|root| self.owns(&root)) =>
-            {
-                tracing::info!(%share, %error, "the share's mapping is stale: making it again");
-                self.remove_mapping_quietly(share).await;
-                // The link may have been made before the failure.
-                if let Err(error) = self.remove_unforced(staging).await {
-                    if error.host_cause() != Some(HostCause::PathNotFound) {
-                        return Err(error);
-                    }
-                }
-                smb.new_smb_global_mapping(&mapping).await
-            }
-            other => other,
+        let error = match smb.new_smb_global_mapping(&mapping).await {
+            Ok(()) => return Ok(()),
+            Err(error) => error,
+        };
+        let stale = matches!(error, Error::Host { .. })
+            && !before.first_use
+            && !mapping::names_the_caller(&error)
+            && self.owns(root);
+        // Another volume reaching the share says the mapping works: the
+        // failure is this volume's own (its link, its folder), and the
+        // mapping under the others stays.
+        if !stale || self.share_answers_elsewhere(root, volume).await {
+            return Err(error);
         }
+        tracing::info!(%share, %error, "the share's mapping is stale: making it again");
+        // The link first: while it cannot go, the mapping stays as it is.
+        if let Err(error) = self.remove_unforced(staging).await {
+            if error.host_cause() != Some(HostCause::PathNotFound) {
+                return Err(error);
+            }
+        }
+        self.remove_mapping_quietly(share).await;
+        smb.new_smb_global_mapping(&mapping).await
     }
 
-    /// Records `volume`'s lease on the share `root`; the first lease of a
-    /// share also records whether the mapping is this mounter's and the
-    /// credentials' fingerprint, in the same write.
+    /// Whether another volume's staging link on share `root` answers: the
+    /// mapping works, and must not be removed under it.
+    async fn share_answers_elsewhere(&self, root: &str, volume: &str) -> bool {
+        let others: Vec<WindowsPath> = self.journal.view(|records| {
+            (records.shares.get(root).into_iter())
+                .flat_map(|share| share.leases.iter())
+                .filter(|(holder, _)| holder.as_str() != volume)
+                .map(|(_, lease)| lease.staging.clone())
+                .collect()
+        });
+        for staging in others {
+            if matches!(self.probe(&staging).await, Ok(Some(true))) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Records `volume`'s lease on the share `root`, the path it maps and
+    /// its staging link; the first lease of a share also records whether
+    /// the mapping is this mounter's and the credentials' fingerprint, in
+    /// the same write.
     fn take_lease(
         &self,
         root: &str,
@@ -291,16 +367,20 @@ impl Inner {
         };
         let ours = !self.is_foreign(root);
         self.journal.update(|records| {
-            records
+            let record = records
                 .shares
                 .entry(root.to_owned())
                 .or_insert_with(|| ShareRecord {
                     ours,
                     fingerprint: Some(credentials.fingerprint()),
                     ..ShareRecord::default()
-                })
-                .leases
-                .insert(volume.to_owned(), lease);
+                });
+            record.leases.insert(volume.to_owned(), lease);
+            record.mapped.insert(share.as_str().to_owned());
+            records.links.insert(
+                key(staging.as_str()),
+                (staging.clone(), LinkTo::Smb(share.clone())),
+            );
         })
     }
 

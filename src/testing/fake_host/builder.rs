@@ -1,5 +1,6 @@
 //! Seeding a fake host.
 
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use super::state::{HostState, IscsiTarget, SmbShare};
@@ -108,15 +109,47 @@ impl FakeHostBuilder {
 
     /// Adds an SMB share that accepts `username` with `password`. `root`
     /// is `\\server\share`; a server is known to the host when it has a
-    /// share.
+    /// share. The share holds no folders but its root: seed them with
+    /// [`share_folder`](Self::share_folder), or make them through the proxy
+    /// (`Mkdir` through a link to the mapped share). Adding a share again
+    /// changes its credentials and keeps its folders.
     pub fn smb_share(mut self, root: &str, username: &str, password: &str) -> Self {
-        self.state.shares.insert(
-            super::smb::normalized(root),
-            SmbShare {
-                username: username.to_owned(),
-                password: Secret::new(password),
-            },
-        );
+        let share = (self.state.shares)
+            .entry(super::smb::normalized(root))
+            .or_insert_with(|| SmbShare {
+                username: String::new(),
+                password: Secret::new(""),
+                folders: BTreeSet::new(),
+            });
+        share.username = username.to_owned();
+        share.password = Secret::new(password);
+        self
+    }
+
+    /// Makes folder `path` (`\\server\share\folder`, any depth; the folders
+    /// above it too) on a share added before with
+    /// [`smb_share`](Self::smb_share), as a file server holds it: a link to
+    /// a folder of a share leads somewhere only once the folder is there.
+    /// A share's root is always there.
+    ///
+    /// ```
+    /// use csi_proxy_client::testing::FakeHost;
+    ///
+    /// let host = FakeHost::builder()
+    ///     .smb_share(r"\\files\share", "user", "pw")
+    ///     .share_folder(r"\\files\share\pv-2")
+    ///     .build();
+    /// assert!(host.share_folder_exists(r"\\files\share\pv-2"));
+    /// assert!(!host.share_folder_exists(r"\\files\share\pv-3"));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When `path` is on no share of the builder (add the share first).
+    pub fn share_folder(mut self, path: &str) -> Self {
+        if !self.state.add_share_folder(path) {
+            panic!("FakeHostBuilder::share_folder: {path} is on no share; add the share first");
+        }
         self
     }
 

@@ -219,6 +219,36 @@ impl FakeHost {
         }
     }
 
+    /// Makes folder `path` (`\\server\share\folder`; the folders above it
+    /// too) on its share, as someone on the file server does (see
+    /// [`FakeHostBuilder::share_folder`](super::FakeHostBuilder::share_folder)).
+    ///
+    /// # Panics
+    ///
+    /// When `path` is on no share of the host.
+    pub fn add_share_folder(&self, path: &str) {
+        if !self.state().add_share_folder(path) {
+            panic!("FakeHost::add_share_folder: {path} is on no share of the host");
+        }
+    }
+
+    /// Removes folder `path` and everything below it from its share, as
+    /// someone deleting it on the file server does: links to it lead
+    /// nowhere from now on. Returns whether it was there; a share's root is
+    /// never removed.
+    pub fn remove_share_folder(&self, path: &str) -> bool {
+        self.state().remove_share_folder(path)
+    }
+
+    /// Whether folder `path` (`\\server\share` or a folder in it, any
+    /// case) is on its share: a share's root always is, a folder once
+    /// seeded or made (through the proxy: `Mkdir` through a link to the
+    /// mapped share). Mappings do not matter: this is the file server's
+    /// view.
+    pub fn share_folder_exists(&self, path: &str) -> bool {
+        self.state().share_folder_exists(path)
+    }
+
     // ---- reboot -----------------------------------------------------------
 
     /// Restarts the node: every SMB global mapping is gone; every volume
@@ -226,7 +256,8 @@ impl FakeHost {
     /// what was below a mount point shows again where its volume is
     /// mounted next); iSCSI sessions are gone, and the disks they brought
     /// with them; directories and symlinks stay, so links to SMB shares or
-    /// to unmounted folders now lead nowhere. The other disks stay as they
+    /// to unmounted folders now lead nowhere (the shares' folders are on
+    /// their file servers, and stay). The other disks stay as they
     /// were (online or not, read-only or not, partitions and file systems),
     /// as do registered iSCSI portals, services, the release, and planned
     /// faults.

@@ -1,9 +1,12 @@
 //! Faults of the fake host: Windows errors, failures and delays planned for
-//! the n-th call of an operation, and the one path every call takes.
+//! the n-th call of an operation, calls held for a test to act on, and the
+//! one path every call takes.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
+
+use tokio::sync::oneshot;
 
 use super::state::HostState;
 use super::FakeHost;
@@ -180,6 +183,36 @@ pub(super) const GENERIC_FAILURE: u32 = 0x8004_1001;
 pub(super) struct Faults {
     received: BTreeMap<Operation, usize>,
     planned: Vec<Planned>,
+    /// Calls received, of every operation.
+    total: usize,
+    /// Calls to hold, by their number among all calls.
+    holds: Vec<Hold>,
+}
+
+/// What a held call tells the test: its operation, and the sender with
+/// which the test lets it go ([`FakeHost::hold_call`]).
+type HeldCall = (Operation, oneshot::Sender<()>);
+
+/// A call to hold, before its work or after it.
+#[derive(Debug)]
+struct Hold {
+    /// Which call (1 = the first the host received, of any operation).
+    call: usize,
+    after_work: bool,
+    tell: oneshot::Sender<HeldCall>,
+}
+
+impl Hold {
+    /// Tells the test that the call is here, and waits until it lets the
+    /// call go: whether it sent (rather than dropped) the go-ahead. A hold
+    /// whose receiver is gone holds nothing.
+    async fn wait(self, operation: Operation) -> bool {
+        let (go, gone) = oneshot::channel();
+        if self.tell.send((operation, go)).is_err() {
+            return true;
+        }
+        gone.await.is_ok()
+    }
 }
 
 #[derive(Debug)]
@@ -196,12 +229,15 @@ enum Fault {
     Delay(Duration),
 }
 
-/// What happens to one call: it waits `delay`, then fails with `failure`
-/// or does its work.
+/// What happens to one call: it may be held before its work; it waits
+/// `delay`, then fails with `failure` or does its work; it may be held
+/// before its answer.
 #[derive(Debug, Default)]
 struct Plan {
     delay: Duration,
     failure: Option<WindowsError>,
+    hold_before: Option<Hold>,
+    hold_after: Option<Hold>,
 }
 
 impl Faults {
@@ -223,11 +259,43 @@ impl Faults {
         });
     }
 
+    fn hold(&mut self, caller: &str, nth: usize, after_work: bool) -> oneshot::Receiver<HeldCall> {
+        assert!(
+            nth >= 1,
+            "FakeHost::{caller}: calls are counted from 1 (the next call), not {nth}"
+        );
+        let (tell, told) = oneshot::channel();
+        self.holds.push(Hold {
+            call: self.total + nth,
+            after_work,
+            tell,
+        });
+        told
+    }
+
     /// Counts a call of `operation` and takes what was planned for it.
     fn next_call(&mut self, operation: Operation) -> Plan {
         let call = self.received(operation) + 1;
         self.received.insert(operation, call);
+        self.total += 1;
         let mut plan = Plan::default();
+        // Holds whose receiver was dropped are forgotten; for one call, the
+        // first hold planned before its work and the first after it win.
+        self.holds.retain(|hold| !hold.tell.is_closed());
+        let total = self.total;
+        let mut index = 0;
+        while index < self.holds.len() {
+            if self.holds[index].call != total {
+                index += 1;
+                continue;
+            }
+            let hold = self.holds.remove(index);
+            let slot = match hold.after_work {
+                false => &mut plan.hold_before,
+                true => &mut plan.hold_after,
+            };
+            slot.get_or_insert(hold);
+        }
         self.planned.retain_mut(|planned| {
             if planned.operation != operation || planned.call != call {
                 return true;
@@ -320,15 +388,97 @@ impl FakeHost {
         self.state().faults.received(operation)
     }
 
-    /// One call of `operation`: counts it, applies what was planned for it,
-    /// and runs `work` on the state, now or (delayed) on a task of its own
-    /// that finishes even if this future is dropped.
+    /// Holds the `nth` host call from now on (1: the next one), of
+    /// whatever operation, before its work, until the test lets it go: a
+    /// test can stop the proxy, or the driver, just before the host does
+    /// that call ([`hold_answer`](Self::hold_answer) is for just after).
+    ///
+    /// When the call comes, the receiver gets its operation and a sender:
+    /// sending on it lets the call do its work and answer; dropping it
+    /// makes the call fail ([`Error::Host`], code `Unknown`) without its
+    /// work. A call whose caller is gone while it is held (its future
+    /// dropped, as with a connection that a stopped proxy broke) never does
+    /// its work. Dropping the receiver before the call comes cancels the
+    /// hold. The call is counted ([`calls_of`](Self::calls_of)) either way.
+    ///
+    /// ```
+    /// use csi_proxy_client::api::DiskApi;
+    /// use csi_proxy_client::testing::FakeHost;
+    /// use csi_proxy_client::Operation;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let host = FakeHost::builder().disk(1, "pd-1", 10 << 30).build();
+    /// let held = host.hold_call(1);
+    /// let partition = tokio::spawn({
+    ///     let host = host.clone();
+    ///     async move { host.partition_disk(1).await }
+    /// });
+    /// let (operation, go) = held.await.unwrap();
+    /// assert_eq!(operation, Operation::PartitionDisk);
+    /// assert!(!host.disk(1).unwrap().partitioned, "held before its work");
+    /// drop(go); // as a proxy that stopped before the call
+    /// assert!(partition.await.unwrap().is_err());
+    /// assert!(!host.disk(1).unwrap().partitioned);
+    /// # }
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When `nth` is 0.
+    pub fn hold_call(&self, nth: usize) -> oneshot::Receiver<(Operation, oneshot::Sender<()>)> {
+        self.state().faults.hold("hold_call", nth, false)
+    }
+
+    /// Holds the `nth` host call from now on (1: the next one), of
+    /// whatever operation, after its work and before its answer, until the
+    /// test lets it go: a test can stop the proxy, or the driver, so that
+    /// the call is done and its answer lost.
+    ///
+    /// When the call's work is done (or has failed), the receiver gets its
+    /// operation and a sender; sending on it or dropping it lets the answer
+    /// go. Dropping the receiver before the call comes cancels the hold.
+    /// Both holds may be planned for the same call.
+    ///
+    /// # Panics
+    ///
+    /// When `nth` is 0.
+    pub fn hold_answer(&self, nth: usize) -> oneshot::Receiver<(Operation, oneshot::Sender<()>)> {
+        self.state().faults.hold("hold_answer", nth, true)
+    }
+
+    /// One call of `operation`: counts it, holds it where a test asked,
+    /// applies what was planned for it, and runs `work` on the state, now or
+    /// (delayed) on a task of its own that finishes even if this future is
+    /// dropped.
     pub(super) async fn host_call<T, F>(&self, operation: Operation, work: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&mut HostState) -> Result<T> + Send + 'static,
     {
-        let plan = self.state().faults.next_call(operation);
+        let mut plan = self.state().faults.next_call(operation);
+        if let Some(hold) = plan.hold_before.take() {
+            if !hold.wait(operation).await {
+                return Err(Error::host(
+                    operation,
+                    Code::Unknown,
+                    "the fake host's held call was let go without its work",
+                ));
+            }
+        }
+        let hold_after = plan.hold_after.take();
+        let answer = self.run_plan(operation, plan, work).await;
+        if let Some(hold) = hold_after {
+            hold.wait(operation).await;
+        }
+        answer
+    }
+
+    /// Runs `work` as `plan` says: now, or (delayed) on a task of its own.
+    async fn run_plan<T, F>(&self, operation: Operation, plan: Plan, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut HostState) -> Result<T> + Send + 'static,
+    {
         if plan.delay.is_zero() {
             return plan.run(operation, &mut self.state(), work);
         }

@@ -1,53 +1,172 @@
 //! The filesystem group of the fake host, with the proxy's path checks.
+//!
+//! Paths are found as Windows finds them for the proxy's Go calls: the
+//! links on the way are followed (into a share's folders, through its
+//! mapping), the last one only where the call follows it (`os.Stat`, not
+//! `os.Lstat`).
 
 use async_trait::async_trait;
 
 use super::faults::WindowsError;
-use super::state::{key, parent, HostState, PathEntry};
+use super::smb::{normalized, SmbAccess};
+use super::state::{is_drive_root, key, parent, HostState, PathEntry};
 use super::{host_error, FakeHost};
 use crate::api::{FilesystemApi, WindowsPath};
 use crate::capability::Operation;
 use crate::error::Result;
 
+/// How many links a lookup follows before it gives up (Windows allows 63
+/// reparse points in a path).
+const MAX_LINKS: usize = 63;
+
+/// Whether a lookup follows a link that is the path's last component.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Last {
+    /// Like `os.Lstat`: the link itself is found.
+    Kept,
+    /// Like `os.Stat`: where the link leads is found.
+    Followed,
+}
+
+/// What a lookup found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Found {
+    /// An entry of the node's tree, at this key.
+    Local(String, PathEntry),
+    /// A folder on an SMB share (its root included), normalized.
+    Share(String),
+}
+
+impl Found {
+    fn is_dir(&self) -> bool {
+        !matches!(self, Found::Local(_, PathEntry::Symlink(_)))
+    }
+}
+
+/// `error`'s code with Go's text for `op` of `path`.
+fn path_error(op: &str, path: &str, code: u32) -> WindowsError {
+    let text = WindowsError::new(code);
+    WindowsError::with_message(code, format!("{op} {path}: {}", text.message()))
+}
+
 impl HostState {
-    fn check_exists(&self, operation: Operation, path: &WindowsPath) -> Result<()> {
-        if self.tree.exists(path.as_str()) {
-            Ok(())
-        } else {
-            Err(host_error(
-                operation,
-                format!("{path}: the system cannot find the file specified"),
-            ))
+    /// What is at `path` (a local path or a share's), as Windows finds it:
+    /// `Ok(None)` where Go's `os.IsNotExist` would hold, a Windows error
+    /// where a share on the way cannot be reached (1326 with no mapping, 64
+    /// through one that broke).
+    pub(super) fn find(&self, path: &str, last: Last) -> Result<Option<Found>, WindowsError> {
+        let mut path = path.to_owned();
+        for _ in 0..=MAX_LINKS {
+            match self.find_step(&path, last) {
+                Step::Found(found) => return Ok(found),
+                Step::Failed(error) => return Err(error),
+                Step::Next(next) => path = next,
+            }
+        }
+        // ERROR_CANT_RESOLVE_FILENAME, as for a loop of links.
+        Err(WindowsError::with_message(
+            1921,
+            "The name of the file cannot be resolved by the system.",
+        ))
+    }
+
+    /// One lookup of `path`, up to the first link to follow.
+    fn find_step(&self, path: &str, last: Last) -> Step {
+        if path.starts_with("\\\\") {
+            // On a share: its folders, through the node's mapping.
+            return match self.smb_access(path) {
+                SmbAccess::Usable => Step::Found(
+                    (self.share_folder_exists(path)).then(|| Found::Share(normalized(path))),
+                ),
+                SmbAccess::Broken => Step::Failed(WindowsError::new(WindowsError::NETNAME_DELETED)),
+                SmbAccess::Unmapped => Step::Failed(WindowsError::new(WindowsError::LOGON_FAILURE)),
+            };
+        }
+        let whole = key(path);
+        let parts: Vec<&str> = whole.split('\\').filter(|p| !p.is_empty()).collect();
+        let Some((drive, below)) = parts.split_first() else {
+            return Step::Found(None);
+        };
+        let mut at = (*drive).to_owned();
+        if !is_drive_root(&at) {
+            return Step::Found(None);
+        }
+        let mut found = Found::Local(at.clone(), PathEntry::Directory);
+        for (i, part) in below.iter().enumerate() {
+            let is_last = i + 1 == below.len();
+            at = format!("{at}\\{part}");
+            match self.tree.get(&at) {
+                None => return Step::Found(None),
+                Some(PathEntry::Symlink(target)) if !is_last || last == Last::Followed => {
+                    let rest = below[i + 1..].join("\\");
+                    let target = target.trim_end_matches('\\');
+                    return Step::Next(match rest.is_empty() {
+                        true => target.to_owned(),
+                        false => format!("{target}\\{rest}"),
+                    });
+                }
+                Some(entry) => found = Found::Local(at.clone(), entry),
+            }
+        }
+        Step::Found(Some(found))
+    }
+
+    /// `CreateDirectory` of `path`: its folder must be there (links
+    /// followed), `path` itself must not.
+    fn create_dir(&mut self, path: &str) -> Result<(), WindowsError> {
+        if self.find(path, Last::Kept)?.is_some() {
+            return Err(path_error("mkdir", path, WindowsError::ALREADY_EXISTS));
+        }
+        let whole = key(path);
+        let (Some(up), Some(name)) = (parent(&whole), whole.rsplit('\\').next()) else {
+            return Err(path_error("mkdir", path, WindowsError::PATH_NOT_FOUND));
+        };
+        match self.find(up, Last::Followed)? {
+            None => Err(path_error("mkdir", path, WindowsError::PATH_NOT_FOUND)),
+            Some(Found::Local(at, _)) => {
+                self.tree
+                    .insert(&format!("{at}\\{name}"), PathEntry::Directory);
+                Ok(())
+            }
+            Some(Found::Share(at)) => {
+                self.add_share_folder(&format!("{at}\\{name}"));
+                Ok(())
+            }
         }
     }
 
-    /// `IsSymlink`'s answer for a link to `target`: whether it leads
-    /// somewhere; through a share whose mapping is gone or broken, the
-    /// error Windows gives the proxy for the share (1326 with no mapping,
-    /// 64 for one that broke).
-    fn link_answer(&self, op: Operation, target: &str) -> Result<bool> {
-        let mut current = target.to_owned();
-        for _ in 0..32 {
-            if current.starts_with("\\\\") {
-                return match self.smb_access(&current) {
-                    super::smb::SmbAccess::Usable => Ok(true),
-                    super::smb::SmbAccess::Broken => Err(super::faults::windows_error(
-                        op,
-                        WindowsError::NETNAME_DELETED,
-                    )),
-                    super::smb::SmbAccess::Unmapped => Err(super::faults::windows_error(
-                        op,
-                        WindowsError::LOGON_FAILURE,
-                    )),
-                };
-            }
-            match self.tree.get(&current) {
-                Some(PathEntry::Symlink(next)) => current = next,
-                Some(_) => return Ok(true),
-                None => return Ok(false),
+    /// Go's `os.MkdirAll`, which the proxy's `Mkdir` runs: done when `path`
+    /// leads to a folder; else its folder is made first, then `path`.
+    fn make_dirs(&mut self, path: &str) -> Result<(), WindowsError> {
+        if let Ok(Some(found)) = self.find(path, Last::Followed) {
+            if found.is_dir() {
+                return Ok(());
             }
         }
-        Ok(false)
+        let whole = key(path);
+        if let Some(up) = parent(&whole).filter(|up| !is_drive_root(up)) {
+            self.make_dirs(up)?;
+        }
+        match self.create_dir(path) {
+            Ok(()) => Ok(()),
+            Err(error) => match self.find(path, Last::Kept) {
+                Ok(Some(found)) if found.is_dir() => Ok(()),
+                _ => Err(error),
+            },
+        }
+    }
+
+    /// What is at `path` for `op`, links on the way followed and the last
+    /// one as `last` says; a missing path fails as Windows says it.
+    fn existing(&self, op: Operation, path: &WindowsPath, last: Last) -> Result<Found> {
+        match self.find(path.as_str(), last) {
+            Ok(Some(found)) => Ok(found),
+            Ok(None) => Err(host_error(
+                op,
+                format!("{path}: the system cannot find the file specified"),
+            )),
+            Err(error) => Err(error.into_error(op)),
+        }
     }
 
     fn rmdir(&mut self, path: &WindowsPath, force: bool) -> Result<()> {
@@ -55,14 +174,17 @@ impl HostState {
         crate::working_dirs::check(&self.working_dirs, op, path)?;
         // Forced, the proxy runs Go's `os.RemoveAll`, which is content
         // with a path that is not there.
-        if force && !self.tree.exists(path.as_str()) {
+        if force && matches!(self.find(path.as_str(), Last::Kept), Ok(None)) {
             return Ok(());
         }
-        self.check_exists(op, path)?;
-        let below = self.tree.descendants(path.as_str());
+        let at = match self.existing(op, path, Last::Kept)? {
+            Found::Local(at, _) => at,
+            Found::Share(folder) => return self.rmdir_on_share(op, path, &folder, force),
+        };
+        let below = self.tree.descendants(&at);
         // A mount point is a reparse point: Windows removes it, unforced,
         // whatever the volume holds (and the volume keeps its files).
-        let mount_point = matches!(self.tree.get(path.as_str()), Some(PathEntry::MountPoint(_)));
+        let mount_point = matches!(self.tree.get(&at), Some(PathEntry::MountPoint(_)));
         if !below.is_empty() && !force && !mount_point {
             return Err(host_error(
                 op,
@@ -72,12 +194,52 @@ impl HostState {
         for child in below {
             self.tree.remove(&child);
         }
-        if let Some(PathEntry::MountPoint(volume)) = self.tree.get(path.as_str()) {
+        if let Some(PathEntry::MountPoint(volume)) = self.tree.get(&at) {
             if let Some(v) = self.volumes.get_mut(&volume) {
-                v.mounts.remove(&key(path.as_str()));
+                v.mounts.remove(&at);
             }
         }
-        self.tree.remove(path.as_str());
+        self.tree.remove(&at);
+        Ok(())
+    }
+
+    /// `rmdir` of `path`, which is folder `folder` of a share.
+    fn rmdir_on_share(
+        &mut self,
+        op: Operation,
+        path: &WindowsPath,
+        folder: &str,
+        force: bool,
+    ) -> Result<()> {
+        if !force && !self.share_folders_below(folder).is_empty() {
+            return Err(host_error(
+                op,
+                format!("{path}: the directory is not empty"),
+            ));
+        }
+        match self.remove_share_folder(folder) {
+            true => Ok(()),
+            // The share's root: the server refuses.
+            false => Err(WindowsError::new(WindowsError::ACCESS_DENIED).into_error(op)),
+        }
+    }
+
+    fn rmdir_contents(&mut self, path: &WindowsPath) -> Result<()> {
+        let op = Operation::RmdirContents;
+        crate::working_dirs::check(&self.working_dirs, op, path)?;
+        // `os.Open` follows the links: what goes is below where they lead.
+        match self.existing(op, path, Last::Followed)? {
+            Found::Local(at, _) => {
+                for child in self.tree.descendants(&at) {
+                    self.tree.remove(&child);
+                }
+            }
+            Found::Share(folder) => {
+                for child in self.share_folders_below(&folder) {
+                    self.remove_share_folder(&child);
+                }
+            }
+        }
         Ok(())
     }
 
@@ -85,23 +247,63 @@ impl HostState {
         let op = Operation::CreateSymlink;
         crate::working_dirs::check(&self.working_dirs, op, target)?;
         crate::working_dirs::check(&self.working_dirs, op, link)?;
-        if self.tree.exists(link.as_str()) {
-            return Err(host_error(
-                op,
-                format!("{link}: cannot create a file when that file already exists"),
-            ));
+        let exists = |state: &Self| state.find(link.as_str(), Last::Kept);
+        match exists(self) {
+            Ok(None) => {}
+            Ok(Some(_)) => {
+                return Err(host_error(
+                    op,
+                    format!("{link}: cannot create a file when that file already exists"),
+                ))
+            }
+            Err(error) => return Err(error.into_error(op)),
         }
         let link_key = key(link.as_str());
-        if parent(&link_key).is_some_and(|p| !self.tree.exists(p)) {
-            return Err(host_error(
+        let name = link_key.rsplit('\\').next().unwrap_or_default().to_owned();
+        let folder = parent(&link_key).map(|up| self.find(up, Last::Followed));
+        match folder {
+            Some(Ok(Some(Found::Local(at, _)))) => {
+                self.tree.insert(
+                    &format!("{at}\\{name}"),
+                    PathEntry::Symlink(target.to_string()),
+                );
+                Ok(())
+            }
+            Some(Ok(Some(Found::Share(_)))) => Err(host_error(
+                op,
+                format!("{link}: the fake host makes no links on a share"),
+            )),
+            Some(Err(error)) => Err(error.into_error(op)),
+            Some(Ok(None)) | None => Err(host_error(
                 op,
                 format!("{link}: the system cannot find the path specified"),
-            ));
+            )),
         }
-        self.tree
-            .insert(link.as_str(), PathEntry::Symlink(target.to_string()));
-        Ok(())
     }
+
+    /// `IsSymlink`, as upstream's: `os.Lstat` of the path (an error when
+    /// it is not there), then, for a link or a mount point, whether its
+    /// target exists (`os.Lstat` of the target, which does not follow a
+    /// target that is a link itself).
+    fn is_symlink(&self, path: &WindowsPath) -> Result<bool> {
+        let op = Operation::IsSymlink;
+        match self.existing(op, path, Last::Kept)? {
+            Found::Local(_, PathEntry::Symlink(target)) => match self.find(&target, Last::Kept) {
+                Ok(found) => Ok(found.is_some()),
+                Err(error) => Err(error.into_error(op)),
+            },
+            Found::Local(_, PathEntry::MountPoint(_)) => Ok(true),
+            Found::Local(_, PathEntry::Directory) | Found::Share(_) => Ok(false),
+        }
+    }
+}
+
+/// One step of a lookup.
+enum Step {
+    Found(Option<Found>),
+    Failed(WindowsError),
+    /// Look up this path instead (a link was followed).
+    Next(String),
 }
 
 #[async_trait]
@@ -111,8 +313,12 @@ impl FilesystemApi for FakeHost {
         let (op, path) = (Operation::PathExists, path.clone());
         self.host_call(op, move |state| {
             crate::working_dirs::check(&state.working_dirs, op, &path)?;
-            // Like the proxy's `os.Lstat`: a symlink exists, wherever it leads.
-            Ok(state.tree.exists(path.as_str()))
+            // Like the proxy's `os.Lstat`: a link exists, wherever it leads;
+            // a path through a link is where the link leads.
+            match state.find(path.as_str(), Last::Kept) {
+                Ok(found) => Ok(found.is_some()),
+                Err(error) => Err(error.into_error(op)),
+            }
         })
         .await
     }
@@ -121,8 +327,9 @@ impl FilesystemApi for FakeHost {
         let (op, path) = (Operation::Mkdir, path.clone());
         self.host_call(op, move |state| {
             crate::working_dirs::check(&state.working_dirs, op, &path)?;
-            state.mkdir_all(path.as_str());
-            Ok(())
+            state
+                .make_dirs(path.as_str())
+                .map_err(|error| error.into_error(op))
         })
         .await
     }
@@ -134,14 +341,9 @@ impl FilesystemApi for FakeHost {
     }
 
     async fn rmdir_contents(&self, path: &WindowsPath) -> Result<()> {
-        let (op, path) = (Operation::RmdirContents, path.clone());
-        self.host_call(op, move |state| {
-            crate::working_dirs::check(&state.working_dirs, op, &path)?;
-            state.check_exists(op, &path)?;
-            for child in state.tree.descendants(path.as_str()) {
-                state.tree.remove(&child);
-            }
-            Ok(())
+        let path = path.clone();
+        self.host_call(Operation::RmdirContents, move |state| {
+            state.rmdir_contents(&path)
         })
         .await
     }
@@ -155,16 +357,8 @@ impl FilesystemApi for FakeHost {
     }
 
     async fn is_symlink(&self, path: &WindowsPath) -> Result<bool> {
-        let (op, path) = (Operation::IsSymlink, path.clone());
-        self.host_call(op, move |state| match state.tree.get(path.as_str()) {
-            None => Err(host_error(
-                op,
-                format!("{path}: the system cannot find the file specified"),
-            )),
-            Some(PathEntry::Symlink(target)) => state.link_answer(op, &target),
-            Some(PathEntry::MountPoint(_)) => Ok(true),
-            Some(PathEntry::Directory) => Ok(false),
-        })
-        .await
+        let path = path.clone();
+        self.host_call(Operation::IsSymlink, move |state| state.is_symlink(&path))
+            .await
     }
 }

@@ -18,6 +18,7 @@ pub use builder::FakeHostBuilder;
 pub use faults::WindowsError;
 use state::HostState;
 pub use state::{FakeDisk, FakeVolume, PathEntry, SmbMappingStatus};
+pub use volume::LinkReading;
 
 use crate::api::{DiskIds, DiskLocation, ServiceInfo, TargetPortal, VolumeId, WindowsPath};
 use crate::capability::Operation;

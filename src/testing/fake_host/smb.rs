@@ -22,6 +22,17 @@ pub(super) fn normalized(remote: &str) -> String {
         .to_lowercase()
 }
 
+/// The share root of `remote` (`\\server\share`, lower-cased) and the
+/// folder below it (lower-cased, empty for the root); `None` for a path
+/// that names no share.
+pub(super) fn share_folder_of(remote: &str) -> Option<(String, String)> {
+    let path = normalized(remote);
+    let root = share_root(&path)?;
+    let below = path.strip_prefix(root.as_str())?;
+    let below: Vec<&str> = below.split('\\').filter(|part| !part.is_empty()).collect();
+    Some((root, below.join("\\")))
+}
+
 /// `\\server` of a share path (lower-cased).
 fn server_of(remote: &str) -> Option<String> {
     let root = share_root(remote)?;
@@ -39,6 +50,74 @@ impl HostState {
         } else {
             normalized(remote)
         })
+    }
+
+    /// Whether folder `remote` is on its share: the root of a share the
+    /// host has always is; a folder below it once seeded or made.
+    pub(super) fn share_folder_exists(&self, remote: &str) -> bool {
+        let Some((root, below)) = share_folder_of(remote) else {
+            return false;
+        };
+        let Some(share) = self.shares.get(&root) else {
+            return false;
+        };
+        below.is_empty() || share.folders.contains(&below)
+    }
+
+    /// Makes folder `remote` and the folders above it on its share, as the
+    /// file server does. `false` when the host has no such share.
+    pub(super) fn add_share_folder(&mut self, remote: &str) -> bool {
+        let Some((root, below)) = share_folder_of(remote) else {
+            return false;
+        };
+        let Some(share) = self.shares.get_mut(&root) else {
+            return false;
+        };
+        let mut at = String::new();
+        for part in below.split('\\').filter(|part| !part.is_empty()) {
+            if !at.is_empty() {
+                at.push('\\');
+            }
+            at.push_str(part);
+            share.folders.insert(at.clone());
+        }
+        true
+    }
+
+    /// The folders strictly below `remote` on its share.
+    pub(super) fn share_folders_below(&self, remote: &str) -> Vec<String> {
+        let Some((root, below)) = share_folder_of(remote) else {
+            return Vec::new();
+        };
+        let Some(share) = self.shares.get(&root) else {
+            return Vec::new();
+        };
+        let prefix = if below.is_empty() {
+            String::new()
+        } else {
+            format!("{below}\\")
+        };
+        (share.folders.iter())
+            .filter(|folder| folder.starts_with(&prefix))
+            .map(|folder| format!("{root}\\{folder}"))
+            .collect()
+    }
+
+    /// Removes folder `remote` and everything below it from its share;
+    /// whether it was there. A share's root is never removed.
+    pub(super) fn remove_share_folder(&mut self, remote: &str) -> bool {
+        let Some((root, below)) = share_folder_of(remote) else {
+            return false;
+        };
+        let Some(share) = self.shares.get_mut(&root) else {
+            return false;
+        };
+        if below.is_empty() {
+            return false;
+        }
+        let prefix = format!("{below}\\");
+        share.folders.retain(|folder| !folder.starts_with(&prefix));
+        share.folders.remove(&below)
     }
 
     /// How the node reaches `remote` through its mappings.
@@ -104,12 +183,17 @@ impl HostState {
         let key = self
             .mapping_key(remote)
             .ok_or_else(|| host_error(op, format!("{remote} is not a share path")))?;
-        // A mapping with status OK whose share answers is kept as it is,
-        // credentials unchecked; one whose share stopped answering is
-        // removed and made again. One not OK counts as not mapped, and is
-        // mapped over (which Windows refuses).
+        // A mapping with status OK whose path answers (`PathValid` of the
+        // mapped path: the share's root from v1.1.2, which always exists;
+        // before, the remote path, a folder that may be missing) is kept as
+        // it is, credentials unchecked; one that does not answer is removed
+        // and made again. One not OK counts as not mapped, and is mapped
+        // over (which Windows refuses).
         match self.smb_mappings.get(&key) {
-            Some(m) if m.status == SmbMappingStatus::Ok && m.valid => {}
+            Some(m)
+                if m.status == SmbMappingStatus::Ok
+                    && m.valid
+                    && self.share_folder_exists(&key) => {}
             Some(m) if m.status == SmbMappingStatus::Ok => {
                 self.smb_mappings.remove(&key);
                 self.make_mapping(key, mapping)?;

@@ -89,6 +89,10 @@ pub enum PathEntry {
 pub(super) struct SmbShare {
     pub username: String,
     pub password: Secret,
+    /// The folders on the share, as paths below its root (lower-cased, no
+    /// leading or trailing backslash); the root always exists. A folder is
+    /// there once seeded or made, as on a file server.
+    pub folders: BTreeSet<String>,
 }
 
 /// The status Windows reports for an SMB global mapping
@@ -167,6 +171,8 @@ pub(super) struct HostState {
     pub system_volume: Option<VolumeId>,
     /// The release whose rules the host follows.
     pub release: ProxyRelease,
+    /// How v1.3's `GetVolumeIDFromTargetPath` reads a link.
+    pub link_reading: super::LinkReading,
     /// Calls received, and the failures and delays planned.
     pub faults: Faults,
     /// Per disk: how many more listings hide the volumes `PartitionDisk`
@@ -198,6 +204,7 @@ impl HostState {
             rescans: 0,
             system_volume: None,
             release: ProxyRelease::LATEST,
+            link_reading: super::LinkReading::default(),
             faults: Faults::default(),
             hidden_listings: BTreeMap::new(),
             made_by_partition: BTreeSet::new(),
@@ -310,7 +317,7 @@ pub(super) fn parent(key: &str) -> Option<&str> {
     key.rfind('\\').map(|i| &key[..i])
 }
 
-fn is_drive_root(key: &str) -> bool {
+pub(super) fn is_drive_root(key: &str) -> bool {
     key.len() == 2 && key.ends_with(':')
 }
 

@@ -21,7 +21,73 @@ const MIN_EXTENT: u64 = 1 << 20;
 /// folder that is already a mount point.
 pub(super) const ACCESS_PATH_IN_USE: &str = "The requested access path is already in use.";
 
+/// How [`FakeHost`] answers CSI Proxy v1.3's `GetVolumeIDFromTargetPath`
+/// for a directory symlink. v1.3 asks Windows whether the path is a mount
+/// point by testing its reparse tag against the mount point's bits, which a
+/// symlink's tag passes too, and then asks for the volume that holds the
+/// path: which volume Windows names for a link was never observed for this
+/// crate, so tests run under each reading. Releases before v1.3 followed
+/// links (PowerShell's `Target`) whatever this says.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LinkReading {
+    /// The volume that holds the link itself (`C:`'s for a kubelet path):
+    /// the reading of v1.3's code, and the default.
+    #[default]
+    Holder,
+    /// The volume mounted where the link leads, as before v1.3.
+    Target,
+}
+
+/// The ID the host gives drive `C:`'s volume when it was given no system
+/// disk: a volume no disk lists.
+const UNLISTED_SYSTEM_VOLUME: &str = "\\\\?\\Volume{00000000-0000-4000-8000-0000000000c0}\\";
+
+impl FakeHost {
+    /// Makes the host answer v1.3's `GetVolumeIDFromTargetPath` for a link
+    /// as `reading` says (default [`LinkReading::Holder`]).
+    pub fn set_link_reading(&self, reading: LinkReading) {
+        self.state().link_reading = reading;
+    }
+}
+
 impl HostState {
+    /// `GetVolumeIDFromTargetPath`: before v1.3, links followed to the
+    /// volume mounted where they lead; from v1.3, a folder that is no
+    /// reparse point is "not a mounted folder", and a link answers as
+    /// [`LinkReading`] says.
+    fn volume_id_at(&self, target: &WindowsPath) -> Result<VolumeId> {
+        let op = Op::GetVolumeIdFromTargetPath;
+        let none = || host_error(op, format!("no volume is mounted at {target}"));
+        if self.release < ProxyRelease::V1_3_0 {
+            return self.mounted_at(target.as_str()).ok_or_else(none);
+        }
+        match self.tree.get(target.as_str()) {
+            None => Err(none()),
+            Some(PathEntry::MountPoint(volume)) => Ok(volume),
+            Some(PathEntry::Directory) => Err(host_error(op, "not a mounted folder")),
+            Some(PathEntry::Symlink(_)) if self.link_reading == LinkReading::Target => self
+                .mounted_at(target.as_str())
+                .ok_or_else(|| host_error(op, "not a mounted folder")),
+            Some(PathEntry::Symlink(_)) => Ok(self.holder_of(target.as_str())),
+        }
+    }
+
+    /// The volume that holds `path` itself (not what it leads to): the
+    /// nearest mount point above it, else its drive's volume.
+    fn holder_of(&self, path: &str) -> VolumeId {
+        let mut current = parent(&key(path)).and_then(|up| self.tree.resolve(up));
+        while let Some(at) = current {
+            if let Some(PathEntry::MountPoint(volume)) = self.tree.get(&at) {
+                return volume;
+            }
+            current = parent(&at).map(str::to_owned);
+        }
+        self.system_volume.clone().unwrap_or_else(|| {
+            VolumeId::new(UNLISTED_SYSTEM_VOLUME).expect("well-formed volume ID")
+        })
+    }
+
     /// Volume `id`, if it exists and its disk is online: the volumes of an
     /// offline disk are gone from Windows' view.
     fn volume_mut(&mut self, op: Op, id: &VolumeId) -> Result<&mut FakeVolume> {
@@ -271,12 +337,8 @@ impl VolumeApi for FakeHost {
 
     async fn get_volume_id_from_target_path(&self, target: &WindowsPath) -> Result<VolumeId> {
         let (op, target) = (Op::GetVolumeIdFromTargetPath, target.clone());
-        self.host_call(op, move |state| {
-            state
-                .mounted_at(target.as_str())
-                .ok_or_else(|| host_error(op, format!("no volume is mounted at {target}")))
-        })
-        .await
+        self.host_call(op, move |state| state.volume_id_at(&target))
+            .await
     }
 
     async fn write_volume_cache(&self, volume: &VolumeId) -> Result<()> {

@@ -43,9 +43,9 @@ async fn every_operation_twice_changes_nothing_the_second_time() {
         );
 
         node.host.set_disk_size(1, 20 * GIB);
-        let grown = m.expand(&target, Some(20 * GIB)).await.unwrap();
+        let grown = m.expand(&page83(), &target, Some(20 * GIB)).await.unwrap();
         assert!(grown.grew, "{release}");
-        let again = m.expand(&target, Some(20 * GIB)).await.unwrap();
+        let again = m.expand(&page83(), &target, Some(20 * GIB)).await.unwrap();
         assert_eq!(
             (again.grew, again.total_bytes),
             (false, grown.total_bytes),
@@ -284,11 +284,9 @@ async fn a_format_that_outlives_kubelets_deadline_is_joined_by_the_retry() {
 #[tokio::test]
 async fn a_format_whose_outcome_is_unknown_is_not_sent_again_while_it_may_run() {
     let node = Node::with_disk(ProxyRelease::LATEST).await;
-    let proxy = node
-        .client_with_deadline(Op::FormatVolume, Duration::from_millis(50))
-        .await;
-    let mounter = Mounter::builder(proxy, node.state_dir())
+    let mounter = Mounter::builder(node.mounter.proxy().clone(), node.state_dir())
         .poll_interval(Duration::from_millis(10))
+        .format_deadline(Duration::from_millis(50))
         .format_grace(Duration::from_secs(60))
         .build()
         .unwrap();
@@ -437,7 +435,7 @@ async fn publish_replaces_an_empty_folder_and_refuses_a_link_elsewhere_or_no_sta
     let (staging, target) = (path(STAGING), path(TARGET));
     // Before staging: nothing to publish, nothing made.
     let error = m.publish(&staging, &target).await.unwrap_err();
-    assert!(matches!(error, Error::NotFound { .. }), "{error}");
+    assert!(matches!(error, Error::NotStaged { .. }), "{error}");
     assert_eq!(node.host.entry(TARGET), None);
 
     m.stage_disk(&page83(), &staging).await.unwrap();
@@ -478,17 +476,25 @@ async fn expand_waits_for_the_disk_and_nothing_to_grow_is_success() {
         node.mounter.stage_disk(&page83(), &staging).await.unwrap();
         let error = node
             .mounter
-            .expand(&staging, Some(20 * GIB))
+            .expand(&page83(), &staging, Some(20 * GIB))
             .await
             .unwrap_err();
         assert!(
             matches!(error, Error::InProgress { .. }) && error.is_retryable(),
             "{error}"
         );
-        let before = node.mounter.expand(&staging, None).await.unwrap();
+        let before = node
+            .mounter
+            .expand(&page83(), &staging, None)
+            .await
+            .unwrap();
         assert!(!before.grew, "{release}: nothing to grow");
         node.host.set_disk_size(1, 20 * GIB);
-        let after = node.mounter.expand(&staging, Some(20 * GIB)).await.unwrap();
+        let after = node
+            .mounter
+            .expand(&page83(), &staging, Some(20 * GIB))
+            .await
+            .unwrap();
         assert!(
             after.grew && after.total_bytes > 19 * GIB,
             "{release}: {after:?}"
@@ -510,7 +516,7 @@ async fn stats_are_right_through_the_link_and_the_staging_path_on_every_release(
         node.mounter.publish(&staging, &target).await.unwrap();
         let truth = node.host.volume(&volume).unwrap();
         for at in [&staging, &target] {
-            let stats = node.mounter.stats(at).await.unwrap();
+            let stats = node.mounter.stats(&page83(), at).await.unwrap();
             assert_eq!(stats.total_bytes, truth.size_bytes, "{release} {at}");
             assert_eq!(stats.used_bytes, truth.used_bytes, "{release} {at}");
             assert_eq!(stats.available_bytes, truth.size_bytes - truth.used_bytes);
@@ -525,7 +531,11 @@ async fn stats_are_right_through_the_link_and_the_staging_path_on_every_release(
             .await
             .unwrap();
         assert_eq!(direct.total_bytes, truth.size_bytes, "{release}");
-        let error = node.mounter.stats(&path(TARGET_2)).await.unwrap_err();
+        let error = node
+            .mounter
+            .stats(&page83(), &path(TARGET_2))
+            .await
+            .unwrap_err();
         assert!(matches!(error, Error::NotFound { .. }), "{error}");
     }
 }

@@ -139,7 +139,7 @@ async fn a_publish_repeat_checks_the_volume_is_still_staged() {
     let api = node.mounter.proxy().volume().unwrap();
     api.unmount_volume(&volume, &staging).await.unwrap();
     let error = node.mounter.publish(&staging, &target).await.unwrap_err();
-    assert!(matches!(error, Error::NotFound { .. }), "{error}");
+    assert!(matches!(error, Error::NotStaged { .. }), "{error}");
 }
 
 #[tokio::test]

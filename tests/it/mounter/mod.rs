@@ -77,16 +77,6 @@ impl Node {
         mounter(connect(&self.endpoints).await, state)
     }
 
-    /// A client whose calls of `op` give up after `deadline`.
-    pub async fn client_with_deadline(&self, op: Operation, deadline: Duration) -> CsiProxy {
-        CsiProxy::builder()
-            .transport(self.endpoints.transport())
-            .deadline(op, deadline)
-            .connect()
-            .await
-            .unwrap()
-    }
-
     /// The journal folder.
     pub fn state_dir(&self) -> &std::path::Path {
         self.state.path()

@@ -29,10 +29,12 @@ async fn rpcs_of_each_call(release: ProxyRelease) -> Vec<(&'static str, Vec<Stri
         .await
         .unwrap();
     step("publish again", &node);
-    node::node_get_volume_stats(m, &target).await.unwrap();
+    node::node_get_volume_stats(m, PAGE83, &target)
+        .await
+        .unwrap();
     step("stats", &node);
     node.host.set_disk_size(1, 20 * GIB);
-    node::node_expand_volume(m, &target, Some(20 * GIB))
+    node::node_expand_volume(m, PAGE83, &target, Some(20 * GIB))
         .await
         .unwrap();
     step("expand", &node);
