@@ -47,6 +47,7 @@ async fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let host = FakeHost::builder()
         .disk(1, "Google  pd-data", 10 << 30)
         .smb_share(r"\\files\share", "smb-user", "smb-pw")
+        .share_folder(r"\\files\share\pv-2")
         .iscsi_target(
             TargetPortal::new("10.0.0.5"),
             "iqn.2026-11.example:t1",

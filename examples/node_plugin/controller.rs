@@ -3,18 +3,34 @@
 //! unused disk of the node through the SDK (online, with no volume on it,
 //! never claimed before by this process: a disk a volume used keeps that
 //! volume's data, and an offline one may be such a disk) or, for a share
-//! driver, names a folder on the share of its `share` parameter;
-//! `DeleteVolume` releases the claim; `ListVolumes` and `GetCapacity`
-//! answer from the claims and the disks left; `ControllerPublishVolume`
-//! returns how the node finds the disk (its page 0x83 ID, or its LUN when it has
-//! none) as the publish context, as a cloud's attach would. Claims live in
-//! this process only: a real controller is the cloud's.
+//! driver, makes a folder named after the volume on the share of its
+//! `share` parameter, as csi-driver-smb's controller does; `DeleteVolume`
+//! releases the claim (and removes a share volume's folder);
+//! `ListVolumes` and `GetCapacity` answer from the claims and the disks
+//! left; `ControllerPublishVolume` returns how the node finds the disk (its
+//! page 0x83 ID, or its LUN when it has none) as the publish context, as a
+//! cloud's attach would. Claims live in this process only: a real
+//! controller is the cloud's.
+//!
+//! A share's folder is made (and removed) on the node, through the SDK:
+//! the node's mounter stages the share at a link of the controller's own
+//! (`...\plugins\<driver>\controller\<hash of the folder's name>`), the
+//! folder is made through that link with `Mkdir` (removed with `Rmdir`),
+//! and the share is unstaged again. Staged by the mounter, the share's mapping is the one
+//! the node's volumes of the share use: it is made if no volume has it, and
+//! removed at the unstage only if no volume uses it, so that the
+//! controller's work never takes a share away from a pod. The share's
+//! credentials are the provisioner's and the deleter's secrets
+//! (`CreateVolumeSecret`, `DeleteVolumeSecret`: `username`, `password`);
+//! a delete without them keeps the folder, as csi-driver-smb does.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
+use std::time::Duration;
 
-use csi_proxy_client::api::SmbRemotePath;
-use csi_proxy_client::CsiProxy;
+use csi_proxy_client::api::{Secret, SmbRemotePath, WindowsPath};
+use csi_proxy_client::mount::{Mounter, SmbCredentials};
+use csi_proxy_client::{CsiProxy, Error};
 use tonic::{Request, Response, Status};
 
 use crate::csi::{
@@ -28,7 +44,7 @@ use crate::csi::{
     ValidateVolumeCapabilitiesRequest, ValidateVolumeCapabilitiesResponse, Volume,
     VolumeCapability,
 };
-use crate::plugin::{check_capability, required, Kind};
+use crate::plugin::{check_capability, required, Kind, DRIVER_NAME};
 use crate::volume_ref::VolumeRef;
 
 /// A volume the controller made.
@@ -37,11 +53,33 @@ struct Claim {
     volume_id: String,
     capacity: i64,
     context: HashMap<String, String>,
+    /// A share volume's folder: the share and the folder's name on it.
+    folder: Option<(SmbRemotePath, String)>,
+}
+
+/// How the mounter's volume IDs of the controller's work on a share begin:
+/// never a CSI volume's ID (`smb:`, `disk:`).
+const WORK_VOLUME: &str = "controller-work:";
+
+/// Whether `volume` (a mounter's volume ID) is the controller's work on a
+/// share, not a CSI volume: a stage of it that a crash left behind is not
+/// live ([`Mounter::reconcile`]).
+pub fn is_work_volume(volume: &str) -> bool {
+    volume.starts_with(WORK_VOLUME)
+}
+
+/// What the controller does to a volume's folder on its share.
+#[derive(Clone, Copy, Debug)]
+enum FolderWork {
+    Make,
+    Remove,
 }
 
 /// The test controller.
 pub struct TestController {
     pub proxy: CsiProxy,
+    /// The node's mounter, through which the controller reaches shares.
+    pub mounter: Mounter,
     pub node_id: String,
     pub kind: Kind,
     /// By volume name.
@@ -53,9 +91,10 @@ pub struct TestController {
 }
 
 impl TestController {
-    pub fn new(proxy: CsiProxy, node_id: String, kind: Kind) -> Self {
+    pub fn new(proxy: CsiProxy, mounter: Mounter, node_id: String, kind: Kind) -> Self {
         Self {
             proxy,
+            mounter,
             node_id,
             kind,
             claims: Mutex::default(),
@@ -134,6 +173,67 @@ impl TestController {
         used.contains(&format!("{key}:{value}"))
     }
 
+    /// Makes or removes `folder` on `share`, on the node: the share staged
+    /// by the node's mounter at the controller's link for `folder` (a lease
+    /// of the share's mapping, shared with the node's volumes), the folder
+    /// made (`Mkdir`, with its parents) or removed (`Rmdir`, forced: with
+    /// what it holds; a folder not there is removed already) through the
+    /// link, and the share unstaged, whatever the work gave.
+    ///
+    /// A failure a retry may mend (a proxy restarting under a call) is
+    /// retried a few times, as a CO would retry the create or delete:
+    /// csi-sanity does not, and the whole work may be done again.
+    async fn on_share(
+        &self,
+        share: &SmbRemotePath,
+        folder: &str,
+        credentials: &SmbCredentials,
+        work: FolderWork,
+    ) -> Result<(), Status> {
+        let mut retries = 0;
+        loop {
+            match self.on_share_once(share, folder, credentials, work).await {
+                Err(error) if error.is_retryable() && retries < 5 => {
+                    retries += 1;
+                    tokio::time::sleep(Duration::from_millis(200 * retries)).await;
+                }
+                done => return Ok(done?),
+            }
+        }
+    }
+
+    /// [`on_share`](Self::on_share), once.
+    async fn on_share_once(
+        &self,
+        share: &SmbRemotePath,
+        folder: &str,
+        credentials: &SmbCredentials,
+        work: FolderWork,
+    ) -> Result<(), Error> {
+        let filesystem = self.proxy.filesystem()?;
+        let links = WindowsPath::new(format!(
+            r"C:\var\lib\kubelet\plugins\{DRIVER_NAME}\controller"
+        ))?;
+        // A short name: the folder's own (up to 128 characters, as
+        // csi-sanity's longest volume name) would take the path through the
+        // link past Windows' 260.
+        let link = links.join(format!("{:016x}", fnv1a(folder)))?;
+        let volume = format!("{WORK_VOLUME}{folder}");
+        filesystem.mkdir(&links).await?;
+        self.mounter
+            .stage_smb(&volume, share, credentials, &link)
+            .await?;
+        let on_share = link.join(folder)?;
+        let done = match work {
+            FolderWork::Make => filesystem.mkdir(&on_share).await,
+            FolderWork::Remove => filesystem.rmdir(&on_share, true).await,
+        };
+        let unstaged = self.mounter.unstage_smb(&volume, &link).await;
+        done?;
+        unstaged?;
+        Ok(())
+    }
+
     /// Refuses access modes a disk of one node cannot give.
     fn check_modes(&self, capabilities: &[VolumeCapability]) -> Result<(), Status> {
         let single_node = |c: &VolumeCapability| {
@@ -199,6 +299,7 @@ impl Controller for TestController {
                     volume_id: VolumeRef::disk_id(&key, &value),
                     capacity: size,
                     context: HashMap::from([(key, value)]),
+                    folder: None,
                 }
             }
             Kind::Smb => {
@@ -217,11 +318,21 @@ impl Controller for TestController {
                         }
                     })
                     .collect();
+                let share = SmbRemotePath::new(share)?;
                 let remote = SmbRemotePath::new(format!(r"{share}\{folder}"))?;
+                let credentials = credentials(&r.secrets).ok_or_else(|| {
+                    Status::invalid_argument(
+                        "the provisioner secrets username and password are missing: \
+                         the volume's folder is made on the share with them",
+                    )
+                })?;
+                self.on_share(&share, &folder, &credentials, FolderWork::Make)
+                    .await?;
                 Claim {
                     volume_id: VolumeRef::smb_id(&remote),
                     capacity: 0,
                     context: HashMap::new(),
+                    folder: Some((share, folder)),
                 }
             }
         };
@@ -240,6 +351,14 @@ impl Controller for TestController {
     ) -> Result<Response<DeleteVolumeResponse>, Status> {
         let r = request.into_inner();
         let volume_id = required("volume_id", &r.volume_id)?;
+        // A share volume's folder goes with it, when the deleter's secrets
+        // say how to reach the share; the claim stays until it is gone, so
+        // that a retry removes it.
+        let folder = self.claim_of(volume_id).and_then(|claim| claim.folder);
+        if let (Some((share, folder)), Some(credentials)) = (folder, credentials(&r.secrets)) {
+            self.on_share(&share, &folder, &credentials, FolderWork::Remove)
+                .await?;
+        }
         // An unknown ID is deleted already.
         self.claims()
             .retain(|_, claim| claim.volume_id != volume_id);
@@ -382,6 +501,24 @@ impl Controller for TestController {
             capabilities,
         }))
     }
+}
+
+/// The 64-bit FNV-1a hash of `text`: a short name for a folder's link,
+/// the same in every run.
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The SMB credentials of a controller call's secrets (`username`,
+/// `password`), if it has them.
+fn credentials(secrets: &HashMap<String, String>) -> Option<SmbCredentials> {
+    let get = |key: &str| secrets.get(key).filter(|value| !value.is_empty());
+    Some(SmbCredentials::new(
+        get("username")?.clone(),
+        Secret::new(get("password")?.clone()),
+    ))
 }
 
 fn volume(claim: &Claim) -> CreateVolumeResponse {

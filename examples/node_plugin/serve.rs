@@ -134,8 +134,11 @@ pub async fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let mounter = Mounter::builder(proxy.clone(), &options.state_dir).build()?;
     // Before serving kubelet: finish what a crash or a reboot left half
     // done. Which volumes are live is the cloud's to say; this example
-    // keeps every lease.
-    let report = mounter.reconcile(|_| true).await?;
+    // keeps every lease but those of the test controller's work on a share
+    // (a stage left behind by a crash), which it drops.
+    let report = mounter
+        .reconcile(|volume| !crate::controller::is_work_volume(volume))
+        .await?;
     eprintln!("node_plugin: reconciled: {report:?}");
 
     let plugin = || Plugin {
@@ -147,6 +150,7 @@ pub async fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let controller = options.controller.then(|| {
         ControllerServer::new(TestController::new(
             proxy.clone(),
+            mounter.clone(),
             options.node_id.clone(),
             options.kind,
         ))

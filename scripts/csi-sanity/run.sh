@@ -127,7 +127,12 @@ export CSIPROXYCTL_ARGS="$tool_args"
 volume_args=()
 if [ "$kind" = smb ]; then
     printf 'share: \\\\fileserver\\data\n' >"$work/parameters.yaml"
-    printf 'NodeStageVolumeSecret:\n  username: csi\n  password: fake-password\n' >"$work/secrets.yaml"
+    # The node stages the share with the node-stage secrets; the test
+    # controller makes and removes each volume's folder on it with the
+    # provisioner's and the deleter's (as csi-driver-smb's does).
+    for secret in NodeStageVolumeSecret CreateVolumeSecret DeleteVolumeSecret; do
+        printf '%s:\n  username: csi\n  password: fake-password\n' "$secret"
+    done >"$work/secrets.yaml"
     files=("$work/parameters.yaml" "$work/secrets.yaml")
     if $wine; then files=("$(winepath -w "${files[0]}")" "$(winepath -w "${files[1]}")"); fi
     volume_args=(--csi.testvolumeparameters "${files[0]}" --csi.secrets "${files[1]}")

@@ -216,6 +216,19 @@ pub(super) fn names_the_caller(error: &Error) -> bool {
     )
 }
 
+/// Whether a failed `NewSmbGlobalMapping` says the mapping under the path
+/// is stale: Windows' "Generic failure" (a mapping made over a Disconnected
+/// one), 85 or 1202 (the name is in use), 64 (the network name went away).
+pub(super) fn says_stale(error: &Error) -> bool {
+    let Error::Host { message, .. } = error else {
+        return false;
+    };
+    matches!(
+        error.host_cause(),
+        Some(HostCause::StaleMapping | HostCause::NetworkNameDeleted)
+    ) || message.to_lowercase().contains("generic failure")
+}
+
 /// Whether a failed `NewSmbGlobalMapping` may have left a mapping: not when
 /// Windows refused the mapping itself.
 pub(super) fn may_have_mapped(error: &Error) -> bool {
@@ -278,6 +291,10 @@ mod tests {
         )));
         assert!(names_the_caller(&host("Access is denied.")));
         assert!(!names_the_caller(&host("Generic failure")));
+        assert!(says_stale(&host("Generic failure")));
+        assert!(!says_stale(&host(
+            "creating link C:\\x to \\\\srv\\share\\b failed: the system cannot find the path specified"
+        )));
         let gone = |text: &str| Error::host(Operation::RemoveSmbGlobalMapping, Code::Unknown, text);
         assert!(is_gone(&gone("no global mapping exists")));
         assert!(is_gone(&gone(

@@ -186,32 +186,38 @@ impl Inner {
         let root = share_key(share)
             .ok_or_else(|| Error::invalid_argument("SMB share", share.to_string()))?;
         let _share = self.flights.lock(&format!("share {root}")).await;
-        let same_share = |remote: &SmbRemotePath| key(remote.as_str()) == key(share.as_str());
-        match self.inspect(staging, false).await? {
-            PathState::SmbLink {
-                remote,
-                reachable: true,
-            } if same_share(&remote) => {
-                self.take_lease(&root, volume, staging, share, credentials)?;
-                return Ok(Change::Unchanged);
-            }
-            PathState::SmbLink {
-                remote,
-                reachable: false,
-            } if same_share(&remote) => {
-                // The link leads nowhere: the mapping behind it is gone or
-                // broken, or this volume's folder on the share is. The
-                // link goes; the mapping only when no other volume reaches
-                // the share through it.
-                self.remove_unforced(staging).await?;
-                if self.owns(&root) && !self.share_answers_elsewhere(&root, volume).await {
-                    self.remove_mapping_quietly(share).await;
+        match self.recorded_link(staging) {
+            Some(LinkTo::Smb(remote)) if key(remote.as_str()) == key(share.as_str()) => {
+                match self.probe(staging).await {
+                    Ok(Some(true)) => {
+                        self.take_lease(&root, volume, staging, share, credentials)?;
+                        return Ok(Change::Unchanged);
+                    }
+                    Ok(None) => {}
+                    // The link is there, and the mapping answers: this
+                    // volume's folder on the share is gone. The link is
+                    // made again; the mapping stays.
+                    Ok(Some(false)) => self.remove_unforced(staging).await?,
+                    // Windows' reason for the share: the mapping behind
+                    // the link is gone or broken. The link goes, and the
+                    // mapping too unless another volume still reaches the
+                    // share through it.
+                    Err(Error::Host { .. }) => {
+                        self.remove_unforced(staging).await?;
+                        if self.owns(&root) && !self.share_answers_elsewhere(&root, volume).await
+                        {
+                            self.remove_mapping_quietly(share).await;
+                        }
+                    }
+                    Err(error) => return Err(error),
                 }
             }
-            PathState::Absent => {}
-            // An empty folder (kubelet's), or a link that leads nowhere.
-            PathState::Directory => self.remove_unforced(staging).await?,
-            other => return Err(conflict(staging, other)),
+            _ => match self.inspect(staging, false).await? {
+                PathState::Absent => {}
+                // An empty folder (kubelet's), or a link that leads nowhere.
+                PathState::Directory => self.remove_unforced(staging).await?,
+                other => return Err(conflict(staging, other)),
+            },
         }
         let before = self.journal.view(|records| {
             let record = records.shares.get(&root);
@@ -226,7 +232,7 @@ impl Inner {
         // them leaves nothing the journal does not know.
         self.take_lease(&root, volume, staging, share, credentials)?;
         let error = match self
-            .map(share, credentials, staging, &root, volume, &before)
+            .map(share, credentials, staging, &root, &before)
             .await
         {
             Ok(()) => return Ok(Change::Changed),
@@ -286,17 +292,14 @@ impl Inner {
     }
 
     /// Maps `share` and links `staging` to it. A mapping of this mounter's
-    /// that fails for a reason Windows does not pin on the credentials or
-    /// the server (a stale or Disconnected mapping: "Generic failure", 85,
-    /// 64), and through which no other volume reaches the share, is removed
-    /// and made once more.
+    /// that Windows says is stale (over a Disconnected one: "Generic
+    /// failure", 85, 64) is removed and made once more.
     async fn map(
         &self,
         share: &SmbRemotePath,
         credentials: &SmbCredentials,
         staging: &WindowsPath,
         root: &str,
-        volume: &str,
         before: &StageSmbBefore,
     ) -> Result<()> {
         let mapping = SmbMapping::new(
@@ -310,14 +313,13 @@ impl Inner {
             Ok(()) => return Ok(()),
             Err(error) => error,
         };
-        let stale = matches!(error, Error::Host { .. })
-            && !before.first_use
-            && !mapping::names_the_caller(&error)
-            && self.owns(root);
-        // Another volume reaching the share says the mapping works: the
-        // failure is this volume's own (its link, its folder), and the
-        // mapping under the others stays.
-        if !stale || self.share_answers_elsewhere(root, volume).await {
+        // Only a refusal that says the mapping under this path is stale
+        // (Windows' "Generic failure" over a Disconnected one, 85, 64): the
+        // proxy tried to map because it found none working under the
+        // path's key, so no volume reaches the share through it. A refused
+        // link, a missing folder, a process that failed to start leave the
+        // mapping as it is.
+        if before.first_use || !mapping::says_stale(&error) || !self.owns(root) {
             return Err(error);
         }
         tracing::info!(%share, %error, "the share's mapping is stale: making it again");

@@ -362,3 +362,163 @@ impl FilesystemApi for FakeHost {
             .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::SmbMappingStatus;
+    use super::*;
+    use crate::api::{Secret, SmbApi, SmbMapping, SmbRemotePath};
+    use crate::testing::ProxyRelease;
+
+    const PLUGINS: &str = r"C:\var\lib\kubelet\plugins";
+
+    fn path(p: &str) -> WindowsPath {
+        WindowsPath::new(p).unwrap()
+    }
+
+    fn mapping(remote: &str, user: &str, link: Option<&str>) -> SmbMapping {
+        let mapping = SmbMapping::new(SmbRemotePath::new(remote).unwrap(), user, Secret::new("p"));
+        match link {
+            Some(link) => mapping.with_local_path(path(link)),
+            None => mapping,
+        }
+    }
+
+    fn host() -> FakeHost {
+        FakeHost::builder()
+            .dir(PLUGINS)
+            .smb_share(r"\\srv\data", "u", "p")
+            .build()
+    }
+
+    #[tokio::test]
+    async fn a_link_to_a_share_folder_leads_somewhere_once_the_folder_is_there() {
+        let host = host();
+        let link = path(&format!(r"{PLUGINS}\pv"));
+        let map = mapping(r"\\srv\data\pv", "u", Some(link.as_str()));
+        host.new_smb_global_mapping(&map).await.unwrap();
+        // The link is there, and leads nowhere: IsSymlink is false, as
+        // upstream's is for a link whose target does not exist.
+        assert!(host.path_exists(&link).await.unwrap());
+        assert!(!host.is_symlink(&link).await.unwrap());
+        assert!(!host.path_exists(&link.join("x").unwrap()).await.unwrap());
+
+        host.add_share_folder(r"\\SRV\Data\PV\x");
+        assert!(host.is_symlink(&link).await.unwrap());
+        assert!(host.path_exists(&link.join("x").unwrap()).await.unwrap());
+
+        // Deleted on the file server: the link leads nowhere again.
+        assert!(host.remove_share_folder(r"\\srv\data\pv"));
+        assert!(!host.share_folder_exists(r"\\srv\data\pv\x"), "with it");
+        assert!(!host.is_symlink(&link).await.unwrap());
+        assert!(!host.remove_share_folder(r"\\srv\data"), "never the root");
+        assert!(host.share_folder_exists(r"\\srv\data"));
+    }
+
+    #[tokio::test]
+    async fn folders_are_made_and_removed_on_the_share_through_a_link() {
+        let host = host();
+        let root_link = path(&format!(r"{PLUGINS}\root"));
+        let map = mapping(r"\\srv\data", "u", Some(root_link.as_str()));
+        host.new_smb_global_mapping(&map).await.unwrap();
+        assert!(
+            host.is_symlink(&root_link).await.unwrap(),
+            "a root is there"
+        );
+
+        let deep = root_link.join(r"pv\sub").unwrap();
+        host.mkdir(&deep).await.unwrap();
+        host.mkdir(&deep).await.unwrap(); // `os.MkdirAll`: there already
+        assert!(host.share_folder_exists(r"\\srv\data\pv\sub"));
+        assert_eq!(host.entry(deep.as_str()), None, "not on the node");
+        // A link of a volume's own to the folder now leads somewhere.
+        let pv_link = path(&format!(r"{PLUGINS}\pv"));
+        let pv = mapping(r"\\srv\data\pv", "u", Some(pv_link.as_str()));
+        host.new_smb_global_mapping(&pv).await.unwrap();
+        assert!(host.is_symlink(&pv_link).await.unwrap());
+
+        let folder = root_link.join("pv").unwrap();
+        assert!(host.rmdir(&folder, false).await.is_err(), "not empty");
+        host.rmdir_contents(&pv_link).await.unwrap();
+        assert!(!host.share_folder_exists(r"\\srv\data\pv\sub"));
+        host.mkdir(&deep).await.unwrap();
+        host.rmdir(&folder, true).await.unwrap();
+        assert!(!host.share_folder_exists(r"\\srv\data\pv"));
+        host.rmdir(&folder, true).await.unwrap(); // gone already: done
+        assert!(host.rmdir(&folder, false).await.is_err());
+        // The links stay.
+        assert!(host.path_exists(&pv_link).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn nothing_is_made_on_a_share_without_a_usable_mapping() {
+        let host = host();
+        let root_link = path(&format!(r"{PLUGINS}\root"));
+        let map = mapping(r"\\srv\data", "u", Some(root_link.as_str()));
+        host.new_smb_global_mapping(&map).await.unwrap();
+        let folder = root_link.join("pv").unwrap();
+
+        host.set_smb_mapping_status(r"\\srv\data", SmbMappingStatus::Disconnected);
+        assert!(host.mkdir(&folder).await.is_err());
+        assert!(host.path_exists(&folder).await.is_err(), "error 64");
+        host.remove_smb_global_mapping(&SmbRemotePath::new(r"\\srv\data").unwrap())
+            .await
+            .unwrap();
+        assert!(host.mkdir(&folder).await.is_err());
+        assert!(!host.share_folder_exists(r"\\srv\data\pv"));
+        // The link itself is there whatever the share does.
+        assert!(host.path_exists(&root_link).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn is_symlink_looks_at_a_link_target_without_following_it() {
+        // Upstream's IsSymlink: `os.Lstat` of the target, which is there
+        // when the target is a link, wherever that one leads.
+        let host = host();
+        let staging = path(&format!(r"{PLUGINS}\staging"));
+        let map = mapping(r"\\srv\data\missing", "u", Some(staging.as_str()));
+        host.new_smb_global_mapping(&map).await.unwrap();
+        let publish = path(&format!(r"{PLUGINS}\publish"));
+        host.create_symlink(&staging, &publish).await.unwrap();
+        assert!(!host.is_symlink(&staging).await.unwrap());
+        assert!(host.is_symlink(&publish).await.unwrap());
+        // Through both links, the share's folder decides.
+        assert!(!host.path_exists(&publish.join("x").unwrap()).await.unwrap());
+        assert!(host.mkdir(&publish.join("x").unwrap()).await.is_err());
+        // A link that leads nowhere is no folder to make: `os.MkdirAll`.
+        assert!(host.mkdir(&staging).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn before_v1_1_2_a_mapping_whose_folder_is_missing_is_made_again() {
+        // The proxy asks `PathValid` of the mapped path, which was the
+        // remote path itself before v1.1.2: a missing folder does not
+        // answer, and its mapping is removed and made again (its
+        // credentials checked).
+        let host = FakeHost::builder()
+            .smb_share(r"\\srv\data", "u", "p")
+            .share_folder(r"\\srv\data\kept")
+            .release(ProxyRelease::V1_1_1)
+            .build();
+        let wrong = |remote: &str| {
+            SmbMapping::new(SmbRemotePath::new(remote).unwrap(), "u", Secret::new("x"))
+        };
+        host.map_smb_outside(r"\\srv\data\kept", "u", "p");
+        host.map_smb_outside(r"\\srv\data\missing", "u", "p");
+        host.new_smb_global_mapping(&wrong(r"\\srv\data\kept"))
+            .await
+            .unwrap();
+        let refused = (host
+            .new_smb_global_mapping(&wrong(r"\\srv\data\missing"))
+            .await)
+            .unwrap_err();
+        assert_eq!(refused.host_cause(), Some(crate::HostCause::LogonFailure));
+        assert_eq!(host.smb_mappings(), [r"\\srv\data\kept"]);
+    }
+
+    #[test]
+    #[should_panic(expected = "add the share first")]
+    fn a_folder_needs_its_share() {
+        let _ = FakeHost::builder().share_folder(r"\\srv\data\pv");
+    }
+}

@@ -37,7 +37,10 @@ use crate::error::{Code, Error};
 /// volume; `resize_volume(_, 0)` grows to the maximum, and a target less
 /// than 100 MiB above the current size (a smaller one included) is skipped;
 /// an SMB mapping maps the share's root, is kept while usable and remapped
-/// when it went bad; iSCSI logins check CHAP and attach the target's disks.
+/// when it went bad; a share holds only the folders seeded
+/// ([`FakeHostBuilder::share_folder`]) or made through the proxy (`mkdir`
+/// through a link to the mapped share), so a link to a folder that is not
+/// there leads nowhere; iSCSI logins check CHAP and attach the target's disks.
 /// Failures are [`Error::Host`] with code `Unknown` and a message, as the
 /// proxy reports them; those Windows itself reports (a wrong password, a
 /// read-only disk) carry the Windows text and code ([`WindowsError`]).

@@ -19,6 +19,7 @@ async fn a_reboot_drops_mappings_mounts_and_sessions_but_keeps_links() {
         .dir(r"C:\var\lib\kubelet\pods\p1")
         .dir(r"C:\var\lib\kubelet\plugins\smb")
         .smb_share(r"\\srv\data", "u", "p")
+        .share_folder(r"\\srv\data\pv")
         .iscsi_target(
             portal.clone(),
             "iqn.2026-01.example:t",
@@ -61,15 +62,14 @@ async fn a_reboot_drops_mappings_mounts_and_sessions_but_keeps_links() {
         refused.host_cause(),
         Some(csi_proxy_client::HostCause::LogonFailure)
     );
-    // The mount point is an empty folder: the link to it finds no volume.
+    // The mount point is an empty folder: the link to it finds no volume
+    // of its own (v1.3 names the one that holds the link, `C:`'s).
     assert_eq!(host.entry(STAGING), Some(PathEntry::Directory));
     assert_eq!(host.entry(&format!(r"{STAGING}\data")), None);
     assert!(host.volume(&id).unwrap().mounts.is_empty());
     assert!(matches!(host.entry(POD_LINK), Some(PathEntry::Symlink(_))));
-    assert!(host
-        .get_volume_id_from_target_path(&pod_link)
-        .await
-        .is_err());
+    let through_link = host.get_volume_id_from_target_path(&pod_link).await;
+    assert_ne!(through_link.ok(), Some(id.clone()));
     // The disk is as it was: partitioned, its volume formatted.
     assert!(host.disk(1).unwrap().partitioned);
     assert!(host.is_volume_formatted(&id).await.unwrap());
@@ -81,11 +81,10 @@ async fn a_reboot_drops_mappings_mounts_and_sessions_but_keeps_links() {
         Some(PathEntry::Directory)
     );
     assert_eq!(
-        host.get_volume_id_from_target_path(&pod_link)
-            .await
-            .unwrap(),
+        host.get_volume_id_from_target_path(&staging).await.unwrap(),
         id
     );
+    assert!(host.is_symlink(&pod_link).await.unwrap());
     host.new_smb_global_mapping(&mapping(r"\\srv\data\pv", "u", "p"))
         .await
         .unwrap();

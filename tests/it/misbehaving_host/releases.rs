@@ -26,6 +26,8 @@ fn the_host_follows_the_newest_release_unless_told_otherwise() {
 async fn smb_mappings_before_v1_1_2_are_of_the_exact_remote_path() {
     let host = FakeHost::builder()
         .smb_share(r"\\srv\data", "u", "p")
+        .share_folder(r"\\srv\data\a\b")
+        .share_folder(r"\\srv\data\c\d")
         .release(ProxyRelease::V1_1_1)
         .build();
     let (deep, other) = (

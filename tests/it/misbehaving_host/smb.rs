@@ -8,7 +8,9 @@ use csi_proxy_client::testing::{FakeHost, ProxyRelease, SmbMappingStatus, Window
 fn host() -> FakeHost {
     FakeHost::builder()
         .smb_share(r"\\srv\data", "u", "p")
+        .share_folder(r"\\srv\data\pv1")
         .smb_share(r"\\srv\logs", "admin", "secret")
+        .share_folder(r"\\srv\logs\pv")
         .build()
 }
 

@@ -1,5 +1,5 @@
 //! The mounter under faults (issue 43): random kubelet-style operations on
-//! four disks and on three volumes of one SMB share, through `Mounter`
+//! five disks and on three volumes of one SMB share, through `Mounter`
 //! over a fake proxy on real endpoints, with the proxy stopped and started
 //! again, or the driver killed, just before or just after the n-th host
 //! call of an operation, for every n in turn; driver restarts followed by
@@ -20,18 +20,18 @@ use tokio::sync::oneshot;
 use super::{path, GIB};
 
 /// The seeds CI runs (`MOUNTER_FAULT_SEEDS=N` runs 1 to N).
-const CI_SEEDS: u64 = 4;
+const CI_SEEDS: u64 = 5;
 /// Operations a seed, at each release (`MOUNTER_FAULT_OPS`).
-const CI_OPS: usize = 60;
+const CI_OPS: usize = 50;
 /// kubelet's retries of a failed operation.
 const RETRIES: u32 = 5;
 /// The first wait before a retry; it doubles (50 ms to 800 ms: 1.55 s in
-/// all, past the 1 s for which the mounter takes a format whose answer was
-/// lost to be still running: kubelet's retries and the mounter's format
-/// wait, 3 minutes and a grace of 1 by default, scaled down alike).
+/// all, past the 1 s for which these mounters take a format whose answer
+/// was lost to be still running: kubelet's retries and the mounter's format
+/// deadline and grace, 3 and 1 minutes by default, scaled down alike).
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 
-const DISKS: usize = 4;
+const DISKS: usize = 5;
 const SMB_VOLUMES: usize = 3;
 const SHARE: &str = r"\\files\share";
 /// Where a disk is staged: its plugin's folder, and a second one (the same
@@ -66,6 +66,13 @@ async fn random_operations_converge_and_keep_the_node_right_under_proxy_and_driv
     for failure in &failures {
         println!("  {failure}");
     }
+    if !failures.is_empty() {
+        println!(
+            "replay, each operation and attempt printed: {} \
+             cargo test --test it mounter::faults -- --nocapture",
+            settings.replay
+        );
+    }
     assert_eq!(total.not_converged, 0, "operations that did not converge");
     assert_eq!(total.invariant_breaks, 0, "invariant breaks");
 }
@@ -75,6 +82,9 @@ async fn random_operations_converge_and_keep_the_node_right_under_proxy_and_driv
 struct Settings {
     seeds: Vec<u64>,
     ops: usize,
+    /// The variables that run this again: a walk's faults depend on the
+    /// walks of the seeds before it (fault points are dealt in turn).
+    replay: String,
 }
 
 impl Settings {
@@ -88,13 +98,20 @@ impl Settings {
                     .unwrap_or_else(|_| panic!("{name}={text} is not a number"))
             })
         };
-        let seeds = match (number("MOUNTER_FAULT_SEED"), number("MOUNTER_FAULT_SEEDS")) {
-            (Some(seed), _) => vec![seed],
-            (None, Some(seeds)) => (1..=seeds).collect(),
-            (None, None) => (1..=CI_SEEDS).collect(),
-        };
         let ops = number("MOUNTER_FAULT_OPS").map_or(CI_OPS, |ops| ops as usize);
-        Settings { seeds, ops }
+        let (seeds, replay) = match (number("MOUNTER_FAULT_SEED"), number("MOUNTER_FAULT_SEEDS")) {
+            (Some(seed), _) => (vec![seed], format!("MOUNTER_FAULT_SEED={seed}")),
+            (None, Some(seeds)) => (
+                (1..=seeds).collect(),
+                format!("MOUNTER_FAULT_SEEDS={seeds}"),
+            ),
+            (None, None) => (
+                (1..=CI_SEEDS).collect(),
+                format!("MOUNTER_FAULT_SEEDS={CI_SEEDS}"),
+            ),
+        };
+        let replay = format!("{replay} MOUNTER_FAULT_OPS={ops} MOUNTER_FAULT_TRACE=1");
+        Settings { seeds, ops, replay }
     }
 }
 
@@ -678,7 +695,7 @@ impl World<'_> {
     /// The next operation, as kubelet could send it now (or a driver
     /// restart: `Reconcile`).
     fn choose(&mut self) -> Op {
-        let mut choices: Vec<(u64, Op)> = vec![(1, Op::Reconcile)];
+        let mut choices: Vec<(u64, Op)> = vec![(3, Op::Reconcile)];
         for disk in 0..DISKS {
             let staged = self.model.staged[disk].clone();
             let published = self.model.published[disk];
@@ -890,7 +907,12 @@ impl World<'_> {
             if attempt > 0 {
                 tokio::time::sleep(FIRST_BACKOFF * 2u32.pow(attempt - 1)).await;
             }
-            match self.attempt(&Op::Reconcile, None, false).await.0 {
+            let (outcome, calls) = self.attempt(&Op::Reconcile, None, false).await;
+            if self.trace {
+                let outcome = outcome_text(&outcome);
+                println!("    the new driver's reconcile: {calls} host calls, {outcome}");
+            }
+            match outcome {
                 Outcome::Done(reply) => {
                     self.check_reply(&Op::Reconcile, reply);
                     return true;
@@ -966,7 +988,10 @@ impl World<'_> {
             }
         };
         drop((before, after));
+        let killed = fault.is_some_and(|f| f.kill_driver && f.n <= calls);
         let outcome = match joined {
+            // It may have ended while its runtime was shutting down.
+            _ if killed => Outcome::Killed,
             Ok(Ok(reply)) => Outcome::Done(reply),
             Ok(Err(error)) => Outcome::Failed {
                 retryable: error.is_retryable(),

@@ -146,7 +146,9 @@ async fn a_publish_repeat_checks_the_volume_is_still_staged() {
 async fn a_failed_removal_of_the_last_mapping_is_retried() {
     let node = Node::on(
         ProxyRelease::LATEST,
-        FakeHost::builder().smb_share(ROOT, "user", "pw"),
+        FakeHost::builder()
+            .smb_share(ROOT, "user", "pw")
+            .share_folder(r"\\files\share\a"),
     )
     .await;
     let staging = path(STAGING);
@@ -171,7 +173,10 @@ async fn a_failed_removal_of_the_last_mapping_is_retried() {
 async fn a_failed_clean_up_after_a_refused_link_still_drops_the_lease() {
     let node = Node::on(
         ProxyRelease::LATEST,
-        FakeHost::builder().smb_share(ROOT, "user", "pw"),
+        FakeHost::builder()
+            .smb_share(ROOT, "user", "pw")
+            .share_folder(r"\\files\share\a")
+            .share_folder(r"\\files\share\b"),
     )
     .await;
     let nowhere = path(r"C:\var\lib\kubelet\plugins\missing\pv1");
@@ -205,7 +210,10 @@ async fn a_failed_clean_up_after_a_refused_link_still_drops_the_lease() {
 #[tokio::test]
 async fn repairing_one_broken_link_leaves_the_other_volumes_mapping_alone() {
     // Before v1.1.2 each volume has a mapping of its own path.
-    let host = FakeHost::builder().smb_share(ROOT, "user", "pw");
+    let host = FakeHost::builder()
+        .smb_share(ROOT, "user", "pw")
+        .share_folder(r"\\files\share\a")
+        .share_folder(r"\\files\share\b");
     let node = Node::on("v1.1.1".parse().unwrap(), host).await;
     node.mounter
         .stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
@@ -236,7 +244,9 @@ async fn repairing_one_broken_link_leaves_the_other_volumes_mapping_alone() {
 async fn a_refused_rotation_leaves_the_share_unmapped_until_the_right_one() {
     let node = Node::on(
         ProxyRelease::LATEST,
-        FakeHost::builder().smb_share(ROOT, "user", "pw"),
+        FakeHost::builder()
+            .smb_share(ROOT, "user", "pw")
+            .share_folder(r"\\files\share\a"),
     )
     .await;
     node.mounter

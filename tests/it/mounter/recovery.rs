@@ -15,6 +15,7 @@ fn creds() -> SmbCredentials {
 async fn a_reboot_drops_mappings_and_reconcile_clears_the_way_for_kubelet() {
     let host = FakeHost::builder()
         .smb_share(ROOT, "user", "pw")
+        .share_folder(r"\\files\share\pv1")
         .disk(1, PAGE83, 10 * GIB);
     let mut node = Node::on(ProxyRelease::LATEST, host).await;
     let share = SmbRemotePath::new(r"\\files\share\pv1").unwrap();
@@ -71,7 +72,10 @@ async fn a_reboot_drops_mappings_and_reconcile_clears_the_way_for_kubelet() {
 
 #[tokio::test]
 async fn reconcile_drops_the_leases_of_volumes_that_are_gone_and_their_mapping() {
-    let host = FakeHost::builder().smb_share(ROOT, "user", "pw");
+    let host = FakeHost::builder()
+        .smb_share(ROOT, "user", "pw")
+        .share_folder(r"\\files\share\pv1")
+        .share_folder(r"\\files\share\pv2");
     let node = Node::on(ProxyRelease::LATEST, host).await;
     for (volume, staging) in [("pv1", STAGING), ("pv2", STAGING_2)] {
         let share = SmbRemotePath::new(format!(r"{ROOT}\{volume}")).unwrap();
@@ -115,7 +119,10 @@ async fn reconcile_finishes_an_unstage_a_restart_cut_short() {
 
 #[tokio::test]
 async fn a_pre_1_1_2_proxy_maps_each_path_and_every_one_is_removed() {
-    let host = FakeHost::builder().smb_share(ROOT, "user", "pw");
+    let host = FakeHost::builder()
+        .smb_share(ROOT, "user", "pw")
+        .share_folder(r"\\files\share\a")
+        .share_folder(r"\\files\share\b");
     let node = Node::on("v1.1.1".parse().unwrap(), host).await;
     let a = SmbRemotePath::new(r"\\files\share\a").unwrap();
     let b = SmbRemotePath::new(r"\\files\share\b").unwrap();

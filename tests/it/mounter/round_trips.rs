@@ -93,7 +93,9 @@ async fn a_share_stages_and_unstages_in_few_calls() {
     use csi_proxy_client::mount::SmbCredentials;
     use csi_proxy_client::testing::FakeHost;
 
-    let host = FakeHost::builder().smb_share(r"\\files\share", "user", "pw");
+    let host = FakeHost::builder()
+        .smb_share(r"\\files\share", "user", "pw")
+        .share_folder(r"\\files\share\pv1");
     let node = Node::on(ProxyRelease::LATEST, host).await;
     let (m, staging) = (&node.mounter, path(STAGING));
     let share = SmbRemotePath::new(r"\\files\share\pv1").unwrap();

@@ -17,11 +17,11 @@ fn creds(password: &str) -> SmbCredentials {
 }
 
 async fn node_with_share(release: ProxyRelease) -> Node {
-    let host = FakeHost::builder().smb_share(ROOT, "user", "pw").smb_share(
-        r"\\files\other",
-        "admin",
-        "root-pw",
-    );
+    let host = FakeHost::builder()
+        .smb_share(ROOT, "user", "pw")
+        .share_folder(r"\\files\share\a")
+        .share_folder(r"\\files\share\b")
+        .smb_share(r"\\files\other", "admin", "root-pw");
     Node::on(release, host).await
 }
 
@@ -301,7 +301,9 @@ async fn a_mapping_made_by_someone_else_is_never_removed() {
 
 #[tokio::test]
 async fn an_unstage_without_a_lease_removes_the_link_and_keeps_the_mapping() {
-    let node = node_with_share(ProxyRelease::LATEST).await;
+    // Before v1.3 the proxy follows the link to the share, where no volume
+    // is (from v1.3 see `a_link_no_journal_knows_is_left_alone_on_v1_3`).
+    let node = node_with_share("v1.1.1".parse().unwrap()).await;
     node.mounter
         .stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
         .await
@@ -314,7 +316,7 @@ async fn an_unstage_without_a_lease_removes_the_link_and_keeps_the_mapping() {
         Change::Changed
     );
     assert_eq!(node.host.entry(STAGING), None);
-    assert_eq!(node.host.smb_mappings(), vec![ROOT.to_owned()]);
+    assert_eq!(node.host.smb_mappings(), vec![format!(r"{ROOT}\a")]);
     // A mapping already gone is no failure for its owner.
     node.host.reboot();
     node.mounter
@@ -326,4 +328,33 @@ async fn an_unstage_without_a_lease_removes_the_link_and_keeps_the_mapping() {
         node.host.entry(STAGING),
         None | Some(PathEntry::Directory)
     ));
+}
+
+#[tokio::test]
+async fn a_link_no_journal_knows_is_left_alone_on_v1_3() {
+    // v1.3 names, for a link, the volume that holds it: a link this
+    // mounter has no record of cannot be told from a mount point, and a
+    // mount point removed unforced is unmounted. It stays, as a conflict.
+    let node = node_with_share(ProxyRelease::LATEST).await;
+    node.mounter
+        .stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
+        .await
+        .unwrap();
+    let other = tempfile::tempdir().unwrap();
+    let old_driver = node.other_driver(other.path()).await;
+    let error = old_driver
+        .unstage_smb("pv1", &path(STAGING))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::Conflict { .. }), "{error}");
+    assert!(matches!(
+        node.host.entry(STAGING),
+        Some(PathEntry::Symlink(_))
+    ));
+    // Its own driver, which recorded it, unstages it.
+    node.mounter
+        .unstage_smb("pv1", &path(STAGING))
+        .await
+        .unwrap();
+    assert!(node.host.smb_mappings().is_empty());
 }
