@@ -183,6 +183,15 @@ operations! {
 }
 
 impl Operation {
+    /// Whether an older version's answer to it is read by the release that
+    /// the node's missing newer versions imply (volume v1beta1 and
+    /// v1beta2's `VolumeStats` size is the free space on CSI Proxy v0.2.x,
+    /// the total later): right after a proxy (re)starts, the newer versions
+    /// may only be missing for a moment.
+    pub(crate) fn read_by_release(self) -> bool {
+        matches!(self, Operation::GetVolumeStats)
+    }
+
     /// How `version` of the operation's group serves it. A version the group
     /// does not have serves nothing.
     pub fn support(self, version: ApiVersion) -> Support {

@@ -258,7 +258,10 @@ async fn paths_under_no_mount_belong_to_the_system_volume_when_there_is_one() {
         // first: a drive's root is no reparse point.
         let root = volume.get_volume_id_from_target_path(&path(r"C:\")).await;
         let error = root.unwrap_err();
-        assert!(error.to_string().contains("not a mounted folder"), "{error}");
+        assert!(
+            error.to_string().contains("not a mounted folder"),
+            "{error}"
+        );
         assert_eq!(
             volume.list_volumes_on_disk(0, None).await.unwrap(),
             std::slice::from_ref(&system)

@@ -851,6 +851,55 @@ async fn a_client_that_looks_while_the_proxy_starts_in_a_random_order_ends_on_th
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volume_stats_asked_while_the_proxy_starts_oldest_first_are_the_total() {
+    // Volume v1beta2 appears before v1beta3 and v1: a client that adopts
+    // it in that moment must not read its sizes as v0.2.x's free space.
+    let host = csi_proxy_client::testing::FakeHost::builder()
+        .disk(1, "pd-1", 10 << 30)
+        .build();
+    {
+        use csi_proxy_client::api::{DiskApi, VolumeApi};
+        host.partition_disk(1).await.unwrap();
+    }
+    let id = csi_proxy_client::api::VolumeApi::list_volumes_on_disk(&host, 1, None)
+        .await
+        .unwrap()
+        .remove(0);
+    csi_proxy_client::api::VolumeApi::format_volume(&host, &id)
+        .await
+        .unwrap();
+    let truth = host.volume(&id).unwrap();
+    for order in [StartOrder::OldestFirst, StartOrder::Shuffled { seed: 7 }] {
+        let node = TestNode::new();
+        let mut fake = FakeProxy::for_host(node.transport(), &host);
+        fake.set_startup(Startup::staged(order, Duration::from_millis(80)));
+        let versions: Vec<_> = (ApiGroup::Volume.versions().iter())
+            .map(|&v| (ApiGroup::Volume, v))
+            .collect();
+        let starting = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            fake.serve_all(versions).await.unwrap();
+            fake
+        });
+        let proxy = CsiProxy::builder()
+            .transport(node.transport())
+            .require(ApiGroup::Volume)
+            .wait_for_proxy(Duration::from_secs(10))
+            .connect()
+            .await
+            .unwrap();
+        let stats = proxy.volume().unwrap().get_volume_stats(&id).await.unwrap();
+        assert_eq!(
+            (stats.total_bytes, stats.used_bytes),
+            (truth.size_bytes, truth.used_bytes),
+            "{order:?}: on {:?}",
+            proxy.version(ApiGroup::Volume)
+        );
+        starting.await.unwrap().shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_its_first_version_lacks_goes_to_the_newer_one_that_appears() {
     let node = TestNode::new();
     let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());

@@ -70,6 +70,9 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
             .unwrap_or_else(|| self.behaviour.deadlines.of(operation));
         let mut progress = Progress::default();
         let attempts = async {
+            if operation.read_by_release() {
+                self.settle_first().await;
+            }
             let state = self.state();
             // The fast path: served, and the connection is open.
             let failure = match state.usable() {
@@ -91,6 +94,20 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
         };
         timer.finish(&result);
         result
+    }
+
+    /// For a call whose answer is read by the release the missing newer
+    /// versions imply: while a newer version may still be appearing (a
+    /// proxy creating its pipes), waits for the grace to pass and looks
+    /// for it first, so that a version adopted in that moment is not read
+    /// as an old release's.
+    async fn settle_first(&self) {
+        let state = self.state();
+        let Some(due) = self.newer_due(&state) else {
+            return;
+        };
+        tokio::time::sleep_until(due.into()).await;
+        self.look_for_newer(state.generation, true).await;
     }
 
     /// The slow path: the group is not usable now, or `failure` is the

@@ -204,8 +204,7 @@ impl Inner {
                     // share through it.
                     Err(Error::Host { .. }) => {
                         self.remove_unforced(staging).await?;
-                        if self.owns(&root) && !self.share_answers_elsewhere(&root, volume).await
-                        {
+                        if self.owns(&root) && !self.share_answers_elsewhere(&root, volume).await {
                             self.remove_mapping_quietly(share).await;
                         }
                     }
@@ -231,10 +230,7 @@ impl Inner {
         // mapping is made: an answer lost, or a crash, after the proxy made
         // them leaves nothing the journal does not know.
         self.take_lease(&root, volume, staging, share, credentials)?;
-        let error = match self
-            .map(share, credentials, staging, &root, &before)
-            .await
-        {
+        let error = match self.map(share, credentials, staging, &root, &before).await {
             Ok(()) => return Ok(Change::Changed),
             Err(error) => error,
         };
