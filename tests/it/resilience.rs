@@ -857,17 +857,10 @@ async fn volume_stats_asked_while_the_proxy_starts_oldest_first_are_the_total() 
     let host = csi_proxy_client::testing::FakeHost::builder()
         .disk(1, "pd-1", 10 << 30)
         .build();
-    {
-        use csi_proxy_client::api::{DiskApi, VolumeApi};
-        host.partition_disk(1).await.unwrap();
-    }
-    let id = csi_proxy_client::api::VolumeApi::list_volumes_on_disk(&host, 1, None)
-        .await
-        .unwrap()
-        .remove(0);
-    csi_proxy_client::api::VolumeApi::format_volume(&host, &id)
-        .await
-        .unwrap();
+    use csi_proxy_client::api::{DiskApi, VolumeApi};
+    host.partition_disk(1).await.unwrap();
+    let id = host.list_volumes_on_disk(1, None).await.unwrap().remove(0);
+    host.format_volume(&id).await.unwrap();
     let truth = host.volume(&id).unwrap();
     for order in [StartOrder::OldestFirst, StartOrder::Shuffled { seed: 7 }] {
         let node = TestNode::new();
