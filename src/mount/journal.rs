@@ -61,8 +61,13 @@ pub(crate) struct ShareRecord {
     pub ours: bool,
     /// The credentials it was made with, as a salted hash.
     pub fingerprint: Option<Fingerprint>,
-    /// Every remote path mapped (proxies before v1.1.2 map each one).
+    /// Every remote path asked to be mapped (proxies before v1.1.2 map
+    /// each one), recorded before it is asked for.
     pub mapped: BTreeSet<String>,
+    /// The paths of `mapped` seen to work (a stage's link answered
+    /// through them): only their removals teach how the proxy keys
+    /// mappings.
+    pub confirmed: BTreeSet<String>,
     /// The volumes that use it, by volume key.
     pub leases: BTreeMap<String, Lease>,
 }
@@ -223,6 +228,9 @@ fn render(records: &Records) -> String {
         for remote in &record.mapped {
             line(&["mapped", share, remote]);
         }
+        for remote in &record.confirmed {
+            line(&["mapped-ok", share, remote]);
+        }
         for (volume, lease) in &record.leases {
             line(&[
                 "lease",
@@ -315,6 +323,10 @@ fn read_line(records: &mut Records, fields: &[&str]) -> std::result::Result<(), 
             let record = records.shares.entry((*share).to_owned()).or_default();
             record.mapped.insert(remote(mapped)?.as_str().to_owned());
         }
+        ["mapped-ok", share, mapped] => {
+            let record = records.shares.entry((*share).to_owned()).or_default();
+            record.confirmed.insert(remote(mapped)?.as_str().to_owned());
+        }
         ["lease", share, volume, staging, mapped] => {
             let lease = Lease {
                 staging: path(staging)?,
@@ -403,6 +415,7 @@ mod tests {
         share.ours = true;
         share.fingerprint = Some(Fingerprint::of("user", "secret"));
         share.mapped.insert(remote.as_str().to_owned());
+        share.confirmed.insert(remote.as_str().to_owned());
         share
             .leases
             .insert("vol\tid%1".into(), Lease { staging, remote });

@@ -78,7 +78,7 @@ impl Inner {
             } => {
                 // A link this mounter did not record: the same volume as
                 // the staging path's is the same publish.
-                return match self.volume_at(staging).await? {
+                return match self.mounted_volume(staging).await? {
                     Some(staged) if staged == *volume => {
                         self.record_link(target, staging)?;
                         Ok(Change::Unchanged)

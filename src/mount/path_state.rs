@@ -145,7 +145,7 @@ impl Inner {
                 // the proxy answers for a link with the volume that holds
                 // the link itself.
                 let volume = match reachable && volume_of_links {
-                    true => self.volume_at(&target).await?,
+                    true => self.mounted_volume(&target).await?,
                     false => None,
                 };
                 Ok(PathState::Link {
@@ -221,11 +221,16 @@ impl Inner {
 }
 
 impl Inner {
-    /// The volume mounted at `path`: [`volume_at`](Self::volume_at), and
-    /// a volume this mounter did not stage there counts only when the path
-    /// leads somewhere (from v1.3 the proxy names, for a link that leads
-    /// nowhere, the volume that holds the link).
+    /// The volume mounted at `path`: none at a link this mounter made;
+    /// else [`volume_at`](Self::volume_at), where a volume this mounter did
+    /// not stage there counts only when the path leads somewhere (from
+    /// v1.3 the proxy names, for a link, the volume that holds the link).
     pub(super) async fn mounted_volume(&self, path: &WindowsPath) -> Result<Option<VolumeId>> {
+        // A link this mounter made is no mount point, whatever the proxy
+        // names for it.
+        if self.recorded_link(path).is_some() {
+            return Ok(None);
+        }
         let Some(volume) = self.volume_at(path).await? else {
             return Ok(None);
         };

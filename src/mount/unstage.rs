@@ -60,8 +60,8 @@ impl Inner {
             Some(volume) => PathState::VolumeMount { volume },
             None => self.inspect(staging, false).await?,
         };
-        if let (PathState::VolumeMount { volume }, Some(staged)) = (&found, &staged) {
-            if volume != staged {
+        match (&found, &staged) {
+            (PathState::VolumeMount { volume }, Some(staged)) if volume != staged => {
                 return Err(conflict(
                     staging,
                     format!(
@@ -69,25 +69,32 @@ impl Inner {
                     ),
                 ));
             }
-        }
-        if let PathState::VolumeMount { volume } = &found {
-            work.volume = Some(volume.clone());
+            (PathState::SmbLink { .. }, _) => {
+                return Err(conflict(
+                    staging,
+                    "there is a link to an SMB share (unstage it with unstage_smb)",
+                ))
+            }
+            _ => {}
         }
         self.journal
             .update(|r| r.unstages.insert(path_key.clone(), work.clone()))?;
         let mut changed = false;
         match found {
-            PathState::Absent => {}
+            PathState::Absent | PathState::SmbLink { .. } => {}
             PathState::VolumeMount { volume } => {
                 self.unmount(&volume, staging).await?;
+                if work.volume.is_none() {
+                    // A stage before the journal: its unmount proves the
+                    // volume was mounted there, and names the disk to
+                    // take offline (never a volume merely named for the
+                    // path, which from v1.3 may be a link's holder).
+                    work.volume = Some(volume.clone());
+                    self.journal
+                        .update(|r| r.unstages.insert(path_key.clone(), work.clone()))?;
+                }
                 self.remove_unforced(staging).await?;
                 changed = true;
-            }
-            PathState::SmbLink { .. } => {
-                return Err(conflict(
-                    staging,
-                    "there is a link to an SMB share (unstage it with unstage_smb)",
-                ))
             }
             // No volume there, the host said: a folder, or a link.
             PathState::Directory | PathState::Link { .. } => {
@@ -96,17 +103,7 @@ impl Inner {
             }
         }
         if let (true, Some(volume)) = (work.offline, &work.volume) {
-            // The same volume staged at another path stays online: its
-            // disk goes offline with the last of its stages.
-            let staged_elsewhere = self.journal.view(|records| {
-                (records.stages.iter())
-                    .any(|(other, (_, stage))| *other != path_key && stage.volume == *volume)
-            });
-            if staged_elsewhere {
-                tracing::info!(%volume, %staging, "the volume is staged at another path too: its disk stays online");
-            } else {
-                changed |= self.take_offline(volume).await?;
-            }
+            changed |= self.take_offline(volume, &path_key).await?;
         }
         self.journal.update(|records| {
             records.unstages.remove(&path_key);
@@ -136,11 +133,12 @@ impl Inner {
         }
     }
 
-    /// Takes the disk that holds `volume` offline; whether it did. A volume
-    /// the host no longer finds (its disk is offline already, or detached)
-    /// leaves nothing to do; a proxy that cannot (disk v1alpha1, v1beta1)
-    /// leaves the disk online, with a warning.
-    async fn take_offline(&self, volume: &VolumeId) -> Result<bool> {
+    /// Takes the disk that holds `volume` offline, unless the volume is
+    /// staged at another path than `unstaged` (a path key); whether it
+    /// did. A volume the host no longer finds (its disk is offline
+    /// already, or detached) leaves nothing to do; a proxy that cannot
+    /// (disk v1alpha1, v1beta1) leaves the disk online, with a warning.
+    async fn take_offline(&self, volume: &VolumeId, unstaged: &str) -> Result<bool> {
         let disk = match self.disk_of(volume).await {
             Ok(disk) => disk,
             Err(error @ Error::Host { .. }) => {
@@ -150,6 +148,17 @@ impl Inner {
             Err(error) => return Err(error),
         };
         let _disk = self.flights.lock(&format!("disk {disk}")).await;
+        // The same volume staged at another path stays online: its disk
+        // goes offline with the last of its stages. Looked at under the
+        // disk's lock, which a stage holds until it is recorded.
+        let staged_elsewhere = self.journal.view(|records| {
+            (records.stages.iter())
+                .any(|(other, (_, stage))| other != unstaged && stage.volume == *volume)
+        });
+        if staged_elsewhere {
+            tracing::info!(%volume, "the volume is staged at another path too: its disk stays online");
+            return Ok(false);
+        }
         let api = self.proxy.disk()?;
         match idempotent(|| api.set_disk_state(disk, false), never).await {
             Ok(()) => Ok(true),

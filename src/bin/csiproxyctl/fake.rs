@@ -111,6 +111,9 @@ fn versions(list: &str) -> Outcome<Vec<(ApiGroup, ApiVersion)>> {
 
 /// The fake host's SMB share: root, user and password.
 const FAKE_SHARE: (&str, &str, &str) = (r"\\fileserver\data", "csi", "fake-password");
+/// A folder on the share, as a file server holds one per volume (other
+/// folders are made through a link to the share with `fs mkdir`).
+const FAKE_SHARE_FOLDER: &str = "pv-1";
 
 /// Serves the fake proxy until interrupted.
 pub async fn run(cli: &Cli, args: &FakeArgs) -> Outcome {
@@ -149,7 +152,8 @@ pub async fn run(cli: &Cli, args: &FakeArgs) -> Outcome {
             StartType::Automatic,
             ServiceStatus::Running,
         )
-        .smb_share(FAKE_SHARE.0, FAKE_SHARE.1, FAKE_SHARE.2);
+        .smb_share(FAKE_SHARE.0, FAKE_SHARE.1, FAKE_SHARE.2)
+        .share_folder(&format!(r"{}\{FAKE_SHARE_FOLDER}", FAKE_SHARE.0));
     for n in SPARE_DISKS_FROM..SPARE_DISKS_FROM.saturating_add(args.disks) {
         host = host.disk(n, &format!("Fake  spare-{n}"), args.disk_size);
     }

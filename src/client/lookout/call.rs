@@ -107,7 +107,9 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
             return;
         };
         tokio::time::sleep_until(due.into()).await;
-        self.look_for_newer(state.generation, true).await;
+        // Not shared with a look made before the grace ended: that one
+        // may have come too early.
+        self.look_for_newer(state.generation, false).await;
     }
 
     /// The slow path: the group is not usable now, or `failure` is the

@@ -1,13 +1,11 @@
 //! A share's mapping: released with its last lease, removed quietly when
 //! it is stale, made again with new credentials.
 
-use std::collections::BTreeSet;
-
 use super::{check_credentials, share_key, SmbCredentials, SmbMappingRemoval};
 use crate::api::{SmbMapping, SmbRemotePath};
 use crate::error::{Error, Result};
 use crate::host_cause::HostCause;
-use crate::mount::journal::MappingKey;
+use crate::mount::journal::{MappingKey, ShareRecord};
 use crate::mount::path_state::conflict_at;
 use crate::mount::{Change, Inner, Mounter};
 
@@ -71,7 +69,7 @@ impl Inner {
             && !self.is_foreign(root)
             && self.settings.smb_removal == SmbMappingRemoval::WhenUnused;
         if remove {
-            self.remove_mappings(&record.mapped).await?;
+            self.remove_mappings(&record).await?;
         }
         self.journal.update(|records| {
             if last {
@@ -83,21 +81,33 @@ impl Inner {
         Ok(remove && !record.mapped.is_empty())
     }
 
-    /// Removes the mappings of `paths`, one share's: a single removal once
+    /// Removes the mappings of a share's `record`: a single removal once
     /// the proxy is known to key mappings by the share's root, each path
-    /// otherwise. The rule is learned from the answers: the first path
-    /// removed and every other one gone is the share root's rule (v1.1.2
-    /// and later); each removed is the exact path's (before).
-    async fn remove_mappings(&self, paths: &BTreeSet<String>) -> Result<()> {
+    /// otherwise. The rule is learned from the paths seen to work: the
+    /// first of them removed and every other one gone is the share root's
+    /// rule (v1.1.2 and later); each removed is the exact path's (before).
+    async fn remove_mappings(&self, record: &ShareRecord) -> Result<()> {
         let rule = self.journal.view(|records| records.smb_mapping_key);
-        let mut removed = Vec::new();
-        for remote in paths {
-            if rule == Some(MappingKey::ShareRoot) && !removed.is_empty() {
+        // The paths seen to work first: the answers that teach.
+        let confirmed = record
+            .mapped
+            .iter()
+            .filter(|p| record.confirmed.contains(*p));
+        let others = record
+            .mapped
+            .iter()
+            .filter(|p| !record.confirmed.contains(*p));
+        let mut learned_from = Vec::new();
+        for (index, remote) in confirmed.chain(others).enumerate() {
+            if rule == Some(MappingKey::ShareRoot) && index > 0 {
                 break;
             }
-            removed.push(self.remove_mapping(&SmbRemotePath::new(remote)?).await?);
+            let removed = self.remove_mapping(&SmbRemotePath::new(remote)?).await?;
+            if record.confirmed.contains(remote) {
+                learned_from.push(removed);
+            }
         }
-        let learned = match removed.split_first() {
+        let learned = match learned_from.split_first() {
             Some((true, rest)) if rule.is_none() && !rest.is_empty() => {
                 if rest.iter().all(|removed| !removed) {
                     Some(MappingKey::ShareRoot)
@@ -168,9 +178,7 @@ impl Inner {
                 interrupted: Vec::new(),
             });
         }
-        for remote in &record.mapped {
-            self.remove_mapping_of(&SmbRemotePath::new(remote)?).await?;
-        }
+        self.remove_mappings(&record).await?;
         let smb = self.proxy.smb()?;
         for remote in &record.mapped {
             let remote = SmbRemotePath::new(remote)?;

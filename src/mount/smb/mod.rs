@@ -101,6 +101,15 @@ pub(super) fn share_key(share: &SmbRemotePath) -> Option<String> {
     crate::api::share_root(share.as_str())
 }
 
+/// The volume's folder is not on its share: the link at `staging` leads
+/// nowhere while the share answers. The link and the lease stay for the
+/// unstage.
+fn folder_missing(share: &SmbRemotePath, staging: &WindowsPath) -> Error {
+    Error::NotFound {
+        what: format!("folder {share} on its share (the link at {staging} leads nowhere)"),
+    }
+}
+
 fn check_volume(volume: &str) -> Result<()> {
     if volume.is_empty() {
         return Err(Error::invalid_argument("volume ID", "it is empty"));
@@ -121,16 +130,26 @@ impl Mounter {
     /// - The mapping exists and answers: used as it is, whatever
     ///   credentials it was made with, as CSI Proxy does (see
     ///   [`rotate_smb_credentials`](Self::rotate_smb_credentials)).
-    /// - A staging link that no longer answers (the mapping went away in a
-    ///   reboot, or came back Disconnected), and a mapping of this
-    ///   mounter's that fails to be made again for a reason Windows does
-    ///   not pin on the credentials or the server: its mapping of `share`
-    ///   is removed and made again.
+    /// - The lease, the path to map and the link are recorded before the
+    ///   mapping is asked for; a call whose answer was lost is looked at
+    ///   (the link there and answering is the stage done), else its records
+    ///   stay for the retry or [`reconcile`](Self::reconcile).
+    /// - A staging link the share refuses through (the mapping went away
+    ///   in a reboot, or came back Disconnected): the link is made again,
+    ///   and this mounter's mapping removed first unless another volume's
+    ///   link may still reach the share through it. A mapping Windows
+    ///   calls stale when it is made again ("Generic failure", 85, 64) is
+    ///   removed and made once more. No other failure (a refused link, a
+    ///   missing parent folder, a process that failed to start) touches a
+    ///   mapping other volumes use.
+    /// - The volume's folder missing on the share (the link leads nowhere
+    ///   while the share answers): [`Error::NotFound`], the link and lease
+    ///   kept for the unstage.
     /// - Windows' refusals are typed ([`Error::host_cause`]): 1219
     ///   `CredentialConflict`, 1326 `LogonFailure`, 53/64/67 for the
     ///   network path or name; the lease this call took is dropped again.
-    /// - The link refused after the mapping was made (the proxy maps
-    ///   first): a mapping this call may have made is removed.
+    /// - The link refused after the share's first mapping was made (the
+    ///   proxy maps first): that mapping is removed.
     /// - Something else at `staging`: [`Error::Conflict`].
     pub async fn stage_smb(
         &self,
@@ -191,12 +210,15 @@ impl Inner {
                 match self.probe(staging).await {
                     Ok(Some(true)) => {
                         self.take_lease(&root, volume, staging, share, credentials)?;
+                        self.confirm_mapped(&root, share)?;
                         return Ok(Change::Unchanged);
                     }
                     Ok(None) => {}
-                    // The link is there, and the mapping answers: this
-                    // volume's folder on the share is gone. The link is
-                    // made again; the mapping stays.
+                    // Leads nowhere, without Windows refusing the share:
+                    // an empty folder where the link was (kubelet's, after
+                    // a reboot), or the link with this volume's folder
+                    // gone from the share. It goes, and the mapping stays;
+                    // the new link is looked through below.
                     Ok(Some(false)) => self.remove_unforced(staging).await?,
                     // Windows' reason for the share: the mapping behind
                     // the link is gone or broken. The link goes, and the
@@ -231,14 +253,21 @@ impl Inner {
         // them leaves nothing the journal does not know.
         self.take_lease(&root, volume, staging, share, credentials)?;
         let error = match self.map(share, credentials, staging, &root, &before).await {
-            Ok(()) => return Ok(Change::Changed),
+            // Looked through: a link to a folder the share lacks would
+            // stage nothing a pod could use.
+            Ok(()) => {
+                return match self.probe(staging).await? {
+                    Some(true) => self.confirm_mapped(&root, share).map(|()| Change::Changed),
+                    _ => Err(folder_missing(share, staging)),
+                }
+            }
             Err(error) => error,
         };
         if outcome_unknown(&error) {
             // Looked at: the link there, and answering, is the stage done.
             // Otherwise the records stay for the retry (or reconcile).
             if matches!(self.probe(staging).await, Ok(Some(true))) {
-                return Ok(Change::Changed);
+                return self.confirm_mapped(&root, share).map(|()| Change::Changed);
             }
             return Err(error);
         }
@@ -329,8 +358,11 @@ impl Inner {
         smb.new_smb_global_mapping(&mapping).await
     }
 
-    /// Whether another volume's staging link on share `root` answers: the
-    /// mapping works, and must not be removed under it.
+    /// Whether another volume's staging link on share `root` may reach the
+    /// share through the mapping, which must then not be removed under it:
+    /// any answer but Windows' refusal of the share counts (a link whose
+    /// folder is gone answers through a working mapping; a look that got
+    /// no answer proves nothing).
     async fn share_answers_elsewhere(&self, root: &str, volume: &str) -> bool {
         let others: Vec<WindowsPath> = self.journal.view(|records| {
             (records.shares.get(root).into_iter())
@@ -340,8 +372,9 @@ impl Inner {
                 .collect()
         });
         for staging in others {
-            if matches!(self.probe(&staging).await, Ok(Some(true))) {
-                return true;
+            match self.probe(&staging).await {
+                Ok(None) | Err(Error::Host { .. }) => {}
+                Ok(Some(_)) | Err(_) => return true,
             }
         }
         false
@@ -379,6 +412,16 @@ impl Inner {
                 key(staging.as_str()),
                 (staging.clone(), LinkTo::Smb(share.clone())),
             );
+        })
+    }
+
+    /// Records that the mapping of `share` works: a stage's link answered
+    /// through it.
+    fn confirm_mapped(&self, root: &str, share: &SmbRemotePath) -> Result<()> {
+        self.journal.update(|records| {
+            if let Some(record) = records.shares.get_mut(root) {
+                record.confirmed.insert(share.as_str().to_owned());
+            }
         })
     }
 
