@@ -79,7 +79,7 @@ pub(crate) struct Records {
     pub stages: BTreeMap<String, (WindowsPath, StageRecord)>,
     pub unstages: BTreeMap<String, UnstageRecord>,
     /// Formats whose outcome is unknown, by volume ID: when they were sent
-    /// (seconds since the Unix epoch).
+    /// (milliseconds since the Unix epoch).
     pub formats: BTreeMap<String, u64>,
     pub shares: BTreeMap<String, ShareRecord>,
     /// Folders this mounter made (staging folders it found missing), which
@@ -216,7 +216,7 @@ fn render(records: &Records) -> String {
         None => {}
     }
     for (volume, sent) in &records.formats {
-        line(&["format", volume, &sent.to_string()]);
+        line(&["format-ms", volume, &sent.to_string()]);
     }
     for (share, record) in &records.shares {
         let ours = if record.ours { "1" } else { "0" };
@@ -308,8 +308,13 @@ fn read_line(records: &mut Records, fields: &[&str]) -> std::result::Result<(), 
         ["rule", "smb-mapping-key", "exact-path"] => {
             records.smb_mapping_key = Some(MappingKey::ExactPath);
         }
-        ["format", volume, sent] => {
+        ["format-ms", volume, sent] => {
             records.formats.insert((*volume).to_owned(), number(sent)?);
+        }
+        // Written in whole seconds before.
+        ["format", volume, sent] => {
+            let millis = number(sent)?.saturating_mul(1_000);
+            records.formats.insert((*volume).to_owned(), millis);
         }
         ["share", share, ours, print] => {
             let record = records.shares.entry((*share).to_owned()).or_default();
@@ -446,6 +451,13 @@ mod tests {
         assert!(error.to_string().contains("line 2"), "{error}");
         fs::write(dir.path().join(FILE_NAME), "something else\n").unwrap();
         assert!(Journal::open(dir.path()).is_err());
+    }
+
+    #[test]
+    fn a_format_recorded_in_seconds_reads_as_milliseconds() {
+        let text = format!("{HEADER}\nformat\t\\\\?\\Volume{{1}}\\\t1700000000\n");
+        let records = parse(&text).unwrap();
+        assert_eq!(records.formats.values().next(), Some(&1_700_000_000_000));
     }
 
     #[test]

@@ -154,10 +154,12 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
-    /// How long after it was sent a format whose outcome is unknown is
-    /// taken to be possibly still running.
-    fn format_wait(&self) -> Duration {
-        self.format_deadline.saturating_add(self.format_grace)
+    /// How long after it was sent, in milliseconds, a format whose outcome
+    /// is unknown is taken to be possibly still running: its deadline and
+    /// the grace after it.
+    fn format_wait_millis(&self) -> u64 {
+        let wait = self.format_deadline.saturating_add(self.format_grace);
+        u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)
     }
 }
 

@@ -2,7 +2,7 @@
 //! reboot left half done.
 
 use super::journal::{key, LinkTo};
-use super::stage::unix_seconds;
+use super::stage::unix_millis;
 use super::{Inner, Mounter, PathState};
 use crate::api::WindowsPath;
 use crate::error::{Error, Result};
@@ -83,7 +83,7 @@ impl Mounter {
                 report.records_forgotten += 1;
             }
         }
-        let (now, grace) = (unix_seconds(), inner.settings.format_wait().as_secs());
+        let (now, grace) = (unix_millis(), inner.settings.format_wait_millis());
         report.records_forgotten += inner.journal.update(|records| {
             let before = records.formats.len();
             records

@@ -221,20 +221,20 @@ impl Inner {
             self.journal.update(|records| records.formats.remove(&id))?;
             return Ok(false);
         }
-        let now = unix_seconds();
+        let now = unix_millis();
         if let Some(sent) = self
             .journal
             .view(|records| records.formats.get(&id).copied())
         {
-            let go_ahead = sent.saturating_add(self.settings.format_wait().as_secs());
+            let go_ahead = sent.saturating_add(self.settings.format_wait_millis());
             if now < go_ahead {
                 return Err(Error::InProgress {
                     what: format!(
                         "the format of {volume} (sent {} s ago, its answer lost; a stage formats \
                          it from {} UTC, in {} s, if it still shows no file system then)",
-                        now.saturating_sub(sent),
-                        utc_text(go_ahead),
-                        go_ahead - now,
+                        now.saturating_sub(sent) / 1_000,
+                        utc_text(go_ahead.div_ceil(1_000)),
+                        (go_ahead - now).div_ceil(1_000),
                     ),
                 });
             }
@@ -371,12 +371,12 @@ fn utc_text(seconds: u64) -> String {
     )
 }
 
-/// Now, in seconds since the Unix epoch: what the journal records.
-pub(super) fn unix_seconds() -> u64 {
-    SystemTime::now()
+/// Now, in milliseconds since the Unix epoch: what the journal records.
+pub(super) fn unix_millis() -> u64 {
+    let since = SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs()
+        .unwrap_or_default();
+    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -300,7 +300,7 @@ async fn a_format_lost_before_it_reached_the_host_waits_only_its_deadline_and_gr
         "the error says when the stage goes ahead: {text}"
     );
     // Past the deadline and the grace, the stage formats.
-    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
     let staged = mounter.stage_disk(&page83(), &staging).await.unwrap();
     assert!(staged.formatted);
     assert_eq!(node.host_calls(Op::FormatVolume), 2);
