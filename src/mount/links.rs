@@ -86,12 +86,9 @@ impl Inner {
                     _ => Err(conflict(target, &found)),
                 };
             }
-            PathState::SmbLink { .. }
-            | PathState::Link {
-                target: None,
-                volume: None,
-                ..
-            } => return Err(conflict(target, &found)),
+            PathState::SmbLink { .. } => return Err(conflict(target, &found)),
+            // A link no record names that leads to no volume of its own
+            // (v1.3 cannot say where a link leads): a leftover, replaced.
             PathState::Absent | PathState::Directory | PathState::Link { .. } => {}
         }
         self.check_staged(staging).await?;

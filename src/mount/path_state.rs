@@ -14,10 +14,11 @@ use crate::host_cause::HostCause;
 /// cannot tell is said here as such: a link this mounter made is known
 /// from its journal (where it leads, and whether it still leads
 /// somewhere), and its volume is asked where it leads; a link it did not
-/// make reads as the proxy reads it (before v1.3 as the mount point of
-/// the volume it leads to, from v1.3 as one of the volume that holds the
-/// link, `C:`'s), and one that leads nowhere reads as a directory on
-/// every release. Whether a directory is empty is learned when the
+/// make reads before v1.3 as the mount point of the volume it leads to,
+/// and from v1.3 (which names the volume that holds a link) as a link to
+/// no volume, told from a mount point by a probe link of the mounter's
+/// beside it; one that leads nowhere reads as a directory on every
+/// release. Whether a directory is empty is learned when the
 /// mounter acts on it: it removes only empty ones.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -162,6 +163,13 @@ impl Inner {
             // as earlier releases read it, a directory.
             None => Ok(match self.volume_at(path).await? {
                 Some(_) if !reachable => PathState::Directory,
+                // v1.3 names, for a live link too, the volume that holds
+                // it: a link no record names, a leftover to clear.
+                Some(volume) if self.names_the_holder(path, &volume).await? => PathState::Link {
+                    target: None,
+                    volume: None,
+                    reachable: true,
+                },
                 Some(volume) => PathState::VolumeMount { volume },
                 // A folder, or a link that leads nowhere: the proxy tells
                 // them apart by nothing.
@@ -240,10 +248,54 @@ impl Inner {
         if staged_here == Some(true) {
             return Ok(Some(volume));
         }
-        Ok(match self.probe(path).await? {
-            Some(true) => Some(volume),
-            _ => None,
-        })
+        if self.probe(path).await? != Some(true) || self.names_the_holder(path, &volume).await? {
+            return Ok(None);
+        }
+        Ok(Some(volume))
+    }
+
+    /// Whether `volume`, which the proxy named for `path` (which leads
+    /// somewhere, and where this mounter staged nothing), is only the
+    /// volume that holds `path`: v1.3's answer for a link. A mount point
+    /// and a link cannot be told apart by any call, so a link of the
+    /// mounter's own, to the folder above, is made beside `path` and asked
+    /// too (three calls, only for a path no record names): the same
+    /// volume named for both is the holder's. Where links are followed
+    /// (before v1.3), the probe names no volume, and `volume` stands. A
+    /// probe that cannot be made leaves `volume` standing: never a mount
+    /// point taken for a link.
+    pub(super) async fn names_the_holder(
+        &self,
+        path: &WindowsPath,
+        volume: &VolumeId,
+    ) -> Result<bool> {
+        let staged_here = self.journal.view(|records| {
+            (records.stages.get(&key(path.as_str()))).is_some_and(|(_, s)| s.volume == *volume)
+        });
+        if staged_here {
+            return Ok(false);
+        }
+        let Some(parent) = path.parent() else {
+            return Ok(false);
+        };
+        let probe = WindowsPath::new(format!("{path}.volume-probe"))?;
+        let filesystem = self.proxy.filesystem()?;
+        // One a crash left there first.
+        if let Err(error) = filesystem.rmdir(&probe, false).await {
+            if error.host_cause() != Some(HostCause::PathNotFound) {
+                tracing::debug!(%probe, %error, "no probe link: the volume stands");
+                return Ok(false);
+            }
+        }
+        if let Err(error) = filesystem.create_symlink(&parent, &probe).await {
+            tracing::debug!(%probe, %error, "no probe link: the volume stands");
+            return Ok(false);
+        }
+        let holder = self.volume_at(&probe).await;
+        if let Err(error) = filesystem.rmdir(&probe, false).await {
+            tracing::warn!(%probe, %error, "the probe link stays; the next look removes it");
+        }
+        Ok(holder? == Some(volume.clone()))
     }
 }
 

@@ -93,8 +93,15 @@ impl Inner {
         let mounted = match &found {
             PathState::VolumeMount { volume } => Some(volume.clone()),
             PathState::Absent | PathState::Directory => None,
+            // A link that leads nowhere, or one no record names (a
+            // leftover): replaced by the staging folder.
             PathState::Link {
                 reachable: false, ..
+            }
+            | PathState::Link {
+                target: None,
+                volume: None,
+                ..
             } => None,
             other => return Err(conflict(staging, other)),
         };

@@ -235,8 +235,15 @@ impl Inner {
             }
             _ => match self.inspect(staging, false).await? {
                 PathState::Absent => {}
-                // An empty folder (kubelet's), or a link that leads nowhere.
-                PathState::Directory => self.remove_unforced(staging).await?,
+                // An empty folder (kubelet's), a link that leads nowhere,
+                // or one no record names that leads to no volume (a
+                // leftover of a lost journal).
+                PathState::Directory
+                | PathState::Link {
+                    target: None,
+                    volume: None,
+                    ..
+                } => self.remove_unforced(staging).await?,
                 other => return Err(conflict(staging, other)),
             },
         }

@@ -3,7 +3,7 @@
 use super::{path, releases, Node, STAGING, STAGING_2, TARGET};
 use csi_proxy_client::api::{Secret, SmbRemotePath};
 use csi_proxy_client::mount::{Change, Mounter, PathState, SmbCredentials};
-use csi_proxy_client::testing::{FakeHost, PathEntry, ProxyRelease, SmbMappingStatus};
+use csi_proxy_client::testing::{FakeHost, LinkReading, PathEntry, ProxyRelease, SmbMappingStatus};
 use csi_proxy_client::{Code, Error, HostCause, Operation as Op};
 
 const ROOT: &str = r"\\files\share";
@@ -331,30 +331,31 @@ async fn an_unstage_without_a_lease_removes_the_link_and_keeps_the_mapping() {
 }
 
 #[tokio::test]
-async fn a_link_no_journal_knows_is_left_alone_on_v1_3() {
-    // v1.3 names, for a link, the volume that holds it: a link this
-    // mounter has no record of cannot be told from a mount point, and a
-    // mount point removed unforced is unmounted. It stays, as a conflict.
-    let node = node_with_share(ProxyRelease::LATEST).await;
-    node.mounter
-        .stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
-        .await
-        .unwrap();
-    let other = tempfile::tempdir().unwrap();
-    let old_driver = node.other_driver(other.path()).await;
-    let error = old_driver
-        .unstage_smb("pv1", &path(STAGING))
-        .await
-        .unwrap_err();
-    assert!(matches!(error, Error::Conflict { .. }), "{error}");
-    assert!(matches!(
-        node.host.entry(STAGING),
-        Some(PathEntry::Symlink(_))
-    ));
-    // Its own driver, which recorded it, unstages it.
-    node.mounter
-        .unstage_smb("pv1", &path(STAGING))
-        .await
-        .unwrap();
-    assert!(node.host.smb_mappings().is_empty());
+async fn a_link_no_journal_knows_is_cleared_on_v1_3_under_either_reading() {
+    // v1.3 names, for a link, the volume that holds it (or, under the
+    // other reading, none): either way a link no record names is a link,
+    // removed, never its target.
+    for reading in [LinkReading::Holder, LinkReading::Target] {
+        let node = node_with_share(ProxyRelease::LATEST).await;
+        node.host.set_link_reading(reading);
+        node.mounter
+            .stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
+            .await
+            .unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let old_driver = node.other_driver(other.path()).await;
+        assert_eq!(
+            old_driver.unstage_smb("pv1", &path(STAGING)).await.unwrap(),
+            Change::Changed,
+            "{reading:?}"
+        );
+        assert_eq!(node.host.entry(STAGING), None, "{reading:?}");
+        assert_eq!(node.host.smb_mappings(), vec![ROOT.to_owned()]);
+        // Its own driver, which recorded it, removes the mapping.
+        node.mounter
+            .unstage_smb("pv1", &path(STAGING))
+            .await
+            .unwrap();
+        assert!(node.host.smb_mappings().is_empty(), "{reading:?}");
+    }
 }

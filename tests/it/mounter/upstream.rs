@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use super::{path, Node, GIB, PAGE83, STAGING, STAGING_2, TARGET};
-use csi_proxy_client::api::{Secret, SmbRemotePath};
+use csi_proxy_client::api::{FilesystemApi, Secret, SmbRemotePath};
 use csi_proxy_client::mount::{Change, DiskSelector, Mounter, PathState, SmbCredentials};
 use csi_proxy_client::testing::{FakeHost, LinkReading, PathEntry, ProxyRelease, WindowsError};
 use csi_proxy_client::{Error, Operation as Op};
@@ -353,4 +353,61 @@ async fn stats_and_expand_answer_only_for_the_volume_staged_there() {
     let unknown = DiskSelector::page83("Google  no-such-disk");
     let error = m.stats(&unknown, &staging).await.unwrap_err();
     assert!(matches!(error, Error::NotFound { .. }), "{error}");
+}
+
+#[tokio::test]
+async fn a_link_no_record_names_is_a_leftover_under_either_reading() {
+    // A lost journal leaves live links at the mounter's own paths: v1.3
+    // names for them the volume that holds them, earlier releases where
+    // they lead. Either way they are links, cleared, never their targets.
+    for (release, reading) in link_readings() {
+        let node = node_with_share(release, reading).await;
+        let elsewhere = path(r"C:\var\lib\kubelet\plugins\kubernetes.io\csi\pd\elsewhere");
+        node.host.mkdir(&elsewhere).await.unwrap();
+        node.host.rmdir(&path(STAGING), false).await.ok();
+        node.host
+            .create_symlink(&elsewhere, &path(STAGING))
+            .await
+            .unwrap();
+        let at = format!("{release} {reading:?}");
+        assert!(
+            matches!(
+                node.mounter.inspect(&path(STAGING)).await.unwrap(),
+                PathState::Link {
+                    target: None,
+                    volume: None,
+                    reachable: true
+                }
+            ),
+            "{at}"
+        );
+        let staged = node.mounter.stage_disk(&page83(), &path(STAGING)).await;
+        let staged = staged.unwrap_or_else(|e| panic!("{at}: {e}"));
+        assert_eq!(
+            node.host.entry(STAGING),
+            Some(PathEntry::MountPoint(staged.volume.clone())),
+            "{at}"
+        );
+        assert_eq!(
+            node.host
+                .entry(r"C:\var\lib\kubelet\plugins\kubernetes.io\csi\pd\elsewhere"),
+            Some(PathEntry::Directory),
+            "{at}: the link's target stays"
+        );
+        // The same at a pod's target.
+        node.host
+            .create_symlink(&elsewhere, &path(TARGET))
+            .await
+            .unwrap();
+        let published = node.mounter.publish(&path(STAGING), &path(TARGET)).await;
+        assert_eq!(published.unwrap(), Change::Changed, "{at}");
+        assert_eq!(
+            node.host.entry(TARGET),
+            Some(PathEntry::Symlink(STAGING.into())),
+            "{at}"
+        );
+        // No probe link is left behind.
+        assert_eq!(node.host.entry(&format!("{STAGING}.volume-probe")), None);
+        assert_eq!(node.host.entry(&format!("{TARGET}.volume-probe")), None);
+    }
 }
