@@ -9,7 +9,7 @@
 
 use csi_proxy_client::{
     api::{VolumeId, WindowsPath},
-    mount::{DiskSelector, FsStats, Mounter},
+    mount::{DiskAfterUnstage, DiskSelector, FsStats, Mounter},
     Error,
 };
 
@@ -77,5 +77,8 @@ pub async fn node_unpublish_volume(mounter: &Mounter, target: &WindowsPath) -> R
 /// staging folder, and takes the disk offline so that the controller's
 /// detach does not hang (aws-ebs #1116).
 pub async fn node_unstage_volume(mounter: &Mounter, staging: &WindowsPath) -> Result<(), Error> {
-    mounter.unstage_disk(staging, true).await.map(drop)
+    mounter
+        .unstage_disk(staging, DiskAfterUnstage::TakeOffline)
+        .await
+        .map(drop)
 }

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 
 use csi_proxy_client::api::WindowsPath;
-use csi_proxy_client::mount::{DiskSelector, Mounter, SmbCredentials};
+use csi_proxy_client::mount::{DiskAfterUnstage, DiskSelector, Mounter, SmbCredentials};
 use csi_proxy_client::{api::Secret, ApiGroup, CsiNodeCall, Error};
 use tonic::{Request, Response, Status};
 
@@ -221,7 +221,11 @@ impl Node for Plugin {
         let unstaged = match VolumeRef::from_id(volume_id)? {
             // Offline, so that the controller's detach does not hang
             // (aws-ebs #1116).
-            VolumeRef::Disk(_) => self.mounter.unstage_disk(&staging, true).await,
+            VolumeRef::Disk(_) => {
+                self.mounter
+                    .unstage_disk(&staging, DiskAfterUnstage::TakeOffline)
+                    .await
+            }
             VolumeRef::Smb(_) => self.mounter.unstage_smb(volume_id, &staging).await,
         };
         unstaged.map_err(answer(CsiNodeCall::UnstageVolume))?;

@@ -11,7 +11,8 @@
 //! | [`inspect`](Mounter::inspect) | any | what is at a path, in one answer; "not a mount point" is a state, not an error |
 //! | [`find_disk`](Mounter::find_disk) | stage | one disk by LUN, page 0x83 ID, serial number or predicate, waited for with at most one rescan a poll; none is `NotFound`, several is `Ambiguous` |
 //! | [`stage_disk`](Mounter::stage_disk) | `NodeStageVolume` | online, partition only a raw disk, wait for its volume, format only a volume without a file system, mount; a kubelet retry joins a stage still running |
-//! | [`unstage_disk`](Mounter::unstage_disk) | `NodeUnstageVolume` | flush, unmount, remove the empty folder, optionally offline; a retry after a partial failure finishes the remaining steps |
+//! | [`unstage_disk`](Mounter::unstage_disk) | `NodeUnstageVolume` | flush, unmount, remove the empty folder, optionally offline ([`DiskAfterUnstage`]); a retry after a partial failure finishes the remaining steps |
+//! | [`unstage`](Mounter::unstage) | `NodeUnstageVolume` | a disk's or a share's unstage, as the journal says which is staged there |
 //! | [`publish`](Mounter::publish) / [`unpublish`](Mounter::unpublish) | `NodePublishVolume` / `NodeUnpublishVolume` | a link from the pod's target to the staging path, replacing only an empty folder; a link elsewhere is a conflict |
 //! | [`expand`](Mounter::expand) | `NodeExpandVolume` | rescan and grow; "nothing to grow" is success |
 //! | [`stats`](Mounter::stats) | `NodeGetVolumeStats` | total, used, available: right on every release |
@@ -86,6 +87,7 @@ pub use path_state::PathState;
 pub use reconcile::ReconcileReport;
 pub use smb::{Rotated, SmbCredentials, SmbMappingRemoval};
 pub use stage::Staged;
+pub use unstage::DiskAfterUnstage;
 pub use usage::{Expanded, FsStats};
 
 use crate::client::CsiProxy;

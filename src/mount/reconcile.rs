@@ -67,7 +67,7 @@ impl Mounter {
         let mut report = ReconcileReport::default();
         let inner = &self.inner;
         for unstage in inner.journal.read().unstages.into_values() {
-            match self.unstage_disk(&unstage.staging, unstage.offline).await {
+            match (self.unstage_disk_offline(&unstage.staging, unstage.offline)).await {
                 Ok(_) => report.unstages_finished.push(unstage.staging),
                 Err(error) => report.record_failure(&unstage.staging, error),
             }

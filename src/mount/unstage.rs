@@ -4,18 +4,37 @@
 use std::sync::Arc;
 
 use super::again::{idempotent, never, outcome_unknown};
-use super::journal::{key, UnstageRecord};
+use super::journal::{key, LinkTo, UnstageRecord};
 use super::path_state::conflict;
 use super::{Change, Inner, Mounter, PathState};
 use crate::api::{VolumeId, WindowsPath};
 use crate::error::{Error, Result};
 
+/// What becomes of a disk once its volume is unstaged
+/// ([`Mounter::unstage_disk`], [`Mounter::unstage`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DiskAfterUnstage {
+    /// The disk stays online: a disk the node keeps, or a driver whose
+    /// controller detaches disks without asking.
+    KeepOnline,
+    /// The disk is taken offline, as cloud drivers do before their
+    /// controller detaches it (CSI Proxy's disk v1beta2 and newer; before,
+    /// the disk stays online with a warning in the log).
+    TakeOffline,
+}
+
+impl DiskAfterUnstage {
+    fn offline(self) -> bool {
+        self == DiskAfterUnstage::TakeOffline
+    }
+}
+
 impl Mounter {
     /// `NodeUnstageVolume` of a disk: flushes the volume at `staging`,
     /// unmounts it, removes the folder if it is empty (never forced), and
-    /// with `offline` takes its disk offline (where the proxy can: disk
-    /// v1beta2 and newer; before, the disk is left online with a warning
-    /// in the log).
+    /// with [`DiskAfterUnstage::TakeOffline`] takes its disk offline
+    /// (where the proxy can: disk v1beta2 and newer; before, the disk is
+    /// left online with a warning in the log).
     ///
     /// - Each step is recorded first, so a retry after a failure finishes
     ///   the remaining ones, the offline included, even once the folder is
@@ -27,8 +46,50 @@ impl Mounter {
     /// - Nothing there and nothing left to do: [`Change::Unchanged`].
     /// - The same volume staged at another path too (a second
     ///   [`stage_disk`](Self::stage_disk) of it): its disk stays online
-    ///   until the last of its stages is unstaged with `offline`.
-    pub async fn unstage_disk(&self, staging: &WindowsPath, offline: bool) -> Result<Change> {
+    ///   until the last of its stages is unstaged with `TakeOffline`.
+    pub async fn unstage_disk(
+        &self,
+        staging: &WindowsPath,
+        disk: DiskAfterUnstage,
+    ) -> Result<Change> {
+        self.unstage_disk_offline(staging, disk.offline()).await
+    }
+
+    /// `NodeUnstageVolume` of whatever this mounter staged at `staging`
+    /// for `volume` (the CSI volume ID), for a driver whose volume IDs do
+    /// not say: a disk's volume ([`unstage_disk`](Self::unstage_disk), with
+    /// `disk`) when the journal records a disk's stage there; else a share
+    /// ([`unstage_smb`](Self::unstage_smb)) when it holds the volume's
+    /// lease or a share's link at the path; else as a disk's, which also
+    /// clears a folder or a link left there. Nothing there:
+    /// [`Change::Unchanged`].
+    pub async fn unstage(
+        &self,
+        volume: &str,
+        staging: &WindowsPath,
+        disk: DiskAfterUnstage,
+    ) -> Result<Change> {
+        let path_key = key(staging.as_str());
+        let share = self.inner.journal.view(|records| {
+            let disk_here =
+                records.stages.contains_key(&path_key) || records.unstages.contains_key(&path_key);
+            !disk_here
+                && (matches!(records.links.get(&path_key), Some((_, LinkTo::Smb(_))))
+                    || (records.shares.values()).any(|share| share.leases.contains_key(volume)))
+        });
+        match share {
+            true => self.unstage_smb(volume, staging).await,
+            false => self.unstage_disk(staging, disk).await,
+        }
+    }
+
+    /// [`unstage_disk`](Self::unstage_disk) with the offline choice as
+    /// the journal keeps it.
+    pub(super) async fn unstage_disk_offline(
+        &self,
+        staging: &WindowsPath,
+        offline: bool,
+    ) -> Result<Change> {
         let inner = self.inner.clone();
         let key = staging.as_str().to_owned();
         let staging = staging.clone();

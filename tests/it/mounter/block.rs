@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::{path, releases, Node, GIB, PAGE83, STAGING, STAGING_2, TARGET, TARGET_2};
 use csi_proxy_client::api::{DiskLocation, FilesystemApi};
-use csi_proxy_client::mount::{Change, DiskSelector, Mounter, PathState};
+use csi_proxy_client::mount::{Change, DiskAfterUnstage, DiskSelector, Mounter, PathState};
 use csi_proxy_client::testing::{FakeDisk, FakeHost, PathEntry, ProxyRelease};
 use csi_proxy_client::{Code, Error, HostCause, Operation as Op};
 
@@ -61,11 +61,15 @@ async fn every_operation_twice_changes_nothing_the_second_time() {
         );
 
         assert_eq!(
-            m.unstage_disk(&staging, true).await.unwrap(),
+            m.unstage_disk(&staging, DiskAfterUnstage::TakeOffline)
+                .await
+                .unwrap(),
             Change::Changed
         );
         assert_eq!(
-            m.unstage_disk(&staging, true).await.unwrap(),
+            m.unstage_disk(&staging, DiskAfterUnstage::TakeOffline)
+                .await
+                .unwrap(),
             Change::Unchanged
         );
         assert_eq!(node.host.entry(STAGING), None);
@@ -98,7 +102,7 @@ async fn a_partitioned_disk_is_formatted_and_a_formatted_one_keeps_its_data() {
         .unwrap()
         .volume;
     node.mounter
-        .unstage_disk(&path(STAGING), false)
+        .unstage_disk(&path(STAGING), DiskAfterUnstage::KeepOnline)
         .await
         .unwrap();
     let used = node.host.volume(&volume).unwrap().used_bytes;
@@ -396,7 +400,7 @@ async fn an_unstage_that_fails_at_offline_is_finished_by_its_retry() {
         .unwrap();
     node.fail_next_offline();
     node.mounter
-        .unstage_disk(&path(STAGING), true)
+        .unstage_disk(&path(STAGING), DiskAfterUnstage::TakeOffline)
         .await
         .unwrap_err();
     assert_eq!(
@@ -407,7 +411,7 @@ async fn an_unstage_that_fails_at_offline_is_finished_by_its_retry() {
     assert!(node.host.disk(1).unwrap().online);
     assert_eq!(
         node.mounter
-            .unstage_disk(&path(STAGING), true)
+            .unstage_disk(&path(STAGING), DiskAfterUnstage::TakeOffline)
             .await
             .unwrap(),
         Change::Changed
@@ -418,7 +422,7 @@ async fn an_unstage_that_fails_at_offline_is_finished_by_its_retry() {
     );
     assert_eq!(
         node.mounter
-            .unstage_disk(&path(STAGING), true)
+            .unstage_disk(&path(STAGING), DiskAfterUnstage::TakeOffline)
             .await
             .unwrap(),
         Change::Unchanged

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use csi_proxy_client::api::{DiskLocation, FilesystemApi};
-use csi_proxy_client::mount::{Change, DiskSelector};
+use csi_proxy_client::mount::{Change, DiskAfterUnstage, DiskSelector};
 use csi_proxy_client::testing::{FakeDisk, FakeHost, PathEntry, ProxyRelease};
 use csi_proxy_client::{Code, CsiNodeCall, Error, ErrorKind};
 
@@ -138,7 +138,10 @@ async fn a_conflict_answers_already_exists_only_where_the_spec_lists_it() {
     api.unmount_volume(&staged.volume, &staging).await.unwrap();
     api.unmount_volume(&other.volume, &staging_2).await.unwrap();
     api.mount_volume(&other.volume, &staging).await.unwrap();
-    let error = m.unstage_disk(&staging, true).await.unwrap_err();
+    let error = m
+        .unstage_disk(&staging, DiskAfterUnstage::TakeOffline)
+        .await
+        .unwrap_err();
     assert!(matches!(error, Error::Conflict { .. }), "{error}");
     assert_eq!(error.csi_code_for(CsiNodeCall::UnstageVolume), fp);
     assert_eq!(

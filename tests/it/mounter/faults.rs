@@ -12,7 +12,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use csi_proxy_client::api::{Secret, SmbRemotePath};
-use csi_proxy_client::mount::{DiskSelector, Mounter, SmbCredentials};
+use csi_proxy_client::mount::{DiskAfterUnstage, DiskSelector, Mounter, SmbCredentials};
 use csi_proxy_client::testing::{FakeHost, FakeProxy, LocalEndpoints, PathEntry, ProxyRelease};
 use csi_proxy_client::{CsiProxy, Error, Operation as HostOp};
 use tokio::sync::oneshot;
@@ -398,7 +398,13 @@ async fn perform(mounter: Mounter, op: Op, live: BTreeSet<String>) -> Result<Rep
                 .map(|_| Reply::Done)
         }
         Op::UnstageDisk { disk, at, offline } => (mounter)
-            .unstage_disk(&path(&staging(disk, at)), offline)
+            .unstage_disk(
+                &path(&staging(disk, at)),
+                match offline {
+                    true => DiskAfterUnstage::TakeOffline,
+                    false => DiskAfterUnstage::KeepOnline,
+                },
+            )
             .await
             .map(|_| Reply::Done),
         Op::Publish { disk, at } => (mounter)

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::{path, Node, GIB, PAGE83, STAGING, STAGING_2, TARGET};
 use csi_proxy_client::api::{Secret, SmbRemotePath};
-use csi_proxy_client::mount::{Change, DiskSelector, SmbCredentials};
+use csi_proxy_client::mount::{Change, DiskAfterUnstage, DiskSelector, SmbCredentials};
 use csi_proxy_client::testing::{
     FakeHost, PathEntry, ProxyRelease, SmbMappingStatus, WindowsError,
 };
@@ -32,7 +32,10 @@ async fn a_stage_after_a_failed_unstage_is_not_undone_by_reconcile() {
     let staging = path(STAGING);
     node.mounter.stage_disk(&page83(), &staging).await.unwrap();
     node.fail_next_offline();
-    node.mounter.unstage_disk(&staging, true).await.unwrap_err();
+    node.mounter
+        .unstage_disk(&staging, DiskAfterUnstage::TakeOffline)
+        .await
+        .unwrap_err();
     // kubelet stages the volume again for a new pod.
     let staged = node.mounter.stage_disk(&page83(), &staging).await.unwrap();
     node.restart_driver().await;
@@ -55,7 +58,10 @@ async fn the_disk_taken_offline_is_the_volumes_own_after_a_renumbering() {
     node.mounter.stage_disk(&page83(), &staging).await.unwrap();
     // A reboot gave the disks each other's numbers.
     node.host.swap_disk_numbers(1, 2);
-    node.mounter.unstage_disk(&staging, true).await.unwrap();
+    node.mounter
+        .unstage_disk(&staging, DiskAfterUnstage::TakeOffline)
+        .await
+        .unwrap();
     assert!(
         !node.host.disk(2).unwrap().online,
         "the volume's disk, now number 2"
@@ -81,7 +87,11 @@ async fn an_answer_that_does_not_say_not_mounted_stops_the_unstage() {
         1,
         WindowsError::new(WindowsError::NOT_READY),
     );
-    let error = node.mounter.unstage_disk(&staging, true).await.unwrap_err();
+    let error = node
+        .mounter
+        .unstage_disk(&staging, DiskAfterUnstage::TakeOffline)
+        .await
+        .unwrap_err();
     assert!(matches!(error, Error::Host { .. }), "{error}");
     // Nothing was removed without an unmount.
     assert_eq!(
@@ -89,7 +99,10 @@ async fn an_answer_that_does_not_say_not_mounted_stops_the_unstage() {
         Some(PathEntry::MountPoint(volume))
     );
     assert_eq!(node.host_calls(Op::Rmdir), 0);
-    node.mounter.unstage_disk(&staging, true).await.unwrap();
+    node.mounter
+        .unstage_disk(&staging, DiskAfterUnstage::TakeOffline)
+        .await
+        .unwrap();
     assert_eq!(node.host.entry(STAGING), None);
 }
 
@@ -113,7 +126,11 @@ async fn another_volume_at_the_staging_path_is_not_unstaged() {
         .await
         .unwrap();
     api.mount_volume(&other.volume, &staging).await.unwrap();
-    let error = node.mounter.unstage_disk(&staging, true).await.unwrap_err();
+    let error = node
+        .mounter
+        .unstage_disk(&staging, DiskAfterUnstage::TakeOffline)
+        .await
+        .unwrap_err();
     assert!(matches!(error, Error::Conflict { .. }), "{error}");
     assert_eq!(
         node.host.entry(STAGING),
@@ -286,7 +303,10 @@ async fn reconcile_goes_on_past_an_item_it_cannot_finish() {
     let staging = path(STAGING);
     node.mounter.stage_disk(&page83(), &staging).await.unwrap();
     node.fail_next_offline();
-    node.mounter.unstage_disk(&staging, true).await.unwrap_err();
+    node.mounter
+        .unstage_disk(&staging, DiskAfterUnstage::TakeOffline)
+        .await
+        .unwrap_err();
     node.restart_driver().await;
     // The offline fails again: reported, and the rest goes on.
     node.fail_next_offline();
@@ -313,7 +333,11 @@ async fn a_change_whose_answer_a_restart_lost_is_sent_once_more() {
     node.host
         .delay_call(Op::SetDiskState, 1, Duration::from_millis(300));
     let mounter = node.mounter.clone();
-    let unstage = tokio::spawn(async move { mounter.unstage_disk(&path(STAGING), true).await });
+    let unstage = tokio::spawn(async move {
+        mounter
+            .unstage_disk(&path(STAGING), DiskAfterUnstage::TakeOffline)
+            .await
+    });
     tokio::time::sleep(Duration::from_millis(100)).await;
     node.fake
         .restart(ProxyRelease::LATEST.served())

@@ -2,7 +2,7 @@
 
 use super::{path, Node, GIB, PAGE83, STAGING, STAGING_2, TARGET};
 use csi_proxy_client::api::{FilesystemApi, Secret, SmbRemotePath};
-use csi_proxy_client::mount::{Change, DiskSelector, SmbCredentials};
+use csi_proxy_client::mount::{Change, DiskAfterUnstage, DiskSelector, SmbCredentials};
 use csi_proxy_client::testing::{FakeHost, ProxyRelease};
 
 const ROOT: &str = r"\\files\share";
@@ -106,7 +106,7 @@ async fn reconcile_finishes_an_unstage_a_restart_cut_short() {
         .unwrap();
     node.fail_next_offline();
     node.mounter
-        .unstage_disk(&path(STAGING), true)
+        .unstage_disk(&path(STAGING), DiskAfterUnstage::TakeOffline)
         .await
         .unwrap_err();
     node.restart_driver().await;

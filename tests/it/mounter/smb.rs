@@ -2,7 +2,9 @@
 
 use super::{path, releases, Node, STAGING, STAGING_2, TARGET};
 use csi_proxy_client::api::{Secret, SmbRemotePath};
-use csi_proxy_client::mount::{Change, Mounter, PathState, SmbCredentials};
+use csi_proxy_client::mount::{
+    Change, DiskAfterUnstage, DiskSelector, Mounter, PathState, SmbCredentials,
+};
 use csi_proxy_client::testing::{FakeHost, LinkReading, PathEntry, ProxyRelease, SmbMappingStatus};
 use csi_proxy_client::{Code, Error, HostCause, Operation as Op};
 
@@ -358,4 +360,38 @@ async fn a_link_no_journal_knows_is_cleared_on_v1_3_under_either_reading() {
             .unwrap();
         assert!(node.host.smb_mappings().is_empty(), "{reading:?}");
     }
+}
+
+#[tokio::test]
+async fn one_unstage_works_out_whether_a_disk_or_a_share_is_staged() {
+    let host = FakeHost::builder()
+        .disk(1, super::PAGE83, 10 * super::GIB)
+        .smb_share(ROOT, "user", "pw")
+        .share_folder(r"\\files\share\b");
+    let node = Node::on(ProxyRelease::LATEST, host).await;
+    let (m, disk_at, share_at) = (&node.mounter, path(STAGING), path(STAGING_2));
+    let selector = DiskSelector::page83(super::PAGE83);
+    m.stage_disk(&selector, &disk_at).await.unwrap();
+    m.stage_smb("pv-s", &share("b"), &creds("pw"), &share_at)
+        .await
+        .unwrap();
+    let offline = DiskAfterUnstage::TakeOffline;
+    assert_eq!(
+        m.unstage("pv-d", &disk_at, offline).await.unwrap(),
+        Change::Changed
+    );
+    assert!(!node.host.disk(1).unwrap().online, "the disk's unstage");
+    assert_eq!(
+        m.unstage("pv-s", &share_at, offline).await.unwrap(),
+        Change::Changed
+    );
+    assert!(node.host.smb_mappings().is_empty(), "the share's unstage");
+    for (volume, at) in [("pv-d", &disk_at), ("pv-s", &share_at)] {
+        assert_eq!(
+            m.unstage(volume, at, offline).await.unwrap(),
+            Change::Unchanged
+        );
+    }
+    assert_eq!(node.host.entry(STAGING), None);
+    assert_eq!(node.host.entry(STAGING_2), None);
 }

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use super::{path, Node, GIB, PAGE83, STAGING, STAGING_2, TARGET};
 use csi_proxy_client::api::{FilesystemApi, Secret, SmbRemotePath};
-use csi_proxy_client::mount::{Change, DiskSelector, Mounter, PathState, SmbCredentials};
+use csi_proxy_client::mount::{
+    Change, DiskAfterUnstage, DiskSelector, Mounter, PathState, SmbCredentials,
+};
 use csi_proxy_client::testing::{FakeHost, LinkReading, PathEntry, ProxyRelease, WindowsError};
 use csi_proxy_client::{Error, Operation as Op};
 
@@ -185,7 +187,12 @@ async fn a_disk_staged_at_two_paths_stays_online_until_both_are_unstaged() {
     m.stage_disk(&page83(), &s1).await.unwrap();
     let second = m.stage_disk(&page83(), &s2).await.unwrap();
     assert_eq!(second.change, Change::Changed);
-    assert_eq!(m.unstage_disk(&s1, true).await.unwrap(), Change::Changed);
+    assert_eq!(
+        m.unstage_disk(&s1, DiskAfterUnstage::TakeOffline)
+            .await
+            .unwrap(),
+        Change::Changed
+    );
     assert!(
         node.host.disk(1).unwrap().online,
         "taken offline while staged at {s2}"
@@ -195,7 +202,12 @@ async fn a_disk_staged_at_two_paths_stays_online_until_both_are_unstaged() {
         Some(PathEntry::MountPoint(_))
     ));
     m.stats(&page83(), &s2).await.unwrap();
-    assert_eq!(m.unstage_disk(&s2, true).await.unwrap(), Change::Changed);
+    assert_eq!(
+        m.unstage_disk(&s2, DiskAfterUnstage::TakeOffline)
+            .await
+            .unwrap(),
+        Change::Changed
+    );
     assert!(!node.host.disk(1).unwrap().online);
 }
 
@@ -245,7 +257,9 @@ async fn links_are_read_where_they_lead_under_either_reading_of_v1_3() {
         assert!(m.stats(&page83(), &share_staging).await.is_err(), "{at}");
         m.unpublish(&target).await.unwrap();
         assert_eq!(
-            m.unstage_disk(&staging, true).await.unwrap(),
+            m.unstage_disk(&staging, DiskAfterUnstage::TakeOffline)
+                .await
+                .unwrap(),
             Change::Changed
         );
         m.unstage_smb("pv2", &share_staging).await.unwrap();
