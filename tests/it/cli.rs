@@ -153,6 +153,14 @@ fn fake_refuses(args: &[&str]) -> String {
 fn probe_shows_pipes_versions_and_operations() {
     let fake = Fake::start("disk=v1beta2,disk=v1beta1,volume=v1,system=v1alpha1");
     let out = stdout(&fake.run(&["probe"]));
+    // The column is named by what the endpoints are.
+    let header = out.lines().next().unwrap();
+    let column = if cfg!(windows) { "PIPE" } else { "SOCKET" };
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        ["GROUP", column, "RESULT"],
+        "{out}"
+    );
     assert!(
         out.contains("csi-proxy-disk-v1 ") && out.contains("absent"),
         "{out}"
@@ -219,6 +227,14 @@ fn reads_print_tables_and_json() {
         "{out}"
     );
     assert!(out.contains("Google  pd-data"), "{out}");
+    // Numbers are numbers in JSON, the location's parts as the disk's.
+    let disks: serde_json::Value =
+        serde_json::from_str(&stdout(&fake.run(&["--json", "disk", "list"]))).unwrap();
+    let first = &disks[0];
+    assert_eq!(first["disk"], 1, "{disks}");
+    for (part, value) in [("adapter", 0), ("bus", 0), ("target", 0), ("lun", 1)] {
+        assert_eq!(first[part], value, "{part}: {disks}");
+    }
     let stats: serde_json::Value =
         serde_json::from_str(&stdout(&fake.run(&["--json", "disk", "stats", "2"]))).unwrap();
     assert_eq!(stats["total_bytes"], 20u64 << 30);
@@ -250,7 +266,16 @@ fn mutations_need_yes_and_then_change_the_host() {
         "nothing changed"
     );
 
-    stdout(&fake.run(&["disk", "partition", "1", "--yes"]));
+    // A change says what it did in one line, with no header above it.
+    assert_eq!(
+        stdout(&fake.run(&["disk", "partition", "1", "--yes"])),
+        "disk 1 partitioned\n"
+    );
+    let done: serde_json::Value = serde_json::from_str(&stdout(
+        &fake.run(&["--json", "disk", "online", "1", "--yes"]),
+    ))
+    .unwrap();
+    assert_eq!(done, serde_json::json!({ "done": "disk 1 online" }));
     let volumes: Vec<String> = serde_json::from_str(&stdout(
         &fake.run(&["--json", "volume", "list", "--disk", "1"]),
     ))
@@ -303,6 +328,21 @@ fn smb_map_takes_the_password_from_the_environment_or_stdin_only() {
         denied.contains("user name or password is incorrect") && !denied.contains("wrong-password"),
         "{denied}"
     );
+    assert!(
+        denied.trim_end().ends_with("(cause: logon_failure)"),
+        "{denied}"
+    );
+    // With --json, the cause a script acts on: the secret must change.
+    let output = fake
+        .command(&[&["--json"][..], &map].concat())
+        .env("CSIPROXYCTL_SMB_PASSWORD", "wrong-password")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let error: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(error["error"]["kind"], "host", "{error}");
+    assert_eq!(error["error"]["cause"], "logon_failure", "{error}");
+    assert_eq!(error["error"]["exit_code"], 1, "{error}");
 
     let mut with_link = map.to_vec();
     with_link.extend(["--link", link, "--password-stdin"]);
@@ -319,6 +359,10 @@ fn smb_map_takes_the_password_from_the_environment_or_stdin_only() {
     stdout(&fake.run(&["smb", "unmap", share, "--yes"]));
     let gone = failure(&fake.run(&["smb", "unmap", share, "--yes"]), 1);
     assert!(gone.contains("not found"), "{gone}");
+    let gone: serde_json::Value =
+        serde_json::from_slice(&fake.run(&["--json", "smb", "unmap", share, "--yes"]).stdout)
+            .unwrap();
+    assert_eq!(gone["error"]["kind"], "not_found", "{gone}");
 }
 
 #[test]
@@ -452,11 +496,113 @@ fn failures_are_json_under_json() {
     let output = fake.run(&["--json", "disk", "stats", "9"]);
     assert_eq!(output.status.code(), Some(1));
     let error: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(error["error"]["kind"], "host");
+    assert_eq!(error["error"]["kind"], "not_found");
     assert!(error["error"]["message"]
         .as_str()
         .unwrap()
         .contains("disk 9"));
+}
+
+/// Runs `args` with `--json`; the failure's `error` object, after checking
+/// the exit code.
+fn json_failure(fake: &Fake, args: &[&str], code: i32) -> serde_json::Value {
+    let output = fake.run(&[&["--json"][..], args].concat());
+    assert_eq!(output.status.code(), Some(code), "{args:?}");
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(document["error"]["exit_code"], code, "{document}");
+    document["error"].clone()
+}
+
+#[test]
+fn a_missing_thing_is_not_found_and_a_known_cause_is_named() {
+    let fake = Fake::start("disk=v1,smb=v1,filesystem=v1");
+    // A disk the node does not have: not_found, exit 1 as every failure
+    // on the host; the text says so too.
+    let missing = json_failure(&fake, &["disk", "state", "7"], 1);
+    assert_eq!(missing["kind"], "not_found", "{missing}");
+    assert!(missing.get("cause").is_none(), "no cause named: {missing}");
+    let line = failure(&fake.run(&["disk", "state", "7"]), 1);
+    assert!(line.contains("disk 7 not found"), "{line}");
+    let missing = json_failure(&fake, &["disk", "partition", "7", "--yes"], 1);
+    assert_eq!(missing["kind"], "not_found", "{missing}");
+
+    // A share the server lacks is not found, with Windows' cause; a server
+    // that does not answer is a host failure, not "not found".
+    let map = |share: &'static str| {
+        let output = fake
+            .command(&["--json", "smb", "map", share, "--user", "csi", "--yes"])
+            .env("CSIPROXYCTL_SMB_PASSWORD", "fake-password")
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{share}");
+        let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        document["error"].clone()
+    };
+    let no_share = map(r"\\fileserver\nosuch");
+    assert_eq!(no_share["kind"], "not_found", "{no_share}");
+    assert_eq!(no_share["cause"], "network_name_not_found", "{no_share}");
+    let no_server = map(r"\\otherserver\data");
+    assert_eq!(no_server["kind"], "host", "{no_server}");
+    assert_eq!(no_server["cause"], "network_path_not_found", "{no_server}");
+
+    // A path that is not there.
+    let no_path = json_failure(
+        &fake,
+        &["fs", "rmdir", r"C:\var\lib\kubelet\nothing", "--yes"],
+        1,
+    );
+    assert_eq!(no_path["kind"], "not_found", "{no_path}");
+    assert_eq!(no_path["cause"], "path_not_found", "{no_path}");
+
+    // A host failure with no cause known stays `host`, without `cause`.
+    stdout(&fake.run(&["disk", "offline", "1", "--yes"]));
+    let offline = json_failure(&fake, &["disk", "partition", "1", "--yes"], 1);
+    assert_eq!(offline["kind"], "host", "{offline}");
+    assert!(offline.get("cause").is_none(), "{offline}");
+    let line = failure(&fake.run(&["disk", "partition", "1", "--yes"]), 1);
+    assert!(!line.contains("cause"), "{line}");
+}
+
+/// A proxy that reports a disk's location in words keeps them: strings
+/// where it wrote no number, numbers where it did.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disk_locations_keep_text_the_proxy_wrote() {
+    use csi_proxy_client::api::DiskLocation;
+    use csi_proxy_client::testing::{FakeDisk, FakeHost, FakeProxy};
+    use csi_proxy_client::{transport::Transport, ApiGroup, ApiVersion};
+
+    let dir = tempfile::tempdir().unwrap();
+    let location = DiskLocation {
+        adapter: "iscsi".into(),
+        bus: String::new(),
+        target: "3".into(),
+        lun_id: "01".into(),
+    };
+    let host = FakeHost::builder()
+        .custom_disk(4, FakeDisk::new("iscsi  lun-1", 1 << 30, location))
+        .build();
+    let mut fake = FakeProxy::for_host(Transport::unix_sockets(dir.path()).unwrap(), &host);
+    fake.serve_all([(ApiGroup::Disk, ApiVersion::V1)])
+        .await
+        .unwrap();
+    let socket_dir = dir.path().to_str().unwrap().to_owned();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(BIN)
+            .args(["--socket-dir", &socket_dir, "--json", "disk", "list"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let disks: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let disk = &disks[0];
+    assert_eq!(disk["disk"], 4, "{disks}");
+    assert_eq!(disk["adapter"], "iscsi", "{disks}");
+    assert_eq!(disk["bus"], "", "{disks}");
+    assert_eq!(disk["target"], 3, "{disks}");
+    assert_eq!(disk["lun"], "01", "a number written otherwise: {disks}");
+    fake.stop_all().await;
 }
 
 #[cfg(unix)]

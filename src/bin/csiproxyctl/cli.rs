@@ -13,11 +13,13 @@ use crate::output::emit;
 /// What the exit codes mean, for scripts.
 const EXIT_CODES: &str = "Exit codes:
   0  done (probe: every group asked for is served; with none asked, at least one)
-  1  the call failed on the host, or the connection to CSI Proxy failed
+  1  the call failed on the host (kind not_found: what it names does not
+     exist), or the connection to CSI Proxy failed
   2  bad usage or input, or a setting that cannot work (nothing was sent)
   3  not served: a group is missing, or the node's version lacks the call
 With --json, standard output is one JSON document; a failure is
   {\"error\": {\"kind\": ..., \"message\": ..., \"exit_code\": ...}}
+with \"cause\" too when Windows' reason is known (\"logon_failure\", ...)
 (probe: its report, with the failure in the same \"error\" field).";
 
 /// Talk to CSI Proxy on this node: what it serves, and single calls.
@@ -70,8 +72,9 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Per group: every pipe tried, which answered, the version chosen, and
-    /// the operations available at that version. Exits 3 when a group
+    /// Per group: every endpoint tried (named pipe, or Unix socket with
+    /// --socket-dir), which answered, the version chosen, and the
+    /// operations available at that version. Exits 3 when a group
     /// given is not served (with none given: when nothing is).
     Probe {
         /// Groups that must be served: disk, filesystem, smb, volume,

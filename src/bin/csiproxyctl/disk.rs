@@ -2,7 +2,7 @@
 
 use clap::Subcommand;
 use csi_proxy_client::{CsiProxy, Error};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::cli::Confirm;
 use crate::done;
@@ -62,10 +62,10 @@ pub async fn run(proxy: &CsiProxy, command: &DiskCommand) -> Outcome<Records> {
                 let id = ids.get(number).cloned().unwrap_or_default();
                 disks.push(vec![
                     json!(number),
-                    json!(l.adapter),
-                    json!(l.bus),
-                    json!(l.target),
-                    json!(l.lun_id),
+                    location_part(&l.adapter),
+                    location_part(&l.bus),
+                    location_part(&l.target),
+                    location_part(&l.lun_id),
                     json!(id.page83),
                     json!(id.serial_number),
                 ]);
@@ -93,4 +93,15 @@ pub async fn run(proxy: &CsiProxy, command: &DiskCommand) -> Outcome<Records> {
             done(format!("disk {n} partitioned"))
         }
     })
+}
+
+/// A part of a disk's location as JSON: a number where the proxy wrote
+/// one (`"1"` becomes `1`), else the proxy's text as it is (an iSCSI
+/// disk's adapter `iscsi`, the empty bus of servers before v1.0, a number
+/// written with leading zeros), so that nothing is lost.
+fn location_part(text: &str) -> Value {
+    match text.parse::<u64>() {
+        Ok(n) if n.to_string() == text => json!(n),
+        _ => json!(text),
+    }
 }

@@ -43,7 +43,7 @@ async fn main() -> ExitCode {
             if json {
                 emit(&failure.to_json().to_string());
             }
-            eprintln!("csiproxyctl: {}", failure.message);
+            eprintln!("csiproxyctl: {}", failure.line());
             ExitCode::from(failure.code)
         }
     }
@@ -172,9 +172,10 @@ fn pipe_prefix(transport: &Transport) -> String {
     pipe.trim_end_matches(&name).to_owned()
 }
 
-/// What a change that succeeded prints.
+/// What a change that succeeded prints: the one line alone, and with
+/// `--json` the object `{"done": ...}`.
 fn done(what: String) -> Records {
-    Records::one(&["done"], vec![json!(what)])
+    Records::word(&["done"], &what)
 }
 
 fn path(raw: &str) -> Outcome<WindowsPath> {

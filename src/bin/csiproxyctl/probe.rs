@@ -1,5 +1,5 @@
-//! `csiproxyctl probe`: per group, every pipe tried, the version chosen and
-//! the operations available at it.
+//! `csiproxyctl probe`: per group, every endpoint (named pipe or Unix
+//! socket) tried, the version chosen and the operations available at it.
 
 use std::time::Duration;
 
@@ -30,7 +30,13 @@ pub async fn run(
         .negotiate_waiting(&ApiGroup::ALL, require, wait)
         .await?;
     let report = negotiated.report();
-    let mut pipes = Records::many(&["group", "pipe", "result"]);
+    // The column is named by what the endpoints are.
+    let endpoint: &'static [&'static str] = if transport.is_named_pipes() {
+        &["group", "pipe", "result"]
+    } else {
+        &["group", "socket", "result"]
+    };
+    let mut endpoints = Records::many(endpoint);
     let mut available = Records::many(&["group", "version", "operations"]);
     let mut groups = Vec::new();
     for group in report.groups() {
@@ -42,7 +48,7 @@ pub async fn run(
             None => Vec::new(),
         };
         for attempt in &group.attempts {
-            pipes.push(vec![
+            endpoints.push(vec![
                 json!(group.group.as_str()),
                 json!(attempt.address),
                 json!(outcome(&attempt.outcome)),
@@ -79,7 +85,7 @@ pub async fn run(
     // operations, and the failure, if any, as its `error`.
     let document = json!({ "transport": transport_json(&transport), "groups": groups });
     if !json {
-        pipes.print(false);
+        endpoints.print(false);
         emit("");
         available.print(false);
     }
