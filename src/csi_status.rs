@@ -207,8 +207,8 @@ impl Error {
 
     /// The status a CSI node service answers for this error in `call`: the
     /// code of [`csi_code_for`](Error::csi_code_for), and the same message
-    /// as `Status::from(error)` (the error's text and its causes, secrets
-    /// masked).
+    /// as `Status::from(error)` (the error's text and its causes in words,
+    /// secrets masked, no `Debug` output).
     pub fn csi_status_for(&self, call: CsiNodeCall) -> Status {
         status(self, self.csi_code_for(call))
     }
@@ -264,8 +264,10 @@ impl Error {
 ///
 /// `NotServed` and `Timeout` are worth the CO's retry (the proxy may start,
 /// the host may finish); `Unsupported` is not: the node's proxy lacks the
-/// call until it is upgraded. The message is the error's text and its
-/// causes, with any secret of the request already masked.
+/// call until it is upgraded. The message, which kubelet shows in the
+/// pod's events, is the error's text and its causes in words, each once
+/// (never a `Debug` output), with any secret of the request already
+/// masked.
 ///
 /// ```
 /// use csi_proxy_client::{ApiGroup, Error};
@@ -281,19 +283,10 @@ impl From<Error> for Status {
     }
 }
 
-/// `error`'s status with `code`: its text and its causes, each once.
+/// `error`'s status with `code`: its text and its causes in words, each
+/// once, with no `Debug` output of any of them.
 fn status(error: &Error, code: Code) -> Status {
-    let mut message = error.to_string();
-    let mut cause = std::error::Error::source(error);
-    while let Some(inner) = cause {
-        let text = inner.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        cause = inner.source();
-    }
-    Status::new(code, message)
+    Status::new(code, crate::error::in_words(error))
 }
 
 #[cfg(test)]

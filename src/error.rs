@@ -37,7 +37,7 @@ pub type BoxedSource = Arc<dyn std::error::Error + Send + Sync + 'static>;
 pub enum Error {
     /// The node serves no acceptable version of a group: no pipe or socket
     /// answered. `tried` lists every address that was tried, in order.
-    #[error("CSI Proxy does not serve the {group} API: nothing answered at {}", tried.join(", "))]
+    #[error("CSI Proxy does not serve the {group} API: {}", tried_text(tried))]
     NotServed {
         /// The group that is missing.
         group: ApiGroup,
@@ -90,7 +90,7 @@ pub enum Error {
     /// CSI Proxy reports almost every host failure with code
     /// [`Code::Unknown`] and a free-text message; match on the code, not on
     /// the text, which changes between proxy releases.
-    #[error("{} {} failed on the host ({code:?}): {message}", operation.group(), operation.name())]
+    #[error("{} {} failed on the host{}: {message}", operation.group(), operation.name(), code_text(*code))]
     Host {
         /// The operation.
         operation: Operation,
@@ -149,7 +149,10 @@ pub enum Error {
 
     /// The proxy could not be reached at an address that exists: access was
     /// denied. CSI Proxy's pipes only let administrators (or `SYSTEM`) in.
-    #[error("access to {address} was denied (CSI Proxy's pipes need an administrator or SYSTEM): {source}")]
+    #[error(
+        "access to {address} was denied (CSI Proxy's pipes need an administrator or SYSTEM): {}",
+        in_words(&**source)
+    )]
     PermissionDenied {
         /// The pipe or socket.
         address: String,
@@ -164,9 +167,11 @@ pub enum Error {
     /// When it is `true` for a call that changes the host, the outcome is
     /// unknown: check the host's state before trying again. When it is
     /// `false`, nothing reached the proxy.
-    #[error("{}transport error at {address}{}: {source}",
-        operation.map(|op| format!("{} {}: ", op.group(), op.name())).unwrap_or_default(),
-        if *maybe_sent { " (the request may have reached the proxy)" } else { "" })]
+    #[error("{} at {address}: {}{}",
+        operation.map_or_else(|| "connecting to CSI Proxy failed".to_owned(),
+            |op| format!("{} {} failed", op.group(), op.name())),
+        in_words(&**source),
+        if *maybe_sent { "; the request may have reached CSI Proxy, so it may have run" } else { "" })]
     Transport {
         /// The pipe or socket.
         address: String,
@@ -251,10 +256,15 @@ pub enum Error {
     /// An earlier attempt at the same change may still be running on the
     /// host (it outlived its caller's deadline, or the proxy restarted
     /// while it ran): it is not started again until it is seen done or
-    /// its time is up. Retry later.
-    #[error("{what} may still be running on the host; not starting it again yet")]
+    /// its time is up. Or the node waits for something that is under way
+    /// elsewhere (the controller's resize of a disk to reach the node).
+    /// Retry later.
+    #[error("{what}")]
     InProgress {
-        /// The change, in words.
+        /// What is under way and when to come back, as one sentence for a
+        /// node operator (`disk 1 has 10 GiB, 20 GiB were asked for: the
+        /// controller's resize has not reached the node yet; retry
+        /// later`): the error's whole text.
         what: String,
     },
 
@@ -453,6 +463,20 @@ impl Error {
         }
     }
 
+    /// An [`Error::InProgress`] of an expand that found `disk` smaller than
+    /// the `required` bytes: the controller's resize has not reached the
+    /// node yet, and nothing was started.
+    pub(crate) fn disk_not_grown(disk: u32, size: u64, required: u64) -> Self {
+        Error::InProgress {
+            what: format!(
+                "disk {disk} has {}, {} were asked for: the controller's resize has not \
+                 reached the node yet; retry later",
+                size_text(size),
+                size_text(required)
+            ),
+        }
+    }
+
     /// Whether this is a transport failure of a request that certainly did
     /// not reach the proxy (or that it refused unprocessed).
     pub(crate) fn certainly_not_sent(&self) -> bool {
@@ -466,5 +490,201 @@ impl Error {
     }
 }
 
+/// The endpoints a [`Error::NotServed`] tried, in words.
+fn tried_text(tried: &[String]) -> String {
+    match tried {
+        [] => "no endpoint of it was tried".to_owned(),
+        tried => format!("nothing answered at {}", tried.join(", ")),
+    }
+}
+
+/// A host failure's code, in words: nothing for `Unknown` (how CSI Proxy
+/// reports nearly every failure), else its name in the gRPC spec.
+fn code_text(code: Code) -> String {
+    let name = match code {
+        Code::Unknown => return String::new(),
+        Code::Ok => "OK",
+        Code::Cancelled => "CANCELLED",
+        Code::InvalidArgument => "INVALID_ARGUMENT",
+        Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+        Code::NotFound => "NOT_FOUND",
+        Code::AlreadyExists => "ALREADY_EXISTS",
+        Code::PermissionDenied => "PERMISSION_DENIED",
+        Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+        Code::FailedPrecondition => "FAILED_PRECONDITION",
+        Code::Aborted => "ABORTED",
+        Code::OutOfRange => "OUT_OF_RANGE",
+        Code::Unimplemented => "UNIMPLEMENTED",
+        Code::Internal => "INTERNAL",
+        Code::Unavailable => "UNAVAILABLE",
+        Code::DataLoss => "DATA_LOSS",
+        Code::Unauthenticated => "UNAUTHENTICATED",
+    };
+    format!(" (code {name})")
+}
+
+/// A size in bytes, in words: `10 GiB`, or `10.5 GiB (11274289152 bytes)`
+/// when it is not a whole number of its unit (a tenth rounded down).
+fn size_text(bytes: u64) -> String {
+    for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        let (whole, rest) = (bytes >> shift, bytes % (1 << shift));
+        match (whole, rest) {
+            (0, _) => continue,
+            (whole, 0) => return format!("{whole} {unit}"),
+            (whole, rest) => {
+                let tenths = (rest * 10) >> shift;
+                return format!("{whole}.{tenths} {unit} ({bytes} bytes)");
+            }
+        }
+    }
+    format!("{bytes} bytes")
+}
+
+/// `error` and its causes in words, as one line: each one's text, joined
+/// by `: `, each left out when the text so far already says it. Never a
+/// `Debug` output: a gRPC status is its message (tonic's own text of a
+/// status ends with its source's `Debug`), an HTTP/2 failure of the
+/// connection is what happened to the connection.
+pub(crate) fn in_words(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![one_in_words(error)];
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        let words = one_in_words(inner);
+        let said = parts.join(": ");
+        match parts.last_mut() {
+            _ if words.is_empty() || said.contains(&words) => {}
+            // The cause says the same as the last text, and more (a
+            // status whose message is its source's text, which names the
+            // kind of failure too).
+            Some(last) if words.contains(last.as_str()) => *last = words,
+            _ => parts.push(words),
+        }
+        cause = inner.source();
+    }
+    parts.retain(|part| !part.is_empty());
+    parts.join(": ")
+}
+
+/// One error's own text, without its causes, in words.
+fn one_in_words(error: &(dyn std::error::Error + 'static)) -> String {
+    // An error's shared source shows as the `Arc` around it.
+    if let Some(shared) = error.downcast_ref::<BoxedSource>() {
+        return one_in_words(&**shared);
+    }
+    if let Some(status) = error.downcast_ref::<Status>() {
+        return match status.message() {
+            "" => status.code().description().to_owned(),
+            message => message.to_owned(),
+        };
+    }
+    if let Some(h2) = error.downcast_ref::<h2::Error>() {
+        return h2_in_words(h2);
+    }
+    if let Some(io) = error.downcast_ref::<std::io::Error>() {
+        return io_in_words(io);
+    }
+    error.to_string()
+}
+
+/// An HTTP/2 failure in words: the I/O error under it, or who reset the
+/// stream or closed the connection, and why.
+fn h2_in_words(error: &h2::Error) -> String {
+    if let Some(io) = error.get_io() {
+        return io_in_words(io);
+    }
+    let who = if error.is_remote() {
+        "CSI Proxy"
+    } else {
+        "the client"
+    };
+    match error.reason() {
+        Some(reason) if error.is_go_away() => {
+            format!("{reason} (the connection was closed by {who})")
+        }
+        Some(reason) if error.is_reset() => format!("{reason} (the stream was reset by {who})"),
+        Some(reason) => format!("HTTP/2 protocol error: {reason}"),
+        None => error.to_string(),
+    }
+}
+
+/// An I/O error in words: its text, and what kind of failure it is when
+/// the text does not say it (`connection closed (broken pipe)`).
+fn io_in_words(error: &std::io::Error) -> String {
+    let text = error.to_string();
+    let kind = error.kind();
+    if error.raw_os_error().is_some() || kind == std::io::ErrorKind::Other {
+        return text;
+    }
+    let kind = kind.to_string();
+    if text.to_lowercase().contains(&kind) || kind.contains("error") {
+        text
+    } else {
+        format!("{text} ({kind})")
+    }
+}
+
 /// Shorthand for results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_in_their_unit() {
+        assert_eq!(size_text(10 << 30), "10 GiB");
+        assert_eq!(size_text(3 << 40), "3 TiB");
+        assert_eq!(size_text(512), "512 bytes");
+        assert_eq!(size_text(1536), "1.5 KiB (1536 bytes)");
+        // A tenth rounded down: never a size that looks grown.
+        assert_eq!(size_text((20 << 30) - 1), "19.9 GiB (21474836479 bytes)");
+    }
+
+    #[test]
+    fn in_progress_reads_as_one_sentence() {
+        let waiting = Error::disk_not_grown(1, 10 << 30, 20 << 30);
+        assert_eq!(
+            waiting.to_string(),
+            "disk 1 has 10 GiB, 20 GiB were asked for: the controller's resize has not \
+             reached the node yet; retry later"
+        );
+        assert_eq!(waiting.kind(), ErrorKind::InProgress);
+        let running = Error::InProgress {
+            what: "the operation on x may still be running on the host; retry later".into(),
+        };
+        assert_eq!(
+            running.to_string(),
+            "the operation on x may still be running on the host; retry later"
+        );
+    }
+
+    #[test]
+    fn causes_read_in_words() {
+        // A status made from an I/O error: its message, once, with the kind.
+        let io = std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stream closed");
+        let status = Status::from_error(Box::new(io));
+        assert_eq!(in_words(&status), "stream closed (broken pipe)");
+        // HTTP/2's reasons in words, no byte strings.
+        let h2 = h2::Error::from(h2::Reason::REFUSED_STREAM);
+        assert_eq!(
+            in_words(&h2),
+            "HTTP/2 protocol error: refused stream before processing any application logic"
+        );
+        // An OS error keeps its number, for the operator to look up.
+        let os = std::io::Error::from_raw_os_error(32);
+        assert!(in_words(&os).contains("(os error 32)"), "{}", in_words(&os));
+        // A status with no message says what its code means.
+        assert_eq!(
+            in_words(&Status::new(Code::Unavailable, "")),
+            "The service is currently unavailable"
+        );
+        let none = Error::NotServed {
+            group: ApiGroup::Smb,
+            tried: vec![],
+        };
+        assert_eq!(
+            none.to_string(),
+            "CSI Proxy does not serve the smb API: no endpoint of it was tried"
+        );
+    }
+}

@@ -135,25 +135,13 @@ fn mask(forms: &[String], text: String) -> String {
 /// `source` itself if no form of the secret shows in its text or `Debug`
 /// form; otherwise its text, the secret masked.
 fn clean_source(forms: &[String], source: BoxedSource) -> BoxedSource {
-    let text = chain_text(&*source);
+    let text = crate::error::in_words(&*source);
     let shows = |text: &str| forms.iter().any(|form| text.contains(form.as_str()));
     if shows(&text) || shows(&format!("{source:?}")) {
         Arc::new(Redacted(mask(forms, text)))
     } else {
         source
     }
-}
-
-/// An error and its causes, as one line.
-fn chain_text(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(error) = cause {
-        text.push_str(": ");
-        text.push_str(&error.to_string());
-        cause = error.source();
-    }
-    text
 }
 
 /// The text of an error that showed a secret, with the secret masked.
@@ -331,6 +319,31 @@ mod tests {
             assert!(!leaks(&clean), "{clean} {clean:?}");
             assert!(format!("{clean}").contains(MASK), "{clean}");
         }
+    }
+
+    #[test]
+    fn a_masked_transport_failure_reads_in_words() {
+        // What tonic makes of a failed channel whose error echoes the
+        // secret: tonic's own text of it ends with the source's `Debug`.
+        let echo = std::io::Error::new(
+            std::io::ErrorKind::BrokenPipe,
+            format!("mapping {SECRET} broke"),
+        );
+        let status = tonic::Status::from_error(Box::new(echo));
+        let error = Error::Transport {
+            address: "pipe".into(),
+            operation: Some(OP),
+            maybe_sent: true,
+            source: Arc::new(status),
+        };
+        let clean = redact(error, &Secret::new(SECRET));
+        assert!(!leaks(&clean), "{clean} {clean:?}");
+        let message = tonic::Status::from(clean).message().to_owned();
+        assert_eq!(
+            message,
+            "smb NewSmbGlobalMapping failed at pipe: mapping *** broke (broken pipe); the request \
+             may have reached CSI Proxy, so it may have run"
+        );
     }
 
     #[test]

@@ -88,7 +88,8 @@ impl InFlight {
             };
             return Err(Error::InProgress {
                 what: format!(
-                    "{} {}{on} (started {} s ago, its caller stopped waiting)",
+                    "{} {}{on}, started {} s ago, may still be running on the host (its caller \
+                     stopped waiting): not starting it again; retry later",
                     operation.group(),
                     operation.name(),
                     stuck.started.elapsed().map_or(0, |d| d.as_secs())

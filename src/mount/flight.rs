@@ -147,7 +147,10 @@ impl Drop for Done {
 /// or the runtime is shutting down.
 fn lost(key: &str) -> Error {
     Error::InProgress {
-        what: format!("the operation on {key} (its task ended without an answer)"),
+        what: format!(
+            "the operation on {key} ended without an answer (its task stopped): it may have \
+             been cut short; retry"
+        ),
     }
 }
 

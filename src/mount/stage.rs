@@ -237,8 +237,9 @@ impl Inner {
             if now < go_ahead {
                 return Err(Error::InProgress {
                     what: format!(
-                        "the format of {volume} (sent {} s ago, its answer lost; a stage formats \
-                         it from {} UTC, in {} s, if it still shows no file system then)",
+                        "the format of volume {volume}, sent {} s ago, may still be running on \
+                         the host (its answer was lost); a stage formats it from {} UTC (in {} \
+                         s) only if it still has no file system then; retry later",
                         now.saturating_sub(sent) / 1_000,
                         utc_text(go_ahead.div_ceil(1_000)),
                         (go_ahead - now).div_ceil(1_000),

@@ -156,12 +156,7 @@ impl Inner {
                 other => other?,
             };
             if size < required {
-                return Err(Error::InProgress {
-                    what: format!(
-                        "the growth of disk {disk} to {required} bytes (it has {size}; \
-                         the controller's resize has not reached the node yet)"
-                    ),
-                });
+                return Err(Error::disk_not_grown(disk, size, required));
             }
         }
         let before = api.get_volume_stats(volume).await?.total_bytes;

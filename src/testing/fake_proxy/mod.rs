@@ -120,9 +120,11 @@ pub struct Call {
 /// answer `Unimplemented`.
 ///
 /// Every call is recorded ([`FakeProxy::calls`]). The served set can change
-/// at any time ([`FakeProxy::restart`]), as a proxy upgrade would change
-/// it. Dropping the proxy stops its servers; [`FakeProxy::shutdown`] also
-/// waits until the endpoints are gone.
+/// at any time: [`FakeProxy::upgrade_to`] is an upgrade (or a downgrade)
+/// to a release, its versions and its rules; [`FakeProxy::restart`] a
+/// restart with any set of versions, the rules kept. Dropping the proxy
+/// stops its servers; [`FakeProxy::shutdown`] also waits until the
+/// endpoints are gone.
 ///
 /// A proxy that was told its release ([`FakeProxy::serve_release`],
 /// [`FakeProxy::behave_as`]) answers as that release did where answers
@@ -306,14 +308,59 @@ impl FakeProxy {
         self.endpoints.stop_all().await;
     }
 
-    /// Stops everything, then serves `versions`: a proxy restart, or an
-    /// upgrade or downgrade when the set differs.
+    /// Stops everything, then serves `versions`: a proxy restart. Only the
+    /// served versions change: the proxy, and its host, keep answering as
+    /// the release they were told ([`behave_as`](Self::behave_as)). For an
+    /// upgrade or a downgrade to a release, its versions and its rules
+    /// together, call [`upgrade_to`](Self::upgrade_to).
     pub async fn restart(
         &mut self,
         versions: impl IntoIterator<Item = (ApiGroup, ApiVersion)>,
     ) -> Result<()> {
         self.endpoints.stop_all().await;
         self.serve_all(versions).await
+    }
+
+    /// An upgrade (or a downgrade) of the node's CSI Proxy to `release`:
+    /// stops everything, then serves what `release` serves
+    /// ([`ProxyRelease::served`]) and answers as it did, with a host from
+    /// [`for_host`](Self::for_host) following its rules too. What
+    /// [`serve_release`](Self::serve_release) does on a proxy that already
+    /// serves: [`restart`](Self::restart) with `release.served()` and
+    /// [`behave_as`](Self::behave_as)`(release)` in one call, the new rules
+    /// in force from the first call on the new endpoints. What the host
+    /// holds stays (mappings already made keep their keys).
+    ///
+    /// Clients ride through it as through a restart: a call waits for the
+    /// new endpoints within its deadline and uses the newest version the
+    /// new release serves.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> csi_proxy_client::Result<()> {
+    /// use csi_proxy_client::testing::{FakeHost, FakeProxy, LocalEndpoints, ProxyRelease};
+    /// use csi_proxy_client::CsiProxy;
+    ///
+    /// let endpoints = LocalEndpoints::new()?;
+    /// let host = FakeHost::builder().disk(1, "pd-1", 10 << 30).build();
+    /// let mut fake = FakeProxy::for_host(endpoints.transport(), &host);
+    /// fake.serve_release(ProxyRelease::V0_2_2).await?;
+    /// let proxy = CsiProxy::builder().transport(endpoints.transport()).connect().await?;
+    ///
+    /// // The node's CSI Proxy is upgraded to v1.3.0: its versions, its rules.
+    /// fake.upgrade_to(ProxyRelease::V1_3_0).await?;
+    /// assert_eq!(fake.served().len(), ProxyRelease::V1_3_0.served().len());
+    /// assert_eq!(fake.release(), Some(ProxyRelease::V1_3_0));
+    /// assert_eq!(host.release(), ProxyRelease::V1_3_0);
+    ///
+    /// // The client rides through the upgrade.
+    /// assert_eq!(proxy.disk()?.get_disk_number_by_name("pd-1").await?, 1);
+    /// # Ok(()) }
+    /// ```
+    pub async fn upgrade_to(&mut self, release: ProxyRelease) -> Result<()> {
+        self.endpoints.stop_all().await;
+        self.behave_as(release);
+        self.serve_all(release.served()).await
     }
 
     /// The group-versions being served.
