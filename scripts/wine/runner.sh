@@ -28,6 +28,8 @@ for tool in wine wineserver x86_64-w64-mingw32-gcc; do
 done
 
 export WINEPREFIX="${WINEPREFIX:-${XDG_CACHE_HOME:-$HOME/.cache}/csi-proxy-client/wine-prefix}"
+# -all also keeps Debian's wine command from printing "it looks like wine32
+# is missing" (harmless: the test binaries are 64-bit).
 export WINEDEBUG="${WINEDEBUG:--all}"
 # Our bcryptprimitives.dll before Wine's own.
 export WINEDLLOVERRIDES="bcryptprimitives=n,b${WINEDLLOVERRIDES:+;$WINEDLLOVERRIDES}"
@@ -71,6 +73,12 @@ fi
 # binary then finds it running, not exiting ("wine client error: recvmsg").
 # (It does nothing when a server is already running.)
 wineserver -p 30 >/dev/null 2>&1 || true
+# Wine's own services (services.exe, winedevice.exe, ...) start with the
+# first program of a session, inherit its standard output and error, and
+# stay until `wineserver -k`. Started here by a quiet program, they hold
+# /dev/null, not the test's output: `cargo test ... | tee log` ends when
+# the tests do. (In a session already up, this only runs cmd.exe.)
+wine cmd /c exit </dev/null >/dev/null 2>&1 || true
 flock -u 9
 exec 9>&-
 exec wine "$@"
