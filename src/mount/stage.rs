@@ -263,7 +263,16 @@ impl Inner {
                 self.journal.update(|records| records.formats.remove(&id))?;
                 Ok(true)
             }
-            Err(error) if outcome_unknown(&error) => Err(error),
+            // Looked at once (the SDK waits for a restarted proxy): a format
+            // that finished before its answer was lost is done; one that
+            // did not may still run, and waits as above.
+            Err(error) if outcome_unknown(&error) => match api.is_volume_formatted(volume).await {
+                Ok(true) => {
+                    self.journal.update(|records| records.formats.remove(&id))?;
+                    Ok(true)
+                }
+                _ => Err(error),
+            },
             Err(error) => {
                 self.journal.update(|records| records.formats.remove(&id))?;
                 Err(error)

@@ -20,6 +20,10 @@ use crate::transport::refused_unprocessed;
 /// What a call went through, for its answer when its deadline passes.
 #[derive(Default)]
 struct Progress {
+    /// The call's answer is read by the release its group's missing newer
+    /// versions imply: each attempt first waits for the last look for a
+    /// newer version ([`Operation::read_by_release`]).
+    settle: bool,
     /// A request is out, waiting for its answer.
     in_flight: bool,
     /// The last failure of an attempt that was not given up on.
@@ -68,11 +72,11 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
         let deadline = options
             .deadline
             .unwrap_or_else(|| self.behaviour.deadlines.of(operation));
-        let mut progress = Progress::default();
+        let mut progress = Progress {
+            settle: operation.read_by_release(),
+            ..Progress::default()
+        };
         let attempts = async {
-            if operation.read_by_release() {
-                self.settle_first().await;
-            }
             let state = self.state();
             // The fast path: served, and the connection is open.
             let failure = match state.usable() {
@@ -176,6 +180,14 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
     {
         let mut pace = Pace::default();
         let mut api = api;
+        if progress.settle {
+            // Also after a wait for a proxy that came back: the version
+            // adopted in that moment may be an older one.
+            self.settle_first().await;
+            if let Some(now) = self.state().usable() {
+                api = now.clone();
+            }
+        }
         loop {
             progress.in_flight = true;
             let result = call(api).await;
