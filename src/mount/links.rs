@@ -178,11 +178,7 @@ impl Inner {
     async fn unpublish(self: &Arc<Self>, target: &WindowsPath) -> Result<Change> {
         // One call: a link or an empty folder goes, nothing there is no
         // change, a folder with files in it stays.
-        let changed = match self.remove_unforced(target).await {
-            Ok(()) => true,
-            Err(error) if error.host_cause() == Some(HostCause::PathNotFound) => false,
-            Err(error) => return Err(error),
-        };
+        let changed = self.remove_if_there(target).await?;
         self.journal
             .update(|records| records.links.remove(&key(target.as_str())))?;
         Ok(Change::of(changed))

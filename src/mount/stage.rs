@@ -335,6 +335,16 @@ impl Inner {
         idempotent(|| filesystem.mkdir(path), never).await
     }
 
+    /// [`remove_unforced`](Self::remove_unforced), where nothing there is
+    /// no error: whether something was removed.
+    pub(super) async fn remove_if_there(&self, path: &WindowsPath) -> Result<bool> {
+        match self.remove_unforced(path).await {
+            Ok(()) => Ok(true),
+            Err(error) if error.host_cause() == Some(HostCause::PathNotFound) => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
     /// Removes a link or an empty folder, never forced: a folder with files
     /// in it is a conflict, and stays. Callers make sure no volume is
     /// mounted at `path` first: Windows removes a mount point unforced.

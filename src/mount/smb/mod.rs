@@ -23,7 +23,6 @@ use super::path_state::conflict;
 use super::{Change, Inner, Mounter, PathState};
 use crate::api::{Secret, SmbMapping, SmbRemotePath, WindowsPath};
 use crate::error::{Error, Result};
-use crate::host_cause::HostCause;
 
 pub use mapping::Rotated;
 
@@ -356,11 +355,7 @@ impl Inner {
         }
         tracing::info!(%share, %error, "the share's mapping is stale: making it again");
         // The link first: while it cannot go, the mapping stays as it is.
-        if let Err(error) = self.remove_unforced(staging).await {
-            if error.host_cause() != Some(HostCause::PathNotFound) {
-                return Err(error);
-            }
-        }
+        self.remove_if_there(staging).await?;
         self.remove_mapping_quietly(share).await;
         smb.new_smb_global_mapping(&mapping).await
     }
@@ -484,14 +479,7 @@ impl Inner {
                 _ => true,
             },
         };
-        let mut changed = match remove {
-            false => false,
-            true => match self.remove_unforced(staging).await {
-                Ok(()) => true,
-                Err(error) if error.host_cause() == Some(HostCause::PathNotFound) => false,
-                Err(error) => return Err(error),
-            },
-        };
+        let mut changed = remove && self.remove_if_there(staging).await?;
         if let Some(root) = &root {
             changed |= self.release_lease(root, volume).await?;
         }
