@@ -80,7 +80,7 @@ impl Inner {
                 // the staging path's is the same publish.
                 return match self.mounted_volume(staging).await? {
                     Some(staged) if staged == *volume => {
-                        self.record_link(target, staging)?;
+                        self.record_link(target, staging).await?;
                         Ok(Change::Unchanged)
                     }
                     _ => Err(conflict(target, &found)),
@@ -98,13 +98,14 @@ impl Inner {
         // Recorded before it is made: a link whose answer is lost, or that
         // a crash leaves behind, is still known for what it is (from v1.3
         // the proxy reads a link as the volume that holds it).
-        self.record_link(target, staging)?;
+        self.record_link(target, staging).await?;
         match self.make_link(staging, target).await {
             Ok(()) => Ok(Change::Changed),
             Err(error) => {
                 if !outcome_unknown(&error) {
                     self.journal
-                        .update(|records| records.links.remove(&key(target.as_str())))?;
+                        .update(|records| records.links.remove(&key(target.as_str())))
+                        .await?;
                 }
                 Err(error)
             }
@@ -166,13 +167,15 @@ impl Inner {
         })
     }
 
-    fn record_link(&self, link: &WindowsPath, to: &WindowsPath) -> Result<()> {
-        self.journal.update(|records| {
-            records.links.insert(
-                key(link.as_str()),
-                (link.clone(), LinkTo::Local(to.clone())),
-            );
-        })
+    async fn record_link(&self, link: &WindowsPath, to: &WindowsPath) -> Result<()> {
+        self.journal
+            .update(|records| {
+                records.links.insert(
+                    key(link.as_str()),
+                    (link.clone(), LinkTo::Local(to.clone())),
+                );
+            })
+            .await
     }
 
     async fn unpublish(self: &Arc<Self>, target: &WindowsPath) -> Result<Change> {
@@ -180,7 +183,8 @@ impl Inner {
         // change, a folder with files in it stays.
         let changed = self.remove_if_there(target).await?;
         self.journal
-            .update(|records| records.links.remove(&key(target.as_str())))?;
+            .update(|records| records.links.remove(&key(target.as_str())))
+            .await?;
         Ok(Change::of(changed))
     }
 }

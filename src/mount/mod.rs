@@ -18,6 +18,7 @@
 //! | [`stats`](Mounter::stats) | `NodeGetVolumeStats` | total, used, available: right on every release |
 //! | [`stage_smb`](Mounter::stage_smb) / [`unstage_smb`](Mounter::unstage_smb) | stage / unstage of a share | one mapping per share, leased by each volume, removed when the last one goes and only if this mounter made it |
 //! | [`rotate_smb_credentials`](Mounter::rotate_smb_credentials) | | maps a share again with new credentials |
+//! | [`stage_iscsi`](Mounter::stage_iscsi) / [`unstage_iscsi`](Mounter::unstage_iscsi) | stage / unstage of an iSCSI volume | portal, login (CHAP), the target's disk staged as `stage_disk` does; the session leased by each volume, logged out of with the last one and only if this mounter logged in |
 //! | [`reconcile`](Mounter::reconcile) | plugin start | finishes or undoes half-done work, removes dangling links, drops the leases of volumes that are gone |
 //!
 //! Every call is idempotent and says whether it changed anything
@@ -67,8 +68,10 @@
 
 mod again;
 mod disks;
+mod fan_out;
 mod fingerprint;
 mod flight;
+mod iscsi;
 mod journal;
 mod links;
 mod path_state;
@@ -83,6 +86,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use disks::{DiskCandidate, DiskSelector};
+pub use iscsi::IscsiVolume;
 pub use path_state::PathState;
 pub use reconcile::ReconcileReport;
 pub use smb::{Rotated, SmbCredentials, SmbMappingRemoval};
@@ -140,6 +144,10 @@ pub(crate) struct Inner {
     proxy: CsiProxy,
     journal: Journal,
     flights: Arc<Flights>,
+    /// Per SMB share: what is decided once, and what runs beside.
+    shares: smb::ShareGates,
+    /// The disk listings and rescans concurrent finders share.
+    looks: disks::Looks,
     settings: Settings,
 }
 
@@ -211,7 +219,8 @@ impl MounterBuilder {
     }
 
     /// How often a wait looks again (default 1 s): for a disk (with at most
-    /// one rescan a look), and for a new partition's volume.
+    /// one rescan a poll interval, shared by every stage that waits), and
+    /// for a new partition's volume.
     pub fn poll_interval(mut self, interval: Duration) -> Self {
         self.settings.poll_interval = interval;
         self
@@ -280,6 +289,8 @@ impl MounterBuilder {
                 proxy: self.proxy,
                 journal,
                 flights: Arc::default(),
+                shares: smb::ShareGates::default(),
+                looks: disks::Looks::default(),
                 settings: self.settings,
             }),
         })

@@ -1,9 +1,11 @@
 //! At the plugin's start: finish or undo what a crash, a restart or a
 //! reboot left half done.
 
+use std::sync::Arc;
+
 use super::journal::{key, LinkTo};
 use super::stage::unix_millis;
-use super::{Inner, Mounter, PathState};
+use super::{fan_out, DiskAfterUnstage, Inner, Mounter, PathState};
 use crate::api::WindowsPath;
 use crate::error::{Error, Result};
 
@@ -14,7 +16,8 @@ pub struct ReconcileReport {
     /// Staging paths whose unfinished unstage was finished (the disk taken
     /// offline where asked).
     pub unstages_finished: Vec<WindowsPath>,
-    /// Volumes whose SMB leases were dropped: they are no longer live.
+    /// Volumes whose SMB or iSCSI leases were dropped: they are no longer
+    /// live.
     pub leases_dropped: Vec<String>,
     /// Shares (roots) whose mapping was removed: only those volumes used
     /// them, and this mounter made them.
@@ -37,7 +40,45 @@ impl ReconcileReport {
         tracing::warn!(%what, %error, "reconcile could not finish it");
         self.failed.push((what.to_string(), error));
     }
+
+    /// Takes in what the records of one step came to; a journal that could
+    /// not be written ends the reconcile.
+    fn absorb(&mut self, settled: Vec<Vec<Settled>>) -> Result<()> {
+        for outcome in settled.into_iter().flatten() {
+            match outcome {
+                Settled::UnstageFinished(staging) => self.unstages_finished.push(staging),
+                Settled::LeaseDropped(volume) => self.leases_dropped.push(volume),
+                Settled::LinkRemoved(link) => self.links_removed.push(link),
+                Settled::FolderRemoved(folder) => self.folders_removed.push(folder),
+                Settled::Forgotten => self.records_forgotten += 1,
+                Settled::Failed(what, error) => self.record_failure(what, error),
+                Settled::JournalFailed(error) => return Err(error),
+            }
+        }
+        Ok(())
+    }
 }
+
+/// What settling one record came to.
+enum Settled {
+    UnstageFinished(WindowsPath),
+    LeaseDropped(String),
+    LinkRemoved(WindowsPath),
+    FolderRemoved(WindowsPath),
+    /// A record of something gone, forgotten.
+    Forgotten,
+    Failed(String, Error),
+    JournalFailed(Error),
+}
+
+/// Records settled at once, by the kind of work: unstages and stages ask
+/// the volume and disk groups (PowerShell on the host), links and folders
+/// the filesystem group (a file system call).
+const UNSTAGES_AT_ONCE: usize = 8;
+const LEASES_AT_ONCE: usize = 16;
+const LINKS_AT_ONCE: usize = 32;
+const FOLDERS_AT_ONCE: usize = 16;
+const STAGES_AT_ONCE: usize = 16;
 
 impl Mounter {
     /// Brings the node in line with the journal, as a plugin's start
@@ -48,7 +89,8 @@ impl Mounter {
     /// 2. the SMB leases of volumes for which `is_live` is false are
     ///    dropped, with their links, and the mappings only they used and
     ///    this mounter made are removed (as are mappings whose removal
-    ///    failed before);
+    ///    failed before); so are their iSCSI leases, their disks unstaged
+    ///    (left online) and the targets only they used logged out of;
     /// 3. the links it made that lead nowhere (after a reboot, a staging
     ///    link to a share whose mapping is gone) are removed, so that
     ///    kubelet's mkdir of them works. A share that does not answer for
@@ -63,34 +105,74 @@ impl Mounter {
     /// [`ReconcileReport::failed`] and the others go on; the next
     /// reconcile tries it again. It fails as a whole only when the journal
     /// cannot be written.
+    ///
+    /// Records are settled side by side, a bounded number at a time (a few
+    /// calls in flight per kind of work, so that the node's proxy is not
+    /// flooded): a node's worth of records costs about its slowest few, not
+    /// their sum. Each path is settled under the same key as the calls on
+    /// it, so a driver may serve kubelet while reconcile runs: a stage,
+    /// publish or unstage waits only while reconcile works on its own path.
     pub async fn reconcile(&self, is_live: impl Fn(&str) -> bool) -> Result<ReconcileReport> {
         let mut report = ReconcileReport::default();
         let inner = &self.inner;
-        for unstage in inner.journal.read().unstages.into_values() {
-            match (self.unstage_disk_offline(&unstage.staging, unstage.offline)).await {
-                Ok(_) => report.unstages_finished.push(unstage.staging),
-                Err(error) => report.record_failure(&unstage.staging, error),
+        let unstages = (inner.journal).view(|records| {
+            let unstages = records.unstages.values();
+            unstages
+                .map(|u| (u.staging.clone(), u.offline))
+                .collect::<Vec<_>>()
+        });
+        let settled = fan_out::each(unstages, UNSTAGES_AT_ONCE, |(staging, offline)| {
+            let mounter = self.clone();
+            async move {
+                vec![
+                    match mounter.unstage_disk_offline(&staging, offline).await {
+                        Ok(_) => Settled::UnstageFinished(staging),
+                        Err(error) => Settled::Failed(staging.to_string(), error),
+                    },
+                ]
             }
-        }
-        self.drop_dead_leases(&is_live, &mut report).await;
-        inner.forget_dangling_links(&mut report).await?;
-        inner.remove_empty_folders(&mut report).await?;
-        for (staging_key, (staging, _)) in inner.journal.read().stages {
-            if matches!(inner.inspect(&staging, false).await, Ok(PathState::Absent)) {
-                inner
-                    .journal
-                    .update(|records| records.stages.remove(&staging_key))?;
-                report.records_forgotten += 1;
-            }
-        }
+        });
+        report.absorb(settled.await)?;
+        self.drop_dead_leases(&is_live, &mut report).await?;
+        let links = (inner.journal).view(|records| {
+            let links = records.links.iter();
+            links
+                .map(|(key, (link, to))| (key.clone(), link.clone(), to.clone()))
+                .collect::<Vec<_>>()
+        });
+        let settled = fan_out::each(links, LINKS_AT_ONCE, |(key, link, to)| {
+            let inner = inner.clone();
+            async move { inner.settle_link(key, link, to).await }
+        });
+        report.absorb(settled.await)?;
+        let made = (inner.journal).view(|records| {
+            let made = records.made.iter();
+            made.map(|(key, folder)| (key.clone(), folder.clone()))
+                .collect::<Vec<_>>()
+        });
+        let settled = fan_out::each(made, FOLDERS_AT_ONCE, |(key, folder)| {
+            let inner = inner.clone();
+            async move { inner.settle_folder(key, folder).await }
+        });
+        report.absorb(settled.await)?;
+        let stages = (inner.journal).view(|records| {
+            let stages = records.stages.iter();
+            stages
+                .map(|(key, (staging, _))| (key.clone(), staging.clone()))
+                .collect::<Vec<_>>()
+        });
+        let settled = fan_out::each(stages, STAGES_AT_ONCE, |(key, staging)| {
+            let inner = inner.clone();
+            async move { inner.settle_stage(key, staging).await }
+        });
+        report.absorb(settled.await)?;
         let (now, grace) = (unix_millis(), inner.settings.format_wait_millis());
-        report.records_forgotten += inner.journal.update(|records| {
+        let forgotten = inner.journal.update(|records| {
             let before = records.formats.len();
-            records
-                .formats
-                .retain(|_, sent| now.saturating_sub(*sent) < grace);
+            (records.formats).retain(|_, sent| now.saturating_sub(*sent) < grace);
             before - records.formats.len()
-        })?;
+        });
+        report.records_forgotten += forgotten.await?;
         Ok(report)
     }
 
@@ -100,106 +182,175 @@ impl Mounter {
         &self,
         is_live: &impl Fn(&str) -> bool,
         report: &mut ReconcileReport,
-    ) {
-        for (root, share) in self.inner.journal.read().shares {
-            let gone: Vec<_> = (share.leases.iter())
-                .filter(|(volume, _)| !is_live(volume))
+    ) -> Result<()> {
+        let (leases, shares) = self.inner.journal.view(|records| {
+            let leases: Vec<(String, String, WindowsPath)> = (records.leases.iter())
+                .map(|((root, volume), lease)| {
+                    (root.clone(), volume.clone(), lease.staging.clone())
+                })
                 .collect();
-            for (volume, lease) in &gone {
-                match self.unstage_smb(volume, &lease.staging).await {
-                    Ok(_) => report.leases_dropped.push((*volume).clone()),
-                    Err(error) => report.record_failure(format!("the lease of {volume}"), error),
+            let shares: Vec<(String, bool)> = (records.shares.iter())
+                .map(|(root, share)| (root.clone(), share.ours))
+                .collect();
+            (leases, shares)
+        });
+        let dead: Vec<_> = (leases.iter())
+            .filter(|(_, volume, _)| !is_live(volume))
+            .cloned()
+            .collect();
+        let settled = fan_out::each(dead.clone(), LEASES_AT_ONCE, |(_, volume, staging)| {
+            let mounter = self.clone();
+            async move {
+                vec![match mounter.unstage_smb(&volume, &staging).await {
+                    Ok(_) => Settled::LeaseDropped(volume),
+                    Err(error) => Settled::Failed(format!("the lease of {volume}"), error),
+                }]
+            }
+        });
+        report.absorb(settled.await)?;
+        let targets = (self.inner.journal).view(|records| {
+            let leases = records.target_leases.iter();
+            leases
+                .map(|((_, volume), staging)| (volume.clone(), staging.clone()))
+                .collect::<Vec<_>>()
+        });
+        let dead_targets = targets.into_iter().filter(|(volume, _)| !is_live(volume));
+        let settled = fan_out::each(dead_targets, LEASES_AT_ONCE, |(volume, staging)| {
+            let mounter = self.clone();
+            async move {
+                let unstaged =
+                    mounter.unstage_iscsi(&volume, &staging, DiskAfterUnstage::KeepOnline);
+                vec![match unstaged.await {
+                    Ok(_) => Settled::LeaseDropped(volume),
+                    Err(error) => Settled::Failed(format!("the lease of {volume}"), error),
+                }]
+            }
+        });
+        report.absorb(settled.await)?;
+        // Shares with no lease left: a removal that failed at the last
+        // unstage.
+        let unleased: Vec<String> = (shares.iter())
+            .filter(|(root, _)| !leases.iter().any(|(leased, _, _)| leased == root))
+            .map(|(root, _)| root.clone())
+            .collect();
+        let settled = fan_out::each(unleased.clone(), LEASES_AT_ONCE, |root| {
+            let inner = self.inner.clone();
+            async move {
+                match inner.release_lease(&root, "").await {
+                    Ok(_) => vec![],
+                    Err(error) => vec![Settled::Failed(root, error)],
                 }
             }
-            if share.leases.is_empty() {
-                // A removal that failed at the last unstage.
-                if let Err(error) = self.inner.release_lease(&root, "").await {
-                    report.record_failure(&root, error);
-                }
-            }
-            if (!gone.is_empty() || share.leases.is_empty())
-                && !(self.inner.journal).view(|records| records.shares.contains_key(&root))
-                && share.ours
-            {
+        });
+        report.absorb(settled.await)?;
+        for (root, ours) in shares {
+            let touched = unleased.contains(&root) || dead.iter().any(|(of, _, _)| *of == root);
+            let gone = !(self.inner.journal).view(|records| records.shares.contains_key(&root));
+            if touched && gone && ours {
                 report.mappings_removed.push(root);
             }
         }
+        Ok(())
     }
 }
 
 impl Inner {
-    /// Step 3: links this mounter made that lead nowhere, or are gone.
-    async fn forget_dangling_links(&self, report: &mut ReconcileReport) -> Result<()> {
-        for (link_key, (link, to)) in self.journal.read().links {
-            let found = match self.inspect(&link, false).await {
-                Ok(found) => found,
-                Err(error) => {
-                    report.record_failure(&link, error);
-                    continue;
-                }
-            };
-            let dangling = matches!(
-                found,
-                PathState::Link {
-                    reachable: false,
-                    ..
-                } | PathState::SmbLink {
-                    reachable: false,
-                    ..
-                }
-            );
-            if dangling {
-                if let Err(error) = self.remove_unforced(&link).await {
-                    report.record_failure(&link, error);
-                    continue;
-                }
-                report.links_removed.push(link);
+    /// Step 3: a link this mounter made that leads nowhere goes, and its
+    /// record with it, or with the link gone.
+    async fn settle_link(
+        self: Arc<Self>,
+        link_key: String,
+        link: WindowsPath,
+        to: LinkTo,
+    ) -> Vec<Settled> {
+        let _link = self.flights.lock(link.as_str()).await;
+        let found = match self.inspect(&link, false).await {
+            Ok(found) => found,
+            Err(error) => return vec![Settled::Failed(link.to_string(), error)],
+        };
+        let dangling = matches!(
+            found,
+            PathState::Link {
+                reachable: false,
+                ..
+            } | PathState::SmbLink {
+                reachable: false,
+                ..
             }
-            if dangling || found == PathState::Absent {
-                // A share's staging link stays recorded while its lease
-                // lives: the next stage makes the mapping again.
-                let leased = matches!(to, LinkTo::Smb(_))
-                    && self.journal.view(|records| {
-                        records.shares.values().any(|share| {
-                            (share.leases.values())
-                                .any(|lease| key(lease.staging.as_str()) == link_key)
-                        })
-                    });
-                if !leased {
-                    self.journal
-                        .update(|records| records.links.remove(&link_key))?;
-                    report.records_forgotten += 1;
-                }
+        );
+        let mut settled = Vec::new();
+        if dangling {
+            if let Err(error) = self.remove_unforced(&link).await {
+                return vec![Settled::Failed(link.to_string(), error)];
+            }
+            settled.push(Settled::LinkRemoved(link.clone()));
+        }
+        if dangling || found == PathState::Absent {
+            // A share's staging link stays recorded while its lease
+            // lives: the next stage makes the mapping again.
+            let leased = matches!(to, LinkTo::Smb(_))
+                && self.journal.view(|records| {
+                    (records.leases.values()).any(|lease| key(lease.staging.as_str()) == link_key)
+                });
+            if !leased {
+                let forgotten = self
+                    .journal
+                    .update(|records| records.links.remove(&link_key));
+                settled.push(match forgotten.await {
+                    Ok(_) => Settled::Forgotten,
+                    Err(error) => Settled::JournalFailed(error),
+                });
             }
         }
-        Ok(())
+        settled
     }
 
-    /// Step 4: staging folders this mounter made, left empty.
-    async fn remove_empty_folders(&self, report: &mut ReconcileReport) -> Result<()> {
-        for (folder_key, folder) in self.journal.read().made {
-            match self.inspect(&folder, false).await {
-                // No volume there (the host said so) and not a link.
-                Ok(PathState::Directory) => match self.remove_unforced(&folder).await {
-                    Ok(()) => report.folders_removed.push(folder),
-                    // Something was put in it: it stays, and so does its
-                    // record.
-                    Err(Error::Conflict { .. }) => continue,
-                    Err(error) => {
-                        report.record_failure(&folder, error);
-                        continue;
-                    }
-                },
-                Ok(PathState::Absent) => report.records_forgotten += 1,
-                Ok(_) => continue,
-                Err(error) => {
-                    report.record_failure(&folder, error);
-                    continue;
-                }
-            }
-            self.journal
-                .update(|records| records.made.remove(&folder_key))?;
+    /// Step 4: a staging folder this mounter made, left empty, goes.
+    async fn settle_folder(
+        self: Arc<Self>,
+        folder_key: String,
+        folder: WindowsPath,
+    ) -> Vec<Settled> {
+        let _folder = self.flights.lock(folder.as_str()).await;
+        let settled = match self.inspect(&folder, false).await {
+            // No volume there (the host said so) and not a link.
+            Ok(PathState::Directory) => match self.remove_unforced(&folder).await {
+                Ok(()) => Settled::FolderRemoved(folder),
+                // Something was put in it: it stays, and so does its
+                // record.
+                Err(Error::Conflict { .. }) => return vec![],
+                Err(error) => return vec![Settled::Failed(folder.to_string(), error)],
+            },
+            Ok(PathState::Absent) => Settled::Forgotten,
+            Ok(_) => return vec![],
+            Err(error) => return vec![Settled::Failed(folder.to_string(), error)],
+        };
+        match self
+            .journal
+            .update(|records| records.made.remove(&folder_key))
+            .await
+        {
+            Ok(_) => vec![settled],
+            Err(error) => vec![Settled::JournalFailed(error)],
         }
-        Ok(())
+    }
+
+    /// Step 5: the record of a stage whose path is gone is forgotten.
+    async fn settle_stage(
+        self: Arc<Self>,
+        staging_key: String,
+        staging: WindowsPath,
+    ) -> Vec<Settled> {
+        let _staging = self.flights.lock(staging.as_str()).await;
+        if !matches!(self.inspect(&staging, false).await, Ok(PathState::Absent)) {
+            return vec![];
+        }
+        let forgotten = self
+            .journal
+            .update(|records| records.stages.remove(&staging_key));
+        vec![match forgotten.await {
+            Ok(_) => Settled::Forgotten,
+            Err(error) => Settled::JournalFailed(error),
+        }]
     }
 }

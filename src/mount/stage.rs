@@ -75,7 +75,7 @@ impl Mounter {
 }
 
 impl Inner {
-    async fn stage_disk(
+    pub(super) async fn stage_disk(
         self: &Arc<Self>,
         selector: &DiskSelector,
         staging: &WindowsPath,
@@ -115,14 +115,14 @@ impl Inner {
                     format!("volume {volume} of disk {holder} is mounted there, not the {selector} (disk {disk})"),
                 ));
             }
-            self.record_stage(staging, &volume, selector)?;
+            self.record_stage(staging, &volume, selector).await?;
             return Ok(unchanged(disk, volume));
         }
         let onlined = self.bring_online(disk).await?;
         let (volume, partitioned) = self.volume_of(disk).await?;
         let formatted = self.format_once(&volume).await?;
         self.mount(&volume, staging, &found).await?;
-        self.record_stage(staging, &volume, selector)?;
+        self.record_stage(staging, &volume, selector).await?;
         Ok(Staged {
             disk,
             volume,
@@ -152,7 +152,7 @@ impl Inner {
     /// Records the stage, and forgets an unstage of the same path left
     /// unfinished before it: that volume is staged again, and a later
     /// `reconcile` must not finish unstaging it.
-    fn record_stage(
+    async fn record_stage(
         &self,
         staging: &WindowsPath,
         volume: &VolumeId,
@@ -163,11 +163,13 @@ impl Inner {
             selector: selector.to_string(),
         };
         let path_key = key(staging.as_str());
-        self.journal.update(|records| {
-            records.links.remove(&path_key);
-            records.unstages.remove(&path_key);
-            records.stages.insert(path_key, (staging.clone(), stage));
-        })
+        self.journal
+            .update(|records| {
+                records.links.remove(&path_key);
+                records.unstages.remove(&path_key);
+                records.stages.insert(path_key, (staging.clone(), stage));
+            })
+            .await
     }
 
     /// Brings `disk` online if it is not; whether it did. Versions before
@@ -225,7 +227,9 @@ impl Inner {
         let api = self.proxy.volume()?;
         let id = volume.as_str().to_owned();
         if api.is_volume_formatted(volume).await? {
-            self.journal.update(|records| records.formats.remove(&id))?;
+            self.journal
+                .update(|records| records.formats.remove(&id))
+                .await?;
             return Ok(false);
         }
         let now = unix_millis();
@@ -248,7 +252,8 @@ impl Inner {
             }
         }
         self.journal
-            .update(|records| records.formats.insert(id.clone(), now))?;
+            .update(|records| records.formats.insert(id.clone(), now))
+            .await?;
         // Its own deadline, short of the wait above: a format that may
         // still run is never sent again.
         let options = CallOptions::default().deadline(self.settings.format_deadline);
@@ -260,7 +265,9 @@ impl Inner {
             .await;
         match formatted {
             Ok(()) => {
-                self.journal.update(|records| records.formats.remove(&id))?;
+                self.journal
+                    .update(|records| records.formats.remove(&id))
+                    .await?;
                 Ok(true)
             }
             // Looked at once (the SDK waits for a restarted proxy): a format
@@ -268,13 +275,17 @@ impl Inner {
             // did not may still run, and waits as above.
             Err(error) if outcome_unknown(&error) => match api.is_volume_formatted(volume).await {
                 Ok(true) => {
-                    self.journal.update(|records| records.formats.remove(&id))?;
+                    self.journal
+                        .update(|records| records.formats.remove(&id))
+                        .await?;
                     Ok(true)
                 }
                 _ => Err(error),
             },
             Err(error) => {
-                self.journal.update(|records| records.formats.remove(&id))?;
+                self.journal
+                    .update(|records| records.formats.remove(&id))
+                    .await?;
                 Err(error)
             }
         }
@@ -330,7 +341,8 @@ impl Inner {
     /// Makes the folder `path`, and records it as made here.
     async fn make_folder(&self, path: &WindowsPath) -> Result<()> {
         self.journal
-            .update(|records| records.made.insert(key(path.as_str()), path.clone()))?;
+            .update(|records| records.made.insert(key(path.as_str()), path.clone()))
+            .await?;
         let filesystem = self.proxy.filesystem()?;
         idempotent(|| filesystem.mkdir(path), never).await
     }

@@ -24,7 +24,7 @@ pub enum DiskAfterUnstage {
 }
 
 impl DiskAfterUnstage {
-    fn offline(self) -> bool {
+    pub(super) fn offline(self) -> bool {
         self == DiskAfterUnstage::TakeOffline
     }
 }
@@ -57,8 +57,10 @@ impl Mounter {
 
     /// `NodeUnstageVolume` of whatever this mounter staged at `staging`
     /// for `volume` (the CSI volume ID), for a driver whose volume IDs do
-    /// not say: a disk's volume ([`unstage_disk`](Self::unstage_disk), with
-    /// `disk`) when the journal records a disk's stage there; else a share
+    /// not say: an iSCSI volume ([`unstage_iscsi`](Self::unstage_iscsi))
+    /// when the volume holds a target's lease; a disk's volume
+    /// ([`unstage_disk`](Self::unstage_disk), with `disk`) when the journal
+    /// records a disk's stage there; else a share
     /// ([`unstage_smb`](Self::unstage_smb)) when it holds the volume's
     /// lease or a share's link at the path; else as a disk's, which also
     /// clears a folder or a link left there. Nothing there:
@@ -70,12 +72,16 @@ impl Mounter {
         disk: DiskAfterUnstage,
     ) -> Result<Change> {
         let path_key = key(staging.as_str());
+        let iscsi = (self.inner.journal).view(|records| records.target_leased_by(volume).is_some());
+        if iscsi {
+            return self.unstage_iscsi(volume, staging, disk).await;
+        }
         let share = self.inner.journal.view(|records| {
             let disk_here =
                 records.stages.contains_key(&path_key) || records.unstages.contains_key(&path_key);
             !disk_here
                 && (matches!(records.links.get(&path_key), Some((_, LinkTo::Smb(_))))
-                    || (records.shares.values()).any(|share| share.leases.contains_key(volume)))
+                    || records.share_leased_by(volume).is_some())
         });
         match share {
             true => self.unstage_smb(volume, staging).await,
@@ -100,15 +106,17 @@ impl Mounter {
 }
 
 impl Inner {
-    async fn unstage_disk(
+    pub(super) async fn unstage_disk(
         self: &Arc<Self>,
         staging: &WindowsPath,
         offline: bool,
     ) -> Result<Change> {
         let path_key = key(staging.as_str());
-        let records = self.journal.read();
-        let left = records.unstages.get(&path_key).cloned();
-        let staged = records.stages.get(&path_key).map(|(_, s)| s.volume.clone());
+        let (left, staged) = self.journal.view(|records| {
+            let left = records.unstages.get(&path_key).cloned();
+            let staged = records.stages.get(&path_key).map(|(_, s)| s.volume.clone());
+            (left, staged)
+        });
         let mut work = UnstageRecord {
             staging: staging.clone(),
             volume: left
@@ -139,7 +147,8 @@ impl Inner {
             _ => {}
         }
         self.journal
-            .update(|r| r.unstages.insert(path_key.clone(), work.clone()))?;
+            .update(|r| r.unstages.insert(path_key.clone(), work.clone()))
+            .await?;
         let mut changed = false;
         match found {
             PathState::Absent | PathState::SmbLink { .. } => {}
@@ -152,7 +161,8 @@ impl Inner {
                     // path, which from v1.3 may be a link's holder).
                     work.volume = Some(volume.clone());
                     self.journal
-                        .update(|r| r.unstages.insert(path_key.clone(), work.clone()))?;
+                        .update(|r| r.unstages.insert(path_key.clone(), work.clone()))
+                        .await?;
                 }
                 self.remove_unforced(staging).await?;
                 changed = true;
@@ -166,12 +176,14 @@ impl Inner {
         if let (true, Some(volume)) = (work.offline, &work.volume) {
             changed |= self.take_offline(volume, &path_key).await?;
         }
-        self.journal.update(|records| {
-            records.unstages.remove(&path_key);
-            records.stages.remove(&path_key);
-            records.links.remove(&path_key);
-            records.made.remove(&path_key);
-        })?;
+        self.journal
+            .update(|records| {
+                records.unstages.remove(&path_key);
+                records.stages.remove(&path_key);
+                records.links.remove(&path_key);
+                records.made.remove(&path_key);
+            })
+            .await?;
         Ok(Change::of(changed))
     }
 

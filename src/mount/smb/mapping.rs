@@ -5,7 +5,7 @@ use super::{check_credentials, share_key, SmbCredentials, SmbMappingRemoval};
 use crate::api::{SmbMapping, SmbRemotePath};
 use crate::error::{Error, Result};
 use crate::host_cause::HostCause;
-use crate::mount::journal::{MappingKey, ShareRecord};
+use crate::mount::journal::{MappingKey, Records};
 use crate::mount::path_state::conflict_at;
 use crate::mount::{Change, Inner, Mounter};
 
@@ -51,59 +51,65 @@ impl Mounter {
     }
 }
 
+/// A share's mapped paths, each with whether it was seen to work.
+type MappedPaths = Vec<(String, bool)>;
+
+fn mapped_paths(records: &Records, root: &str) -> MappedPaths {
+    (records.mapped_of(root))
+        .map(|remote| (remote.to_owned(), records.is_confirmed(root, remote)))
+        .collect()
+}
+
 impl Inner {
     /// Drops `volume`'s lease on share `root`; when it was the last, first
     /// removes the mapping if this mounter made it (and the policy lets
     /// it). Whether a mapping was removed. A removal that fails leaves the
-    /// lease in place, so that the retry removes the mapping.
+    /// lease in place, so that the retry removes the mapping. Done alone
+    /// at the share's gate: no stage links through the mapping meanwhile.
     pub(in crate::mount) async fn release_lease(&self, root: &str, volume: &str) -> Result<bool> {
-        let Some(record) = self
-            .journal
-            .view(|records| records.shares.get(root).cloned())
-        else {
+        let gate = self.shares.of(root);
+        let mut alone = gate.alone().await;
+        let Some((ours, mapped, last)) = self.journal.view(|records| {
+            let record = records.shares.get(root)?;
+            let last = !records.leases_of(root).any(|(holder, _)| holder != volume);
+            Some((record.ours, mapped_paths(records, root), last))
+        }) else {
             return Ok(false);
         };
-        let last = !record.leases.keys().any(|holder| holder != volume);
         let remove = last
-            && record.ours
+            && ours
             && !self.is_foreign(root)
             && self.settings.smb_removal == SmbMappingRemoval::WhenUnused;
         if remove {
-            self.remove_mappings(&record).await?;
+            self.remove_mappings(&mapped).await?;
+            alone.removed();
         }
-        self.journal.update(|records| {
-            if last {
-                records.shares.remove(root);
-            } else if let Some(share) = records.shares.get_mut(root) {
-                share.leases.remove(volume);
-            }
-        })?;
-        Ok(remove && !record.mapped.is_empty())
+        self.journal
+            .update(|records| match last {
+                true => records.remove_share(root),
+                false => records.drop_lease(root, volume),
+            })
+            .await?;
+        Ok(remove && !mapped.is_empty())
     }
 
-    /// Removes the mappings of a share's `record`: a single removal once
-    /// the proxy is known to key mappings by the share's root, each path
-    /// otherwise. The rule is learned from the paths seen to work: the
-    /// first of them removed and every other one gone is the share root's
-    /// rule (v1.1.2 and later); each removed is the exact path's (before).
-    async fn remove_mappings(&self, record: &ShareRecord) -> Result<()> {
+    /// Removes a share's `mapped` paths: a single removal once the proxy
+    /// is known to key mappings by the share's root, each path otherwise.
+    /// The rule is learned from the paths seen to work: the first of them
+    /// removed and every other one gone is the share root's rule (v1.1.2
+    /// and later); each removed is the exact path's (before).
+    async fn remove_mappings(&self, mapped: &MappedPaths) -> Result<()> {
         let rule = self.journal.view(|records| records.smb_mapping_key);
         // The paths seen to work first: the answers that teach.
-        let confirmed = record
-            .mapped
-            .iter()
-            .filter(|p| record.confirmed.contains(*p));
-        let others = record
-            .mapped
-            .iter()
-            .filter(|p| !record.confirmed.contains(*p));
+        let confirmed = mapped.iter().filter(|(_, confirmed)| *confirmed);
+        let others = mapped.iter().filter(|(_, confirmed)| !*confirmed);
         let mut learned_from = Vec::new();
-        for (index, remote) in confirmed.chain(others).enumerate() {
+        for (index, (remote, confirmed)) in confirmed.chain(others).enumerate() {
             if rule == Some(MappingKey::ShareRoot) && index > 0 {
                 break;
             }
             let removed = self.remove_mapping(&SmbRemotePath::new(remote)?).await?;
-            if record.confirmed.contains(remote) {
+            if *confirmed {
                 learned_from.push(removed);
             }
         }
@@ -122,7 +128,8 @@ impl Inner {
         if let Some(rule) = learned {
             tracing::debug!(?rule, "learned how the proxy keys SMB mappings");
             self.journal
-                .update(|records| records.smb_mapping_key = Some(rule))?;
+                .update(|records| records.smb_mapping_key = Some(rule))
+                .await?;
         }
         Ok(())
     }
@@ -157,10 +164,15 @@ impl Inner {
         root: &str,
         credentials: &SmbCredentials,
     ) -> Result<Rotated> {
-        let Some(record) = self
-            .journal
-            .view(|records| records.shares.get(root).cloned())
-        else {
+        let gate = self.shares.of(root);
+        let mut alone = gate.alone().await;
+        let Some((record, mapped, leases)) = self.journal.view(|records| {
+            let record = records.shares.get(root)?.clone();
+            let leases: Vec<String> = (records.leases_of(root))
+                .map(|(volume, _)| volume.to_owned())
+                .collect();
+            Some((record, mapped_paths(records, root), leases))
+        }) else {
             return Err(Error::NotFound {
                 what: format!("mapping of {share} made by this mounter"),
             });
@@ -178,9 +190,11 @@ impl Inner {
                 interrupted: Vec::new(),
             });
         }
-        self.remove_mappings(&record).await?;
+        let print = gate.fingerprint(credentials).await;
+        self.remove_mappings(&mapped).await?;
+        alone.removed();
         let smb = self.proxy.smb()?;
-        for remote in &record.mapped {
+        for (remote, _) in &mapped {
             let remote = SmbRemotePath::new(remote)?;
             let (user, password) = (credentials.username.clone(), credentials.password.clone());
             if let Err(error) = smb
@@ -188,22 +202,27 @@ impl Inner {
                 .await
             {
                 // Unmapped now, with no credentials known to work.
-                self.journal.update(|records| {
-                    if let Some(record) = records.shares.get_mut(root) {
-                        record.fingerprint = None;
-                    }
-                })?;
+                self.journal
+                    .update(|records| {
+                        if let Some(record) = records.shares.get_mut(root) {
+                            record.fingerprint = None;
+                        }
+                    })
+                    .await?;
                 return Err(error);
             }
         }
-        self.journal.update(|records| {
-            if let Some(record) = records.shares.get_mut(root) {
-                record.fingerprint = Some(credentials.fingerprint());
-            }
-        })?;
+        self.journal
+            .update(|records| {
+                if let Some(record) = records.shares.get_mut(root) {
+                    record.fingerprint = Some(print);
+                }
+            })
+            .await?;
+        alone.made();
         Ok(Rotated {
             change: Change::Changed,
-            interrupted: record.leases.keys().cloned().collect(),
+            interrupted: leases,
         })
     }
 }

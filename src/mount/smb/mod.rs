@@ -12,18 +12,19 @@
 //! which counts as done), so the release need not be known. Before v1.1.2
 //! this keeps each volume's own mapping until the whole share is unused.
 
+mod gate;
 mod mapping;
+mod stage;
 
 use std::sync::Arc;
 
-use super::again::outcome_unknown;
-use super::fingerprint::Fingerprint;
-use super::journal::{key, Lease, LinkTo, ShareRecord};
+use super::journal::{key, LinkTo};
 use super::path_state::conflict;
 use super::{Change, Inner, Mounter, PathState};
-use crate::api::{Secret, SmbMapping, SmbRemotePath, WindowsPath};
+use crate::api::{Secret, SmbRemotePath, WindowsPath};
 use crate::error::{Error, Result};
 
+pub(super) use gate::ShareGates;
 pub use mapping::Rotated;
 
 /// The user and password to map a share with (from a volume's node-stage
@@ -43,10 +44,6 @@ impl SmbCredentials {
             username: username.into(),
             password,
         }
-    }
-
-    fn fingerprint(&self) -> Fingerprint {
-        Fingerprint::of(&self.username, self.password.expose())
     }
 
     /// The credentials as part of a request's name, so that a retry with
@@ -70,16 +67,6 @@ fn stable_hash(text: &str) -> u64 {
     let mut hasher = KEYS.get_or_init(Default::default).build_hasher();
     hasher.write(text.as_bytes());
     hasher.finish()
-}
-
-/// What the journal said of a share before a stage took its lease.
-struct StageSmbBefore {
-    /// No record of the share: this stage may be the one that maps it.
-    first_use: bool,
-    /// The volume held a lease already (a repeat).
-    had_lease: bool,
-    /// The path was recorded as mapped already.
-    had_mapped: bool,
 }
 
 /// When the mounter removes a share's mapping that it made.
@@ -194,239 +181,6 @@ impl Mounter {
 }
 
 impl Inner {
-    async fn stage_smb(
-        self: &Arc<Self>,
-        volume: &str,
-        share: &SmbRemotePath,
-        credentials: &SmbCredentials,
-        staging: &WindowsPath,
-    ) -> Result<Change> {
-        let root = share_key(share)
-            .ok_or_else(|| Error::invalid_argument("SMB share", share.to_string()))?;
-        let _share = self.flights.lock(&format!("share {root}")).await;
-        match self.recorded_link(staging) {
-            Some(LinkTo::Smb(remote)) if key(remote.as_str()) == key(share.as_str()) => {
-                match self.probe(staging).await {
-                    Ok(Some(true)) => {
-                        self.take_lease(&root, volume, staging, share, credentials)?;
-                        self.confirm_mapped(&root, share)?;
-                        return Ok(Change::Unchanged);
-                    }
-                    Ok(None) => {}
-                    // Leads nowhere, without Windows refusing the share:
-                    // an empty folder where the link was (kubelet's, after
-                    // a reboot), or the link with this volume's folder
-                    // gone from the share. It goes, and the mapping stays;
-                    // the new link is looked through below.
-                    Ok(Some(false)) => self.remove_unforced(staging).await?,
-                    // Windows' reason for the share: the mapping behind
-                    // the link is gone or broken. The link goes, and the
-                    // mapping too unless another volume still reaches the
-                    // share through it.
-                    Err(Error::Host { .. }) => {
-                        self.remove_unforced(staging).await?;
-                        if self.owns(&root) && !self.share_answers_elsewhere(&root, volume).await {
-                            self.remove_mapping_quietly(share).await;
-                        }
-                    }
-                    Err(error) => return Err(error),
-                }
-            }
-            _ => match self.inspect(staging, false).await? {
-                PathState::Absent => {}
-                // An empty folder (kubelet's), a link that leads nowhere,
-                // or one no record names that leads to no volume (a
-                // leftover of a lost journal).
-                PathState::Directory
-                | PathState::Link {
-                    target: None,
-                    volume: None,
-                    ..
-                } => self.remove_unforced(staging).await?,
-                other => return Err(conflict(staging, other)),
-            },
-        }
-        let before = self.journal.view(|records| {
-            let record = records.shares.get(&root);
-            StageSmbBefore {
-                first_use: record.is_none(),
-                had_lease: record.is_some_and(|share| share.leases.contains_key(volume)),
-                had_mapped: record.is_some_and(|r| r.mapped.contains(share.as_str())),
-            }
-        });
-        // The lease, the path to map and the link are recorded before the
-        // mapping is made: an answer lost, or a crash, after the proxy made
-        // them leaves nothing the journal does not know.
-        self.take_lease(&root, volume, staging, share, credentials)?;
-        let error = match self.map(share, credentials, staging, &root, &before).await {
-            // Looked through: a link to a folder the share lacks would
-            // stage nothing a pod could use.
-            Ok(()) => {
-                return match self.probe(staging).await? {
-                    Some(true) => self.confirm_mapped(&root, share).map(|()| Change::Changed),
-                    _ => Err(folder_missing(share, staging)),
-                }
-            }
-            Err(error) => error,
-        };
-        if outcome_unknown(&error) {
-            // Looked at: the link there, and answering, is the stage done.
-            // Otherwise the records stay for the retry (or reconcile).
-            if matches!(self.probe(staging).await, Ok(Some(true))) {
-                return self.confirm_mapped(&root, share).map(|()| Change::Changed);
-            }
-            return Err(error);
-        }
-        self.forget_failed_stage(&root, volume, share, staging, &before, &error)
-            .await?;
-        Err(error)
-    }
-
-    /// Undoes the records of a stage the proxy refused, and a mapping a
-    /// first use may have made (the proxy maps before it links). A mapping
-    /// whose removal fails stays recorded, with no lease, for the next
-    /// unstage or `reconcile` to remove.
-    async fn forget_failed_stage(
-        &self,
-        root: &str,
-        volume: &str,
-        share: &SmbRemotePath,
-        staging: &WindowsPath,
-        before: &StageSmbBefore,
-        error: &Error,
-    ) -> Result<()> {
-        let maybe_mapped = before.first_use && mapping::may_have_mapped(error);
-        let unmapped = match maybe_mapped && self.owns(root) {
-            true => match self.remove_mapping_of(share).await {
-                Ok(()) => true,
-                Err(removal) => {
-                    tracing::warn!(%share, error = %removal, "removing the share's new mapping failed");
-                    false
-                }
-            },
-            false => !maybe_mapped,
-        };
-        self.journal.update(|records| {
-            records.links.remove(&key(staging.as_str()));
-            if let Some(record) = records.shares.get_mut(root) {
-                if !before.had_lease {
-                    record.leases.remove(volume);
-                }
-                if !before.had_mapped && unmapped {
-                    record.mapped.remove(share.as_str());
-                }
-                if before.first_use && record.leases.is_empty() && record.mapped.is_empty() {
-                    records.shares.remove(root);
-                }
-            }
-        })
-    }
-
-    /// Maps `share` and links `staging` to it. A mapping of this mounter's
-    /// that Windows says is stale (over a Disconnected one: "Generic
-    /// failure", 85, 64) is removed and made once more.
-    async fn map(
-        &self,
-        share: &SmbRemotePath,
-        credentials: &SmbCredentials,
-        staging: &WindowsPath,
-        root: &str,
-        before: &StageSmbBefore,
-    ) -> Result<()> {
-        let mapping = SmbMapping::new(
-            share.clone(),
-            credentials.username.clone(),
-            credentials.password.clone(),
-        )
-        .with_local_path(staging.clone());
-        let smb = self.proxy.smb()?;
-        let error = match smb.new_smb_global_mapping(&mapping).await {
-            Ok(()) => return Ok(()),
-            Err(error) => error,
-        };
-        // Only a refusal that says the mapping under this path is stale
-        // (Windows' "Generic failure" over a Disconnected one, 85, 64): the
-        // proxy tried to map because it found none working under the
-        // path's key, so no volume reaches the share through it. A refused
-        // link, a missing folder, a process that failed to start leave the
-        // mapping as it is.
-        if before.first_use || !mapping::says_stale(&error) || !self.owns(root) {
-            return Err(error);
-        }
-        tracing::info!(%share, %error, "the share's mapping is stale: making it again");
-        // The link first: while it cannot go, the mapping stays as it is.
-        self.remove_if_there(staging).await?;
-        self.remove_mapping_quietly(share).await;
-        smb.new_smb_global_mapping(&mapping).await
-    }
-
-    /// Whether another volume's staging link on share `root` may reach the
-    /// share through the mapping, which must then not be removed under it:
-    /// any answer but Windows' refusal of the share counts (a link whose
-    /// folder is gone answers through a working mapping; a look that got
-    /// no answer proves nothing).
-    async fn share_answers_elsewhere(&self, root: &str, volume: &str) -> bool {
-        let others: Vec<WindowsPath> = self.journal.view(|records| {
-            (records.shares.get(root).into_iter())
-                .flat_map(|share| share.leases.iter())
-                .filter(|(holder, _)| holder.as_str() != volume)
-                .map(|(_, lease)| lease.staging.clone())
-                .collect()
-        });
-        for staging in others {
-            match self.probe(&staging).await {
-                Ok(None) | Err(Error::Host { .. }) => {}
-                Ok(Some(_)) | Err(_) => return true,
-            }
-        }
-        false
-    }
-
-    /// Records `volume`'s lease on the share `root`, the path it maps and
-    /// its staging link; the first lease of a share also records whether
-    /// the mapping is this mounter's and the credentials' fingerprint, in
-    /// the same write.
-    fn take_lease(
-        &self,
-        root: &str,
-        volume: &str,
-        staging: &WindowsPath,
-        share: &SmbRemotePath,
-        credentials: &SmbCredentials,
-    ) -> Result<()> {
-        let lease = Lease {
-            staging: staging.clone(),
-            remote: share.clone(),
-        };
-        let ours = !self.is_foreign(root);
-        self.journal.update(|records| {
-            let record = records
-                .shares
-                .entry(root.to_owned())
-                .or_insert_with(|| ShareRecord {
-                    ours,
-                    fingerprint: Some(credentials.fingerprint()),
-                    ..ShareRecord::default()
-                });
-            record.leases.insert(volume.to_owned(), lease);
-            record.mapped.insert(share.as_str().to_owned());
-            records.links.insert(
-                key(staging.as_str()),
-                (staging.clone(), LinkTo::Smb(share.clone())),
-            );
-        })
-    }
-
-    /// Records that the mapping of `share` works: a stage's link answered
-    /// through it.
-    fn confirm_mapped(&self, root: &str, share: &SmbRemotePath) -> Result<()> {
-        self.journal.update(|records| {
-            if let Some(record) = records.shares.get_mut(root) {
-                record.confirmed.insert(share.as_str().to_owned());
-            }
-        })
-    }
-
     fn is_foreign(&self, root: &str) -> bool {
         self.settings.foreign_shares.iter().any(|f| f == root)
     }
@@ -445,27 +199,25 @@ impl Inner {
         staging: &WindowsPath,
     ) -> Result<Change> {
         let path_key = key(staging.as_str());
-        let records = self.journal.read();
-        if records.stages.contains_key(&path_key) {
+        let (disk_staged, recorded_share, leased) = self.journal.view(|records| {
+            let recorded_share = match records.links.get(&path_key) {
+                Some((_, LinkTo::Smb(share))) => share_key(share),
+                _ => None,
+            };
+            let leased = records.share_leased_by(volume).map(str::to_owned);
+            (
+                records.stages.contains_key(&path_key),
+                recorded_share,
+                leased,
+            )
+        });
+        if disk_staged {
             return Err(conflict(
                 staging,
                 "a disk's volume is staged there (unstage it with unstage_disk)",
             ));
         }
-        let recorded_share = match records.links.get(&path_key) {
-            Some((_, LinkTo::Smb(share))) => share_key(share),
-            _ => None,
-        };
-        let root = records
-            .shares
-            .iter()
-            .find(|(_, share)| share.leases.contains_key(volume))
-            .map(|(root, _)| root.clone())
-            .or(recorded_share.clone());
-        let _share = match &root {
-            Some(root) => Some(self.flights.lock(&format!("share {root}")).await),
-            None => None,
-        };
+        let root = leased.or(recorded_share.clone());
         // A link this mounter made goes without a look: the look at a
         // link whose share is gone fails, and removing a link never
         // touches the share.
@@ -484,7 +236,8 @@ impl Inner {
             changed |= self.release_lease(root, volume).await?;
         }
         self.journal
-            .update(|records| records.links.remove(&path_key))?;
+            .update(|records| records.links.remove(&path_key))
+            .await?;
         Ok(Change::of(changed))
     }
 }

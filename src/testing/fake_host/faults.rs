@@ -1,6 +1,7 @@
 //! Faults of the fake host: Windows errors, failures and delays planned for
-//! the n-th call of an operation, calls held for a test to act on, and the
-//! one path every call takes.
+//! the n-th call of an operation, latencies every call of an operation
+//! waits, calls held for a test to act on, and the one path every call
+//! takes.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -183,6 +184,9 @@ pub(super) const GENERIC_FAILURE: u32 = 0x8004_1001;
 pub(super) struct Faults {
     received: BTreeMap<Operation, usize>,
     planned: Vec<Planned>,
+    /// What every call of an operation waits before its work
+    /// ([`FakeHost::set_latency`]); no entry is no wait.
+    latencies: BTreeMap<Operation, Duration>,
     /// Calls received, of every operation.
     total: usize,
     /// Calls to hold, by their number among all calls.
@@ -245,6 +249,18 @@ impl Faults {
         self.received.get(&operation).copied().unwrap_or(0)
     }
 
+    fn latency(&self, operation: Operation) -> Duration {
+        self.latencies.get(&operation).copied().unwrap_or_default()
+    }
+
+    fn set_latency(&mut self, operation: Operation, latency: Duration) {
+        if latency.is_zero() {
+            self.latencies.remove(&operation);
+        } else {
+            self.latencies.insert(operation, latency);
+        }
+    }
+
     fn plan(&mut self, caller: &str, operation: Operation, nth: usize, fault: Fault) {
         assert!(
             nth >= 1,
@@ -278,7 +294,10 @@ impl Faults {
         let call = self.received(operation) + 1;
         self.received.insert(operation, call);
         self.total += 1;
-        let mut plan = Plan::default();
+        let mut plan = Plan {
+            delay: self.latency(operation),
+            ..Plan::default()
+        };
         // Holds whose receiver was dropped are forgotten; for one call, the
         // first hold planned before its work and the first after it win.
         self.holds.retain(|hold| !hold.tell.is_closed());
@@ -378,6 +397,64 @@ impl FakeHost {
         self.state()
             .faults
             .plan("delay_call", operation, nth, Fault::Delay(delay));
+    }
+
+    /// Makes every call of `operation` from now on wait `latency` before
+    /// its work, as a Windows host's WMI queries and PowerShell cmdlets
+    /// take their time (a rescan a second, a format most of one); a
+    /// `latency` of [`Duration::ZERO`] removes it. It replaces the
+    /// operation's earlier latency, and adds to a delay planned for a call
+    /// ([`delay_call`](Self::delay_call)); a failure planned for a call
+    /// comes after it.
+    ///
+    /// Each call waits on its own, as a delayed call does: calls side by
+    /// side wait at the same time, so eight calls with 200 ms of latency
+    /// take about 200 ms together, not 1.6 s. Its work is done even if the
+    /// caller stopped waiting, and it runs on a task of the current Tokio
+    /// runtime, on tokio's clock. Latencies stay through a
+    /// [reboot](Self::reboot), as planned faults do.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// use csi_proxy_client::api::DiskApi;
+    /// use csi_proxy_client::testing::FakeHost;
+    /// use csi_proxy_client::Operation;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let host = FakeHost::builder().disk(1, "pd-1", 10 << 30).build();
+    /// host.set_latency(Operation::Rescan, Duration::from_millis(50));
+    /// assert_eq!(host.latency(Operation::Rescan), Duration::from_millis(50));
+    /// let started = Instant::now();
+    /// host.rescan().await.unwrap();
+    /// host.rescan().await.unwrap();
+    /// assert!(started.elapsed() >= Duration::from_millis(100), "each call waits");
+    /// host.set_latency(Operation::Rescan, Duration::ZERO); // gone
+    /// assert_eq!(host.latency(Operation::Rescan), Duration::ZERO);
+    /// # }
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When a call of `operation` with a latency is made outside a Tokio
+    /// runtime.
+    pub fn set_latency(&self, operation: Operation, latency: Duration) {
+        self.state().faults.set_latency(operation, latency);
+    }
+
+    /// [`set_latency`](Self::set_latency) for each operation and latency
+    /// of `latencies`, at once: a table of a node's latencies.
+    pub fn set_latencies(&self, latencies: impl IntoIterator<Item = (Operation, Duration)>) {
+        let mut state = self.state();
+        for (operation, latency) in latencies {
+            state.faults.set_latency(operation, latency);
+        }
+    }
+
+    /// The latency every call of `operation` waits
+    /// ([`set_latency`](Self::set_latency)); [`Duration::ZERO`] when none.
+    pub fn latency(&self, operation: Operation) -> Duration {
+        self.state().faults.latency(operation)
     }
 
     /// How many calls of `operation` the host received, failed ones

@@ -57,10 +57,11 @@ use crate::error::{Code, Error};
 ///
 /// A test can also make the host misbehave as real nodes do: fail or delay
 /// the n-th call of an operation ([`FakeHost::fail_call`],
-/// [`FakeHost::delay_call`]), take disks offline or make them read-only,
-/// hide a new partition's volume for a few listings, break or disconnect
-/// SMB mappings, map shares behind the driver's back, rotate a share's
-/// password, and [reboot](FakeHost::reboot) the node.
+/// [`FakeHost::delay_call`]), make every call of an operation take as long
+/// as on Windows ([`FakeHost::set_latency`]), take disks offline or make
+/// them read-only, hide a new partition's volume for a few listings, break
+/// or disconnect SMB mappings, map shares behind the driver's back, rotate
+/// a share's password, and [reboot](FakeHost::reboot) the node.
 ///
 /// Clones share the host. Seed it with [`FakeHost::builder`], use it as
 /// the backend of a [`FakeProxy`](super::FakeProxy) or directly through

@@ -192,6 +192,65 @@ async fn delayed_work_is_done_after_the_caller_stopped_waiting() {
     assert!(!host.disk(2).unwrap().partitioned);
 }
 
+const LATENCY: Duration = Duration::from_millis(200);
+
+/// How long `call` takes.
+async fn timed<T>(call: impl std::future::Future<Output = T>) -> (T, Duration) {
+    let started = std::time::Instant::now();
+    let answer = call.await;
+    (answer, started.elapsed())
+}
+
+#[tokio::test]
+async fn a_latency_delays_every_call_and_concurrent_calls_overlap() {
+    let host = FakeHost::builder().disk(1, "d", 10 << 30).build();
+    host.set_latency(Operation::ListDiskIds, LATENCY);
+    assert_eq!(host.latency(Operation::ListDiskIds), LATENCY);
+    assert_eq!(host.latency(Operation::Rescan), Duration::ZERO);
+    for call in 1..=3 {
+        let (ids, took) = timed(host.list_disk_ids()).await;
+        assert_eq!(ids.unwrap().len(), 1, "call {call} did its work");
+        assert!(took >= LATENCY, "call {call} took {took:?}");
+    }
+    // Other operations wait nothing.
+    let (_, took) = timed(host.rescan()).await;
+    assert!(took < LATENCY, "a rescan took {took:?}");
+
+    // Eight callers side by side each wait on their own: together about
+    // one latency, far from eight (a bound on behaviour, not a benchmark).
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let host = host.clone();
+        calls.spawn(async move { host.list_disk_ids().await });
+    }
+    let (answers, took) = timed(calls.join_all()).await;
+    assert!(answers.iter().all(|ids| ids.is_ok()));
+    assert!(took >= LATENCY, "{took:?}");
+    assert!(took < 4 * LATENCY, "8 concurrent calls took {took:?}");
+    assert_eq!(host.calls_of(Operation::ListDiskIds), 11);
+
+    // A delay planned for a call adds to the latency; a failure comes
+    // after both.
+    host.delay_call(Operation::ListDiskIds, 1, LATENCY);
+    host.fail_call(Operation::ListDiskIds, 1, WindowsError::new(1117));
+    let (failed, took) = timed(host.list_disk_ids()).await;
+    assert_eq!(host_failure(failed).2, Some(1117));
+    assert!(took >= 2 * LATENCY, "{took:?}");
+
+    // Zero removes it; set_latencies sets several at once.
+    host.set_latencies([
+        (Operation::ListDiskIds, Duration::ZERO),
+        (Operation::PartitionDisk, LATENCY),
+    ]);
+    assert_eq!(host.latency(Operation::ListDiskIds), Duration::ZERO);
+    let (_, took) = timed(host.list_disk_ids()).await;
+    assert!(took < LATENCY, "{took:?}");
+    let (partitioned, took) = timed(host.partition_disk(1)).await;
+    partitioned.unwrap();
+    assert!(took >= LATENCY, "{took:?}");
+    assert!(host.disk(1).unwrap().partitioned);
+}
+
 #[tokio::test]
 async fn a_format_outlives_the_deadline_of_the_client_over_the_wire() {
     let host = FakeHost::builder()

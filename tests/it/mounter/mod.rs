@@ -7,9 +7,12 @@ mod block;
 mod codes;
 mod faults;
 mod hardening;
+mod iscsi;
 mod recovery;
 mod round_trips;
+mod shared_looks;
 mod smb;
+mod storm;
 mod upstream;
 
 use std::time::Duration;

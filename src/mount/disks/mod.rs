@@ -1,5 +1,8 @@
 //! Finding a disk: by LUN, page 0x83 ID, serial number or a predicate,
-//! waited for with at most one rescan a look.
+//! waited for with at most one rescan a poll interval, the listings and
+//! rescans shared by the finders that look at the same time ([`looks`]).
+
+mod looks;
 
 use std::fmt;
 use std::sync::Arc;
@@ -8,8 +11,11 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{Inner, Mounter};
-use crate::api::{DiskIds, DiskLocation};
+use crate::api::{DiskApi, DiskIds, DiskLocation};
 use crate::error::{Error, Result};
+
+pub(crate) use looks::Looks;
+use looks::{AfterRescan, Wants};
 
 /// Which disk a volume is: [`Mounter::find_disk`], [`Mounter::stage_disk`].
 #[derive(Clone)]
@@ -166,13 +172,14 @@ impl DiskSelector {
         }
     }
 
-    /// Which listings it needs: (locations, identifiers).
-    fn needs(&self) -> (bool, bool) {
-        match self.0 {
+    /// Which listings it needs.
+    fn needs(&self) -> Wants {
+        let (locations, ids) = match self.0 {
             Selector::Lun(_) | Selector::LunOn { .. } => (true, false),
             Selector::Page83(_) | Selector::Serial(_) => (false, true),
             Selector::Matching(..) => (true, true),
-        }
+        };
+        Wants { locations, ids }
     }
 }
 
@@ -229,15 +236,39 @@ fn describe(candidate: &DiskCandidate) -> String {
 }
 
 impl Mounter {
-    /// The number of the one disk `selector` names, looking again every
-    /// poll interval (with a rescan of the storage buses before each look
-    /// but the first) until `wait` has passed.
+    /// The number of the one disk `selector` names, looking at once, then
+    /// again every poll interval (with a rescan of the storage buses before
+    /// each look but the first) until `wait` has passed, and a last time
+    /// then.
+    ///
+    /// Concurrent finders of one mounter (a node's stages after a reboot,
+    /// [`stats`](Self::stats), [`expand`](Self::expand)) share their looks:
+    ///
+    /// - a listing (`ListDiskLocations`, `ListDiskIDs`) serves every
+    ///   finder that asked before it was sent; one that asks while a
+    ///   listing is in flight waits for the next, sent when that one ends
+    ///   for all who asked meanwhile. A listing newer than the request
+    ///   serves every waiter: no finder is answered with a listing older
+    ///   than its question, and each kind is in flight at most once at a
+    ///   time;
+    /// - waiting finders look again together, at the ticks of the
+    ///   mounter's poll clock (one a poll interval), so a finder's first
+    ///   look again comes within a poll interval of its first look;
+    /// - a rescan asked for while one runs joins it, and one asked for in a
+    ///   poll interval that already had one is skipped (the finder just
+    ///   looks again): at most one rescan a poll interval in all. The
+    ///   finders that waited for a rescan share the listings sent as it
+    ///   ended;
+    /// - a finder that gives up stops no shared call; a shared listing
+    ///   that fails fails every finder it was to answer, with its error,
+    ///   and the next look sends a new one.
     ///
     /// # Errors
     ///
     /// [`Error::NotFound`] when no disk matched by then, [`Error::Ambiguous`]
     /// at once when several do (for [`DiskSelector::lun`], several after
-    /// its rule), each named with its location where it was listed.
+    /// its rule), each named with its location where it was listed; the
+    /// error of a listing that failed.
     pub async fn find_disk(&self, selector: &DiskSelector, wait: Duration) -> Result<u32> {
         self.inner.find_disk(selector, wait).await
     }
@@ -247,8 +278,11 @@ impl Inner {
     pub(super) async fn find_disk(&self, selector: &DiskSelector, wait: Duration) -> Result<u32> {
         let disk = self.proxy.disk()?;
         let deadline = Instant::now() + wait;
+        // The first look's listings are sent from now on; a later one's,
+        // as its rescan ended (or from then on, when it was skipped).
+        let mut after = AfterRescan::default();
         loop {
-            let found = self.candidates(selector).await?;
+            let found = self.candidates(&disk, selector, after).await?;
             match found.as_slice() {
                 [one] => return Ok(one.number),
                 [] => {}
@@ -265,28 +299,33 @@ impl Inner {
                     what: format!("{selector} (looked for {wait:?})"),
                 });
             }
-            tokio::time::sleep(self.settings.poll_interval.min(deadline - now)).await;
-            if let Err(error) = disk.rescan().await {
-                // The next look may still find it; a host that cannot
-                // rescan is no reason to stop looking.
-                tracing::debug!(%error, "rescan before looking for a disk again failed");
-            }
+            // At the next tick of the poll clock, with every finder
+            // waiting then: see the module docs of `looks`.
+            let poll = self.settings.poll_interval;
+            tokio::time::sleep_until(self.looks.next_poll(poll).min(deadline)).await;
+            after = self.looks.rescan(&disk, poll, selector.needs()).await;
         }
     }
 
-    /// The disks `selector` names now.
-    async fn candidates(&self, selector: &DiskSelector) -> Result<Vec<DiskCandidate>> {
-        let disk = self.proxy.disk()?;
-        let (want_locations, want_ids) = selector.needs();
-        let mut locations = match want_locations {
-            true => disk.list_disk_locations().await?,
+    /// The disks `selector` names now: from the listings sent `after` a
+    /// rescan, or else sent after this call began, shared with the
+    /// finders that look at the same time.
+    async fn candidates(
+        &self,
+        disk: &Arc<dyn DiskApi>,
+        selector: &DiskSelector,
+        after: AfterRescan,
+    ) -> Result<Vec<DiskCandidate>> {
+        let wants = selector.needs();
+        let mut locations = match wants.locations {
+            true => self.looks.locations(disk, after).await?,
             false => Default::default(),
         };
-        let mut ids = match want_ids {
-            true => match disk.list_disk_ids().await {
+        let mut ids = match wants.ids {
+            true => match self.looks.ids(disk, after).await {
                 Ok(ids) => ids,
                 // v1alpha1 has no identifiers: a predicate sees none.
-                Err(Error::Unsupported { .. }) if want_locations => Default::default(),
+                Err(Error::Unsupported { .. }) if wants.locations => Default::default(),
                 Err(error) => return Err(error),
             },
             false => Default::default(),

@@ -1,0 +1,350 @@
+//! A share's volume staged: its own path cleared beside the share's other
+//! volumes, its lease recorded, and its mapping made (alone at the share's
+//! gate when the mapping is not known to work, beside the others when it
+//! is), then looked through.
+
+use std::sync::Arc;
+
+use super::gate::{Held, ShareGate};
+use super::{folder_missing, mapping, share_key, SmbCredentials};
+use crate::api::{SmbMapping, SmbRemotePath, WindowsPath};
+use crate::error::{Error, Result};
+use crate::mount::again::outcome_unknown;
+use crate::mount::fan_out;
+use crate::mount::fingerprint::Fingerprint;
+use crate::mount::journal::{key, Lease, LinkTo, ShareRecord};
+use crate::mount::path_state::conflict;
+use crate::mount::{Change, Inner, PathState};
+
+/// What the journal said of a share before a stage took its lease.
+struct StageSmbBefore {
+    /// No record of the share: this stage may be the one that maps it.
+    first_use: bool,
+    /// The volume held a lease already (a repeat).
+    had_lease: bool,
+    /// The path was recorded as mapped already.
+    had_mapped: bool,
+}
+
+/// How many other volumes' links a stage looks through at once.
+const LOOKS_AT_ONCE: usize = 16;
+
+/// What this volume's staging path held before its stage.
+enum Found {
+    /// Its link, answering: staged already.
+    Staged,
+    /// Nothing, or what was there is cleared.
+    Cleared,
+}
+
+impl Inner {
+    pub(super) async fn stage_smb(
+        self: &Arc<Self>,
+        volume: &str,
+        share: &SmbRemotePath,
+        credentials: &SmbCredentials,
+        staging: &WindowsPath,
+    ) -> Result<Change> {
+        let root = share_key(share)
+            .ok_or_else(|| Error::invalid_argument("SMB share", share.to_string()))?;
+        let gate = self.shares.of(&root);
+        let recorded = self
+            .journal
+            .view(|records| records.shares.contains_key(&root));
+        // The first stage of a share fingerprints the credentials it maps
+        // with, before any lock.
+        let print = match recorded {
+            true => None,
+            false => Some(gate.fingerprint(credentials).await),
+        };
+        // This volume's own path first, beside the share's other volumes.
+        if let Found::Staged = self
+            .clear_staging(volume, share, staging, &root, &gate)
+            .await?
+        {
+            self.take_lease(&root, volume, staging, share, print)
+                .await?;
+            self.confirm_mapped(&root, share).await?;
+            return Ok(Change::Unchanged);
+        }
+        let held = gate.enter().await;
+        // The lease, the path to map and the link are recorded before the
+        // mapping is made: an answer lost, or a crash, after the proxy made
+        // them leaves nothing the journal does not know.
+        let before = self
+            .take_lease(&root, volume, staging, share, print)
+            .await?;
+        let (held, mapped) = self
+            .map(share, credentials, staging, &root, &before, held, &gate)
+            .await;
+        let error = match mapped {
+            // Looked through: a link to a folder the share lacks would
+            // stage nothing a pod could use.
+            Ok(()) => {
+                return match self.probe(staging).await? {
+                    Some(true) => self.mapping_works(&root, share, held).await,
+                    _ => Err(folder_missing(share, staging)),
+                }
+            }
+            Err(error) => error,
+        };
+        if outcome_unknown(&error) {
+            // Looked at: the link there, and answering, is the stage done.
+            // Otherwise the records stay for the retry (or reconcile).
+            if matches!(self.probe(staging).await, Ok(Some(true))) {
+                return self.mapping_works(&root, share, held).await;
+            }
+            return Err(error);
+        }
+        self.forget_failed_stage(&root, volume, share, staging, &before, &error)
+            .await?;
+        Err(error)
+    }
+
+    /// Clears this volume's staging path for its link: its link answering
+    /// is the stage done; a link that leads nowhere, an empty folder or a
+    /// leftover link goes. Only a link the share refuses through touches
+    /// the mapping, alone at the gate.
+    async fn clear_staging(
+        self: &Arc<Self>,
+        volume: &str,
+        share: &SmbRemotePath,
+        staging: &WindowsPath,
+        root: &str,
+        gate: &ShareGate,
+    ) -> Result<Found> {
+        match self.recorded_link(staging) {
+            Some(LinkTo::Smb(remote)) if key(remote.as_str()) == key(share.as_str()) => {
+                match self.probe(staging).await {
+                    Ok(Some(true)) => return Ok(Found::Staged),
+                    Ok(None) => {}
+                    // Leads nowhere, without Windows refusing the share:
+                    // an empty folder where the link was (kubelet's, after
+                    // a reboot), or the link with this volume's folder
+                    // gone from the share. It goes, and the mapping stays;
+                    // the new link is looked through after the stage.
+                    Ok(Some(false)) => self.remove_unforced(staging).await?,
+                    // Windows' reason for the share: the mapping behind
+                    // the link is gone or broken. The link goes, and the
+                    // mapping too unless another volume still reaches the
+                    // share through it.
+                    Err(Error::Host { .. }) => {
+                        self.remove_unforced(staging).await?;
+                        let mut alone = gate.alone().await;
+                        if alone.refusal_settled != Some(alone.generation) {
+                            let elsewhere = self.share_answers_elsewhere(root, volume);
+                            if self.owns(root) && !elsewhere.await {
+                                self.remove_mapping_quietly(share).await;
+                                alone.removed();
+                            }
+                            alone.refusal_settled = Some(alone.generation);
+                        }
+                    }
+                    Err(error) => return Err(error),
+                }
+            }
+            _ => match self.inspect(staging, false).await? {
+                PathState::Absent => {}
+                // An empty folder (kubelet's), a link that leads nowhere,
+                // or one no record names that leads to no volume (a
+                // leftover of a lost journal).
+                PathState::Directory
+                | PathState::Link {
+                    target: None,
+                    volume: None,
+                    ..
+                } => self.remove_unforced(staging).await?,
+                other => return Err(conflict(staging, other)),
+            },
+        }
+        Ok(Found::Cleared)
+    }
+
+    /// A stage's link answered through the share's mapping: recorded, and
+    /// known to this process, so that the share's next volumes link beside
+    /// each other.
+    async fn mapping_works(&self, root: &str, share: &SmbRemotePath, held: Held) -> Result<Change> {
+        self.confirm_mapped(root, share).await?;
+        if let Held::Alone(mut alone) = held {
+            if !alone.working {
+                alone.made();
+            }
+        }
+        Ok(Change::Changed)
+    }
+
+    /// Undoes the records of a stage the proxy refused, and a mapping a
+    /// first use may have made (the proxy maps before it links). A mapping
+    /// whose removal fails stays recorded, with no lease, for the next
+    /// unstage or `reconcile` to remove.
+    async fn forget_failed_stage(
+        &self,
+        root: &str,
+        volume: &str,
+        share: &SmbRemotePath,
+        staging: &WindowsPath,
+        before: &StageSmbBefore,
+        error: &Error,
+    ) -> Result<()> {
+        let maybe_mapped = before.first_use && mapping::may_have_mapped(error);
+        let unmapped = match maybe_mapped && self.owns(root) {
+            true => match self.remove_mapping_of(share).await {
+                Ok(()) => true,
+                Err(removal) => {
+                    tracing::warn!(%share, error = %removal, "removing the share's new mapping failed");
+                    false
+                }
+            },
+            false => !maybe_mapped,
+        };
+        self.journal
+            .update(|records| {
+                records.links.remove(&key(staging.as_str()));
+                if !before.had_lease {
+                    records.drop_lease(root, volume);
+                }
+                if !before.had_mapped && unmapped {
+                    records.drop_mapped(root, share.as_str());
+                }
+                let unused = records.leases_of(root).next().is_none()
+                    && records.mapped_of(root).next().is_none();
+                if before.first_use && unused {
+                    records.remove_share(root);
+                }
+            })
+            .await
+    }
+
+    /// Maps `share` and links `staging` to it (the proxy does both in one
+    /// call). A mapping of this mounter's that Windows says is stale (over
+    /// a Disconnected one: "Generic failure", 85, 64) is removed and made
+    /// once more, alone at the gate, unless another volume made it again
+    /// meanwhile.
+    #[allow(clippy::too_many_arguments)]
+    async fn map(
+        &self,
+        share: &SmbRemotePath,
+        credentials: &SmbCredentials,
+        staging: &WindowsPath,
+        root: &str,
+        before: &StageSmbBefore,
+        held: Held,
+        gate: &ShareGate,
+    ) -> (Held, Result<()>) {
+        let mapping = SmbMapping::new(
+            share.clone(),
+            credentials.username.clone(),
+            credentials.password.clone(),
+        )
+        .with_local_path(staging.clone());
+        let smb = match self.proxy.smb() {
+            Ok(smb) => smb,
+            Err(error) => return (held, Err(error)),
+        };
+        let error = match smb.new_smb_global_mapping(&mapping).await {
+            Ok(()) => return (held, Ok(())),
+            Err(error) => error,
+        };
+        // Only a refusal that says the mapping under this path is stale
+        // (Windows' "Generic failure" over a Disconnected one, 85, 64): the
+        // proxy tried to map because it found none working under the
+        // path's key, so no volume reaches the share through it. A refused
+        // link, a missing folder, a process that failed to start leave the
+        // mapping as it is.
+        if before.first_use || !mapping::says_stale(&error) || !self.owns(root) {
+            return (held, Err(error));
+        }
+        let seen = held.state().generation;
+        let mut alone = held.alone(gate).await;
+        if alone.generation == seen {
+            tracing::info!(%share, %error, "the share's mapping is stale: making it again");
+            // The link first: while it cannot go, the mapping stays as it is.
+            if let Err(error) = self.remove_if_there(staging).await {
+                return (Held::Alone(alone), Err(error));
+            }
+            self.remove_mapping_quietly(share).await;
+            alone.removed();
+        }
+        let made = smb.new_smb_global_mapping(&mapping).await;
+        (Held::Alone(alone), made)
+    }
+
+    /// Whether another volume's staging link on share `root` may reach the
+    /// share through the mapping, which must then not be removed under it:
+    /// any answer but Windows' refusal of the share counts (a link whose
+    /// folder is gone answers through a working mapping; a look that got
+    /// no answer proves nothing).
+    async fn share_answers_elsewhere(self: &Arc<Self>, root: &str, volume: &str) -> bool {
+        let others: Vec<WindowsPath> = self.journal.view(|records| {
+            (records.leases_of(root))
+                .filter(|(holder, _)| *holder != volume)
+                .map(|(_, lease)| lease.staging.clone())
+                .collect()
+        });
+        fan_out::any(others, LOOKS_AT_ONCE, |staging| {
+            let inner = self.clone();
+            async move {
+                match inner.probe(&staging).await {
+                    Ok(None) | Err(Error::Host { .. }) => false,
+                    Ok(Some(_)) | Err(_) => true,
+                }
+            }
+        })
+        .await
+    }
+
+    /// Records `volume`'s lease on the share `root`, the path it maps and
+    /// its staging link, and says what the journal held before, in one
+    /// change; the first lease of a share (`print` given) also records
+    /// whether the mapping is this mounter's and the credentials'
+    /// fingerprint.
+    async fn take_lease(
+        &self,
+        root: &str,
+        volume: &str,
+        staging: &WindowsPath,
+        share: &SmbRemotePath,
+        print: Option<Fingerprint>,
+    ) -> Result<StageSmbBefore> {
+        let lease = Lease {
+            staging: staging.clone(),
+            remote: share.clone(),
+        };
+        let ours = !self.is_foreign(root);
+        self.journal
+            .update(|records| {
+                let before = StageSmbBefore {
+                    first_use: !records.shares.contains_key(root),
+                    had_lease: records.has_lease(root, volume),
+                    had_mapped: records.is_mapped(root, share.as_str()),
+                };
+                if before.first_use {
+                    let record = ShareRecord {
+                        ours,
+                        fingerprint: print,
+                    };
+                    records.shares.insert(root.to_owned(), record);
+                }
+                records.add_lease(root, volume, lease);
+                records.add_mapped(root, share.as_str());
+                records.links.insert(
+                    key(staging.as_str()),
+                    (staging.clone(), LinkTo::Smb(share.clone())),
+                );
+                before
+            })
+            .await
+    }
+
+    /// Records that the mapping of `share` works: a stage's link answered
+    /// through it.
+    async fn confirm_mapped(&self, root: &str, share: &SmbRemotePath) -> Result<()> {
+        self.journal
+            .update(|records| {
+                if records.shares.contains_key(root) {
+                    records.confirm(root, share.as_str());
+                }
+            })
+            .await
+    }
+}

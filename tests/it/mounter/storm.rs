@@ -1,0 +1,327 @@
+//! A node's reboot storm: a share's volumes side by side, and reconcile
+//! beside the calls kubelet makes.
+
+use std::time::Duration;
+
+use super::{path, Node, GIB, PAGE83, STAGING, STAGING_2, TARGET};
+use csi_proxy_client::api::{Secret, SmbRemotePath};
+use csi_proxy_client::mount::{DiskAfterUnstage, DiskSelector, PathState, SmbCredentials};
+use csi_proxy_client::testing::{FakeHost, ProxyRelease};
+use csi_proxy_client::Operation as Op;
+
+const ROOT: &str = r"\\files\share";
+const STAGING_3: &str = r"C:\var\lib\kubelet\plugins\kubernetes.io\csi\pd\pv3\globalmount";
+
+fn share(sub: &str) -> SmbRemotePath {
+    SmbRemotePath::new(format!(r"{ROOT}\{sub}")).unwrap()
+}
+
+fn creds() -> SmbCredentials {
+    SmbCredentials::new("user", Secret::new("pw"))
+}
+
+/// A raw disk, and a share with `folders` folders `v0`, `v1`, … and a
+/// staging folder's parent for each (`…\pd\s<n>`), plus `pv3`'s.
+async fn node_with_share(release: ProxyRelease, folders: usize) -> Node {
+    let mut host = FakeHost::builder()
+        .disk(1, PAGE83, 10 * GIB)
+        .smb_share(ROOT, "user", "pw")
+        .share_folder(r"\\files\share\a")
+        .share_folder(r"\\files\share\b")
+        .share_folder(r"\\files\share\c")
+        .dir(r"C:\var\lib\kubelet\plugins\kubernetes.io\csi\pd\pv3");
+    for n in 0..folders {
+        host = host
+            .share_folder(&format!(r"\\files\share\v{n}"))
+            .dir(&format!(
+                r"C:\var\lib\kubelet\plugins\kubernetes.io\csi\pd\s{n}"
+            ));
+    }
+    Node::on(release, host).await
+}
+
+fn staging_of(n: usize) -> String {
+    format!(r"C:\var\lib\kubelet\plugins\kubernetes.io\csi\pd\s{n}\globalmount")
+}
+
+/// Waits until the host has received `count` calls of `op`.
+async fn until_calls(node: &Node, op: Op, count: usize) {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while node.host_calls(op) < count {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the host never received {count} calls of {op:?}"));
+}
+
+#[tokio::test]
+async fn a_share_s_volumes_link_beside_each_other_once_its_mapping_works() {
+    for release in ["v1.1.1".parse().unwrap(), ProxyRelease::LATEST] {
+        let node = node_with_share(release, 0).await;
+        let m = node.mounter.clone();
+        m.stage_smb("pv1", &share("a"), &creds(), &path(STAGING))
+            .await
+            .unwrap();
+        // The second volume's mapping call hangs for a while.
+        node.host
+            .delay_call(Op::NewSmbGlobalMapping, 1, Duration::from_secs(3));
+        let slow = tokio::spawn({
+            let m = m.clone();
+            async move {
+                m.stage_smb("pv2", &share("b"), &creds(), &path(STAGING_2))
+                    .await
+            }
+        });
+        until_calls(&node, Op::NewSmbGlobalMapping, 2).await;
+        // A third volume of the share does not queue behind it.
+        let (c, staging_3, login) = (share("c"), path(STAGING_3), creds());
+        let third = m.stage_smb("pv3", &c, &login, &staging_3);
+        tokio::time::timeout(Duration::from_secs(2), third)
+            .await
+            .unwrap_or_else(|_| panic!("{release}: the third volume waited for the second"))
+            .unwrap();
+        assert!(!slow.is_finished(), "{release}");
+        slow.await.unwrap().unwrap();
+        for (staging, folder) in [(STAGING, "a"), (STAGING_2, "b"), (STAGING_3, "c")] {
+            let found = m.inspect(&path(staging)).await.unwrap();
+            assert!(
+                matches!(&found, PathState::SmbLink { remote, reachable: true } if *remote == share(folder)),
+                "{release}: {found:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_unstage_beside_a_stage_never_removes_the_mapping_the_stage_links_through() {
+    let node = node_with_share(ProxyRelease::LATEST, 0).await;
+    let m = node.mounter.clone();
+    m.stage_smb("pv1", &share("a"), &creds(), &path(STAGING))
+        .await
+        .unwrap();
+    node.host
+        .delay_call(Op::NewSmbGlobalMapping, 1, Duration::from_secs(2));
+    let second = tokio::spawn({
+        let m = m.clone();
+        async move {
+            m.stage_smb("pv2", &share("b"), &creds(), &path(STAGING_2))
+                .await
+        }
+    });
+    until_calls(&node, Op::NewSmbGlobalMapping, 2).await;
+    // pv2's lease is recorded before its mapping call: pv1's unstage is
+    // not the last, and leaves the mapping.
+    m.unstage_smb("pv1", &path(STAGING)).await.unwrap();
+    assert_eq!(node.host.smb_mappings(), vec![ROOT.to_owned()]);
+    second.await.unwrap().unwrap();
+    let found = m.inspect(&path(STAGING_2)).await.unwrap();
+    assert!(
+        matches!(
+            found,
+            PathState::SmbLink {
+                reachable: true,
+                ..
+            }
+        ),
+        "{found:?}"
+    );
+    m.unstage_smb("pv2", &path(STAGING_2)).await.unwrap();
+    assert!(node.host.smb_mappings().is_empty());
+}
+
+#[tokio::test]
+async fn a_storm_of_one_share_s_volumes_makes_one_mapping_and_the_last_unstage_removes_it() {
+    const VOLUMES: usize = 48;
+    for release in ["v1.1.1".parse().unwrap(), ProxyRelease::LATEST] {
+        let mut node = node_with_share(release, VOLUMES).await;
+        for nth in 1..=VOLUMES {
+            // Every mapping call takes a moment, as PowerShell's do.
+            node.host
+                .delay_call(Op::NewSmbGlobalMapping, nth, Duration::from_millis(50));
+        }
+        let stages: Vec<_> = (0..VOLUMES)
+            .map(|n| {
+                let m = node.mounter.clone();
+                tokio::spawn(async move {
+                    let (remote, staging) = (share(&format!("v{n}")), path(&staging_of(n)));
+                    m.stage_smb(&format!("pv-{n}"), &remote, &creds(), &staging)
+                        .await
+                })
+            })
+            .collect();
+        for stage in stages {
+            stage.await.unwrap().unwrap();
+        }
+        let mappings = node.host.smb_mappings();
+        match release == ProxyRelease::LATEST {
+            true => assert_eq!(mappings, vec![ROOT.to_owned()], "{release}"),
+            false => assert_eq!(mappings.len(), VOLUMES, "{release} maps each path"),
+        }
+        // Every lease outlives the driver.
+        node.restart_driver().await;
+        let unstages: Vec<_> = (0..VOLUMES)
+            .map(|n| {
+                let m = node.mounter.clone();
+                tokio::spawn(async move {
+                    m.unstage_smb(&format!("pv-{n}"), &path(&staging_of(n)))
+                        .await
+                })
+            })
+            .collect();
+        for unstage in unstages {
+            unstage.await.unwrap().unwrap();
+        }
+        assert!(node.host.smb_mappings().is_empty(), "{release}");
+        for n in 0..VOLUMES {
+            let found = node.mounter.inspect(&path(&staging_of(n))).await.unwrap();
+            assert_eq!(found, PathState::Absent, "{release}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_stage_need_not_wait_for_reconcile_to_finish_other_records() {
+    let mut node = node_with_share(ProxyRelease::LATEST, 0).await;
+    node.mounter
+        .stage_disk(&DiskSelector::page83(PAGE83), &path(STAGING))
+        .await
+        .unwrap();
+    node.fail_next_offline();
+    node.mounter
+        .unstage_disk(&path(STAGING), DiskAfterUnstage::TakeOffline)
+        .await
+        .unwrap_err();
+    node.restart_driver().await;
+    // Reconcile's offline of that disk hangs.
+    let offlines = node.host_calls(Op::SetDiskState);
+    node.host
+        .delay_call(Op::SetDiskState, 1, Duration::from_secs(3));
+    let reconcile = tokio::spawn({
+        let m = node.mounter.clone();
+        async move { m.reconcile(|_| true).await }
+    });
+    until_calls(&node, Op::SetDiskState, offlines + 1).await;
+    let (b, staging_2, login) = (share("b"), path(STAGING_2), creds());
+    let stage = node.mounter.stage_smb("pv2", &b, &login, &staging_2);
+    tokio::time::timeout(Duration::from_secs(2), stage)
+        .await
+        .expect("the stage of another path waited for reconcile")
+        .unwrap();
+    node.mounter
+        .publish(&path(STAGING_2), &path(TARGET))
+        .await
+        .unwrap();
+    assert!(!reconcile.is_finished());
+    let report = reconcile.await.unwrap().unwrap();
+    assert_eq!(report.unstages_finished, vec![path(STAGING)]);
+    assert!(!node.host.disk(1).unwrap().online);
+}
+
+#[tokio::test]
+async fn reconcile_settles_many_records_side_by_side() {
+    const VOLUMES: usize = 24;
+    let mut node = node_with_share(ProxyRelease::LATEST, VOLUMES).await;
+    for n in 0..VOLUMES {
+        let (remote, staging) = (share(&format!("v{n}")), path(&staging_of(n)));
+        node.mounter
+            .stage_smb(&format!("pv-{n}"), &remote, &creds(), &staging)
+            .await
+            .unwrap();
+    }
+    node.restart_driver().await;
+    let before = node.host_calls(Op::RemoveSmbGlobalMapping);
+    // Every link's removal takes a while: one at a time the dropped
+    // leases would take 21 times as long.
+    for nth in 1..=VOLUMES {
+        node.host
+            .delay_call(Op::Rmdir, nth, Duration::from_millis(300));
+    }
+    let reconcile = node.mounter.reconcile(|volume| volume.ends_with('0'));
+    let report = tokio::time::timeout(Duration::from_secs(3), reconcile)
+        .await
+        .expect("reconcile settled its records one at a time")
+        .unwrap();
+    let dropped = VOLUMES - (0..VOLUMES).filter(|n| n % 10 == 0).count();
+    assert_eq!(report.leases_dropped.len(), dropped, "{report:?}");
+    assert!(report.failed.is_empty(), "{report:?}");
+    // Live volumes keep the share's mapping.
+    assert_eq!(node.host.smb_mappings(), vec![ROOT.to_owned()]);
+    assert_eq!(node.host_calls(Op::RemoveSmbGlobalMapping), before);
+}
+
+#[tokio::test]
+async fn after_a_reboot_a_share_s_volumes_are_staged_again_without_asking_each_other() {
+    const VOLUMES: usize = 16;
+    let mut node = node_with_share(ProxyRelease::LATEST, VOLUMES).await;
+    let stage_all = |node: &Node| {
+        let stages: Vec<_> = (0..VOLUMES)
+            .map(|n| {
+                let m = node.mounter.clone();
+                tokio::spawn(async move {
+                    let (remote, staging) = (share(&format!("v{n}")), path(&staging_of(n)));
+                    m.stage_smb(&format!("pv-{n}"), &remote, &creds(), &staging)
+                        .await
+                })
+            })
+            .collect::<Vec<_>>();
+        async move {
+            for stage in stages {
+                stage.await.unwrap().unwrap();
+            }
+        }
+    };
+    stage_all(&node).await;
+    // The mapping is gone; every staging link is refused.
+    node.host.reboot();
+    node.restart_driver().await;
+    let looks = node.host_calls(Op::IsSymlink);
+    stage_all(&node).await;
+    // Each volume looks at its own link, and through the new one; one
+    // of them asks the others whether the share still answers.
+    let asked = node.host_calls(Op::IsSymlink) - looks;
+    assert!(asked <= 3 * VOLUMES, "{asked} looks for {VOLUMES} volumes");
+    assert_eq!(node.host.smb_mappings(), vec![ROOT.to_owned()]);
+    for n in 0..VOLUMES {
+        let found = node.mounter.inspect(&path(&staging_of(n))).await.unwrap();
+        assert!(
+            matches!(
+                found,
+                PathState::SmbLink {
+                    reachable: true,
+                    ..
+                }
+            ),
+            "{found:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn volumes_that_arrive_before_the_share_is_mapped_go_beside_each_other_once_it_is() {
+    const VOLUMES: usize = 8;
+    let node = node_with_share(ProxyRelease::LATEST, VOLUMES).await;
+    // The first call maps the share; the second (a volume beside the
+    // others) hangs.
+    node.host
+        .delay_call(Op::NewSmbGlobalMapping, 2, Duration::from_secs(4));
+    let (done, mut finished) = tokio::sync::mpsc::unbounded_channel();
+    for n in 0..VOLUMES {
+        let (m, done) = (node.mounter.clone(), done.clone());
+        tokio::spawn(async move {
+            let (remote, staging) = (share(&format!("v{n}")), path(&staging_of(n)));
+            let staged = (m.stage_smb(&format!("pv-{n}"), &remote, &creds(), &staging)).await;
+            let _ = done.send(staged);
+        });
+    }
+    let others = async {
+        for _ in 0..VOLUMES - 1 {
+            finished.recv().await.unwrap().unwrap();
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(2), others)
+        .await
+        .expect("the volumes queued behind the one whose call hangs");
+    finished.recv().await.unwrap().unwrap();
+    assert_eq!(node.host.smb_mappings(), vec![ROOT.to_owned()]);
+}
