@@ -687,7 +687,7 @@ mod bench {
 
 /// Part 5: the calls each CSI node call sends, counted at the fake proxy.
 #[cfg(unix)]
-#[path = "node_plugin/node.rs"]
+#[path = "../tests/it/node_plugin/node.rs"]
 mod node;
 
 #[cfg(unix)]

@@ -73,6 +73,10 @@
 //! - [`wire`]: the generated messages and tonic clients of all 23
 //!   group-versions, for direct calls on a negotiated
 //!   [`negotiate::Connection`].
+//! - `csi` (feature `csi`): the CSI node service on the mounter. A
+//!   driver implements one small trait, `csi::NodeDriver` (what a volume
+//!   ID names on the node), and `csi::NodePlugin` serves Identity and Node
+//!   on kubelet's endpoint; the CSI spec's generated code is in `csi::v1`.
 //! - [`metrics`] (feature `metrics`) and `testing` (feature `testing`).
 //!
 //! # Cargo features
@@ -85,6 +89,9 @@
 //!   dev-dependencies.
 //! - `metrics`: counters, histograms and gauges of the calls, negotiations
 //!   and versions, through the `metrics` facade (see [`metrics`]).
+//! - `csi`: the CSI node service (`csi` module): a node plugin is a
+//!   driver's `csi::NodeDriver` and a `main`. With `testing` too, the test
+//!   controller for csi-sanity (`csi::TestController`).
 //! - `cli`: the `csiproxyctl` command-line tool.
 //! - `host-process`: on Windows, the six groups served in-process with no
 //!   CSI Proxy, for drivers that run as HostProcess containers
@@ -114,6 +121,9 @@ pub mod api;
 mod availability;
 mod capability;
 mod client;
+#[cfg(feature = "csi")]
+#[cfg_attr(docsrs, doc(cfg(feature = "csi")))]
+pub mod csi;
 mod csi_status;
 mod error;
 mod group;

@@ -1,35 +1,26 @@
-//! A CSI node plugin for Windows nodes on the SDK: the Identity and Node
-//! services on the mounter (`csi_proxy_client::mount`), and a Controller
-//! for tests only, so that the CSI community's conformance suite,
-//! csi-sanity, can run a volume's whole life against it
-//! (docs/node-plugin.md).
+//! A CSI node plugin for Windows nodes on the library's node service
+//! (feature `csi`): the driver's own rules (`driver.rs`) and this `main`;
+//! docs/node-plugin.md.
 //!
 //! - `cargo run --example node_plugin`: a demonstration against embedded
-//!   fake proxies of CSI Proxy v0.2.2 and v1.3, printing each step and the
-//!   calls the proxy received.
-//! - `cargo run --example node_plugin -- serve --endpoint unix:///csi/csi.sock ...`:
-//!   the plugin, as kubelet runs it (`serve --help` lists the options).
+//!   fake proxies of CSI Proxy v0.2.2 and v1.3, kubelet's calls through the
+//!   plugin's Node service, printing the calls the proxy received.
+//! - `cargo run --example node_plugin -- serve --endpoint unix:///csi/csi.sock [--kind disk|smb] ...`:
+//!   the plugin, as kubelet runs it (`serve --help` lists the options; with
+//!   `--controller`, the test controller for csi-sanity).
 
-// kubelet's `unix://` endpoint on Windows, where tokio has no AF_UNIX.
-#[cfg(windows)]
-mod blocking_unix;
-mod controller;
-#[path = "csi_v1.rs"]
-#[allow(clippy::all, missing_docs)]
-#[rustfmt::skip]
-mod csi;
 mod demo;
-mod node;
-mod plugin;
-mod serve;
-mod volume_ref;
+mod driver;
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+use csi_proxy_client::csi::{NodePlugin, ServeError};
+use driver::ExampleDriver;
+
+#[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
     let outcome = match args.first().map(String::as_str) {
         None => demo::run().await,
-        Some("serve") => serve::run(&args[1..]).await,
+        Some("serve") => serve(args.split_off(1)).await,
         Some(other) => Err(format!("unknown command {other}: none or serve").into()),
     };
     match outcome {
@@ -38,5 +29,31 @@ async fn main() -> std::process::ExitCode {
             eprintln!("node_plugin: {error}");
             std::process::ExitCode::from(2)
         }
+    }
+}
+
+/// `serve [--kind disk|smb] [the library's flags]`.
+async fn serve(mut args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
+    // Its log (the library's: a span per CSI call) on stderr; RUST_LOG
+    // tunes it.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+    let mut kind = "disk".to_owned();
+    if let Some(at) = args.iter().position(|arg| arg == "--kind") {
+        let mut taken = args.drain(at..(at + 2).min(args.len()));
+        kind = taken.nth(1).ok_or("--kind needs a value")?;
+    }
+    let plugin = NodePlugin::new(ExampleDriver::of_kind(&kind)?);
+    match plugin.args(args) {
+        Err(ServeError::Help(usage)) => {
+            println!("{usage}\n  --kind disk|smb        the volumes served (default: disk)");
+            Ok(())
+        }
+        plugin => Ok(plugin?.run().await?),
     }
 }

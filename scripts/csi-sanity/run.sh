@@ -1,11 +1,22 @@
 #!/usr/bin/env bash
-# Runs the CSI community's conformance suite, csi-sanity, against the
-# example node plugin (examples/node_plugin, with its test controller) on a
-# fake CSI Proxy (csiproxyctl fake).
+# Runs the CSI community's conformance suite, csi-sanity, against a node
+# plugin on the library's node service (feature csi), with the library's
+# test controller, on a fake CSI Proxy (csiproxyctl fake). By default the
+# plugin is the example (examples/node_plugin); --plugin runs any other.
 #
 # usage: scripts/csi-sanity/run.sh [--wine] [--release vX.Y.Z] [--kind disk|smb]
 #            [--restart-every MS [--alternate-release vX.Y.Z]] [--rounds N]
+#            [--plugin BINARY [--plugin-arg ARG]...] [--csiproxyctl BINARY]
 #            [-- csi-sanity flags]
+#
+# --plugin: a driver's own plugin, built with the library's features csi
+# and testing (for --controller). It is started as
+#   BINARY [ARG...] --endpoint E --socket-dir D|--pipe-prefix P --trust-current-user
+#          --controller --state-dir S --node-id csi-sanity-node
+# (the flags of csi_proxy_client::csi::NodePlugin::args), and must serve
+# the volumes --kind names: disks, or shares (a `share` parameter, and the
+# secrets username/password). --csiproxyctl: a csiproxyctl built with
+# the features cli,testing, in place of building this checkout's.
 #
 # On Linux, the SDK talks to the fake proxy over Unix sockets and
 # csi-sanity to the plugin over a Unix socket. --wine runs it all as
@@ -21,12 +32,16 @@
 # checkpath beside this script, and their .bat twins for Wine).
 # docs/node-plugin.md says what runs and why each skipped spec is skipped.
 set -euo pipefail
+called_from="$PWD"
 cd "$(dirname "$0")/../.."
 here="$PWD/scripts/csi-sanity"
 
-release="" kind=disk restart=() rounds=1 wine=false
+release="" kind=disk restart=() rounds=1 wine=false plugin="" plugin_args=() csiproxyctl=""
 while [ $# -gt 0 ]; do
     case "$1" in
+        --plugin) plugin="$2"; shift 2 ;;
+        --plugin-arg) plugin_args+=("$2"); shift 2 ;;
+        --csiproxyctl) csiproxyctl="$2"; shift 2 ;;
         --release) release="$2"; shift 2 ;;
         --kind) kind="$2"; shift 2 ;;
         --restart-every) restart+=(--restart-every "$2"); shift 2 ;;
@@ -39,6 +54,14 @@ while [ $# -gt 0 ]; do
 done
 release_args=()
 [ -z "$release" ] || release_args=(--release "$release")
+# Binaries given relative to where the script was called from.
+absolute() { case "$1" in /* | "") printf '%s' "$1" ;; *) printf '%s' "$called_from/$1" ;; esac; }
+plugin="$(absolute "$plugin")" csiproxyctl="$(absolute "$csiproxyctl")"
+# Cargo's target folder (CARGO_TARGET_DIR is relative to this checkout).
+case "${CARGO_TARGET_DIR:-target}" in
+    /*) cargo_target="$CARGO_TARGET_DIR" ;;
+    *) cargo_target="$PWD/${CARGO_TARGET_DIR:-target}" ;;
+esac
 
 work="$(mktemp -d)"
 pids=()
@@ -59,14 +82,35 @@ await() {
     done
     grep -q "$text" "$file" 2>/dev/null || { cat "${file%.*}.err" "$file" >&2 2>/dev/null; exit 1; }
 }
+
+# Whether something listens on 127.0.0.1:$1.
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# Waits until process $1 (the plugin) has bound its endpoint: the socket
+# file $2 is there, or port $3 listens. Any plugin binds first, then
+# connects to the proxy; csi-sanity's calls wait in the backlog meanwhile.
+await_endpoint() {
+    local pid="$1" socket="$2" port="$3"
+    for _ in $(seq 600); do
+        if [ -n "$socket" ] && [ -S "$socket" ]; then return 0; fi
+        if [ -n "$port" ] && listening "$port"; then return 0; fi
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "run.sh: the plugin did not serve its endpoint" >&2
+    tail -n 50 "$work/plugin.err" >&2
+    exit 1
+}
+
 trap cleanup EXIT
 
 if $wine; then
     triple=x86_64-pc-windows-gnu
     export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
     export WINEPREFIX="${WINEPREFIX:-$PWD/target/wine-prefix}"
-    cargo build --quiet --target "$triple" --features cli,testing --bin csiproxyctl --example node_plugin
-    target="$PWD/${CARGO_TARGET_DIR:-target}/$triple/debug"
+    target="$cargo_target/$triple/debug"
+    [ -n "$csiproxyctl" ] || cargo build --quiet --target "$triple" --features cli,testing --bin csiproxyctl
+    [ -n "$plugin" ] || cargo build --quiet --target "$triple" --example node_plugin
     run=("$PWD/scripts/wine/runner.sh") exe=.exe
     sanity="${CSI_SANITY:-../shared/tools/csi-sanity/csi-sanity.exe}"
     # The runner makes the prefix; then one wine server for the run (see
@@ -78,48 +122,54 @@ if $wine; then
     proxy_args=(--pipe-prefix "$pipes")
     plugin_proxy_args=(--pipe-prefix "$pipes" --trust-current-user)
     tool_args="--pipe-prefix $pipes --trust-owner me --wait 10"
-    # Port 0: the system picks a free one, which the plugin prints.
-    plugin_endpoint="tcp://127.0.0.1:0"
+    # Wine has no AF_UNIX: CSI over TCP, on a port nothing listens on.
+    port=$((20000 + $$ % 20000))
+    while listening "$port"; do port=$((port + 1)); done
+    plugin_endpoint="tcp://127.0.0.1:$port" socket=""
     state="$(winepath -w "$work/state")"
 else
-    cargo build --quiet --features cli,testing --bin csiproxyctl
-    cargo build --quiet --example node_plugin
-    target="$PWD/${CARGO_TARGET_DIR:-target}/debug"
+    target="$cargo_target/debug"
+    [ -n "$csiproxyctl" ] || cargo build --quiet --features cli,testing --bin csiproxyctl
+    [ -n "$plugin" ] || cargo build --quiet --example node_plugin
     run=() exe=""
     sanity="${CSI_SANITY:-../shared/tools/csi-sanity/csi-sanity}"
     proxy_args=(--socket-dir "$work/proxy")
     plugin_proxy_args=(--socket-dir "$work/proxy")
     tool_args="--socket-dir $work/proxy --wait 10"
-    plugin_endpoint="unix://$work/csi.sock"
+    socket="$work/csi.sock" port=""
+    plugin_endpoint="unix://$socket"
     state="$work/state"
+fi
+csiproxyctl="${csiproxyctl:-$target/csiproxyctl$exe}"
+if [ -z "$plugin" ]; then
+    plugin="$target/examples/node_plugin$exe"
+    plugin_args=(serve --kind "$kind")
 fi
 [ -e "$sanity" ] || { echo "run.sh: no csi-sanity at $sanity (set CSI_SANITY)" >&2; exit 2; }
 
 # The fake node: spare raw disks for the test controller to claim (each
 # volume csi-sanity makes takes one, and a disk once formatted is never
 # claimed again), and the SMB share \\fileserver\data (csi / fake-password).
-"${run[@]}" "$target/csiproxyctl$exe" "${proxy_args[@]}" fake "${release_args[@]}" \
+"${run[@]}" "$csiproxyctl" "${proxy_args[@]}" fake "${release_args[@]}" \
     --disks 250 --disk-size $((1 << 30)) "${restart[@]}" >"$work/fake.out" 2>"$work/fake.err" &
 pids+=($!)
 await "$!" "$work/fake.out" serving
 
-"${run[@]}" "$target/examples/node_plugin$exe" serve --endpoint "$plugin_endpoint" \
-    "${plugin_proxy_args[@]}" --kind "$kind" --controller \
+"${run[@]}" "$plugin" "${plugin_args[@]}" --endpoint "$plugin_endpoint" \
+    "${plugin_proxy_args[@]}" --controller \
     --state-dir "$state" --node-id csi-sanity-node 2>"$work/plugin.err" &
 pids+=($!)
-await "$!" "$work/plugin.err" "serving CSI"
-# Where it serves: "serving CSI on unix:///path" or "on tcp://127.0.0.1:PORT".
-sanity_endpoint="$(sed -n 's|.*serving CSI on \(.*\)|\1|p' "$work/plugin.err" | tr -d '\r' | head -n 1)"
-sanity_endpoint="${sanity_endpoint#tcp://}"
+await_endpoint "$!" "$socket" "$port"
+sanity_endpoint="${plugin_endpoint#tcp://}"
 
 # The path commands work on the host the plugin talks to, through
 # csiproxyctl; they wait for a restarting proxy, as kubelet (which makes
 # these folders itself) never has to.
 if $wine; then
-    export CSIPROXYCTL="$(winepath -w "$target/csiproxyctl.exe")"
+    export CSIPROXYCTL="$(winepath -w "$csiproxyctl")"
     commands="$(winepath -w "$here")\\" suffix=.bat
 else
-    export CSIPROXYCTL="$target/csiproxyctl"
+    export CSIPROXYCTL="$csiproxyctl"
     commands="$here/" suffix=""
 fi
 export CSIPROXYCTL_ARGS="$tool_args"

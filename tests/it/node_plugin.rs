@@ -1,10 +1,14 @@
-//! The example node plugin (`examples/node_plugin/node.rs`, on the
-//! mounter): one volume's life, the same code against a fake proxy of CSI
-//! Proxy v0.2.2 and of v1.1, checked step by step on the fake host, with
-//! every step repeated as kubelet repeats calls. `unix_bridge`: how it
-//! serves kubelet's `unix://` endpoint on Windows.
+//! The example node plugin: its driver (`examples/node_plugin/driver.rs`)
+//! in the library's node service, served over CSI as kubelet calls it, for
+//! disks and shares; and the node calls on the mounter that the service
+//! makes for a disk (`node`, also counted by the round-trip tests), one
+//! volume's life against a fake proxy of CSI Proxy v0.2.2 and of v1.1,
+//! checked step by step on the fake host, with every step repeated as
+//! kubelet repeats calls. `unix_bridge`: how a plugin serves kubelet's
+//! `unix://` endpoint on Windows.
 
-#[path = "../../examples/node_plugin/node.rs"]
+#[path = "../../examples/node_plugin/driver.rs"]
+mod driver;
 pub mod node;
 mod unix_bridge;
 
@@ -28,6 +32,11 @@ async fn node_on(release: ProxyRelease) -> (TestNode, FakeHost, FakeProxy, Mount
         .disk(1, "Google  other-disk", 5 * GIB)
         .disk(2, PAGE83, 10 * GIB)
         .dir(POD_DIR)
+        // For the example driver's share volumes, and its paths.
+        .smb_share(r"\\files\data", "user", "pw")
+        .share_folder(r"\\files\data\pv")
+        .dir(r"C:\var\lib\kubelet\plugins\test.csi")
+        .dir(r"C:\var\lib\kubelet\pods\p1\volumes")
         .build();
     let mut fake = FakeProxy::for_host(node.transport(), &host);
     fake.serve_release(release).await.unwrap();
@@ -210,4 +219,101 @@ async fn failures_reach_the_handler_as_csi_codes() {
     let rejected = WindowsPath::new(r"C:\var\lib\kubelet\pods\a\..\..\..\Windows");
     let error = rejected.unwrap_err();
     assert_eq!(error.csi_code(), Code::InvalidArgument);
+}
+
+/// The example driver served over CSI on a node of `release` with disk
+/// `PAGE83` and the share `\\files\data`: kubelet's calls of one volume's
+/// life, each twice, checked on the host.
+async fn example_driver_life(release: ProxyRelease, kind: &str) {
+    use crate::csi_service::{channel, publish, stage, stats, unstage};
+    use csi_proxy_client::csi::v1::node_client::NodeClient;
+    use csi_proxy_client::csi::v1::{NodeExpandVolumeRequest, NodeUnpublishVolumeRequest};
+    use csi_proxy_client::csi::{serve, Listener, NodeService};
+
+    let (_node, host, _fake, mounter) = node_on(release).await;
+    let state = tempfile::tempdir().unwrap();
+    let example = driver::ExampleDriver::of_kind(kind).unwrap();
+    let service = NodeService::new(example, mounter.clone(), "node-1", state.path()).unwrap();
+    let listener = Listener::bind("tcp://127.0.0.1:0").await.unwrap();
+    let endpoint = listener.endpoint().to_owned();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(serve(listener, service.into(), async {
+        let _ = stopped.await;
+    }));
+    let mut kubelet = NodeClient::new(channel(&endpoint).await);
+    let volume = match kind {
+        "disk" => format!("disk:page83:{PAGE83}"),
+        _ => r"smb:\\files\data\pv".to_owned(),
+    };
+    // kubelet makes the staging path's parent.
+    let staging = crate::csi_service::staging(&volume);
+    let parent = staging.trim_end_matches(r"\globalmount").to_owned();
+    let filesystem = mounter.proxy().filesystem().unwrap();
+    filesystem
+        .mkdir(&WindowsPath::new(parent).unwrap())
+        .await
+        .unwrap();
+    let mut staged = stage(&volume);
+    staged.secrets = [("username", "user"), ("password", "pw")]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .into();
+    for _ in 0..2 {
+        kubelet.node_stage_volume(staged.clone()).await.unwrap();
+    }
+    for _ in 0..2 {
+        kubelet.node_publish_volume(publish(&volume)).await.unwrap();
+    }
+    let target = crate::csi_service::target(&volume);
+    assert!(matches!(host.entry(&target), Some(PathEntry::Symlink(_))));
+    if kind == "disk" {
+        let usage = kubelet.node_get_volume_stats(stats(&volume, &target)).await;
+        assert!(usage.unwrap().into_inner().usage[0].total > 9 * GIB as i64);
+        assert!(host.set_disk_size(2, 20 * GIB));
+        let expand = NodeExpandVolumeRequest {
+            volume_id: volume.clone(),
+            volume_path: target.clone(),
+            ..Default::default()
+        };
+        let grown = kubelet.node_expand_volume(expand).await.unwrap();
+        assert!(grown.into_inner().capacity_bytes > 19 * GIB as i64);
+    } else {
+        assert_eq!(host.smb_mappings().len(), 1);
+    }
+    for _ in 0..2 {
+        let unpublish = NodeUnpublishVolumeRequest {
+            volume_id: volume.clone(),
+            target_path: target.clone(),
+        };
+        kubelet.node_unpublish_volume(unpublish).await.unwrap();
+        kubelet.node_unstage_volume(unstage(&volume)).await.unwrap();
+    }
+    assert_eq!(host.entry(&target), None);
+    assert_eq!(host.entry(&crate::csi_service::staging(&volume)), None);
+    match kind {
+        "disk" => assert!(!host.disk(2).unwrap().online, "offline after the unstage"),
+        _ => assert!(
+            host.smb_mappings().is_empty(),
+            "unmapped with its last volume"
+        ),
+    }
+    // A volume ID the driver never made.
+    let unknown = kubelet
+        .node_stage_volume(stage("disk-9"))
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code(), Code::NotFound);
+    stop.send(()).unwrap();
+    served.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_driver_serves_a_disk_over_csi_on_v0_2_2_and_v1_3() {
+    example_driver_life(ProxyRelease::V0_2_2, "disk").await;
+    example_driver_life(ProxyRelease::LATEST, "disk").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_driver_serves_a_share_over_csi_on_v0_2_2_and_v1_3() {
+    example_driver_life(ProxyRelease::V0_2_2, "smb").await;
+    example_driver_life(ProxyRelease::LATEST, "smb").await;
 }

@@ -1,22 +1,20 @@
-//! The bridge that serves the example plugin's `unix://` endpoint on
-//! Windows (examples/node_plugin/blocking_unix.rs), where tokio has no
-//! AF_UNIX. On Linux the same code runs on std's blocking Unix sockets:
+//! The bridge that serves a plugin's `unix://` endpoint on Windows
+//! (src/csi/blocking_unix.rs, feature `csi`), where tokio has no AF_UNIX. On Linux the same code runs on std's blocking Unix sockets:
 //! real CSI calls through it, large transfers both ways, and every thread
 //! of it gone once either side closes. Under Wine, which has no AF_UNIX,
 //! the plugin must stop at start and say to use `tcp://` instead.
 
-#[path = "../../../examples/node_plugin/blocking_unix.rs"]
+// The library compiles it on Windows only; here it runs on Unix too.
+#[path = "../../../src/csi/blocking_unix.rs"]
 mod blocking_unix;
-#[path = "../../../examples/node_plugin/csi_v1.rs"]
-#[allow(clippy::all, missing_docs)]
-#[rustfmt::skip]
-mod csi;
 
 use std::collections::HashMap;
 
-use csi::identity_client::IdentityClient;
-use csi::identity_server::{Identity, IdentityServer};
-use csi::{GetPluginInfoRequest, GetPluginInfoResponse, ProbeRequest, ProbeResponse};
+use csi_proxy_client::csi::v1::identity_client::IdentityClient;
+use csi_proxy_client::csi::v1::identity_server::{Identity, IdentityServer};
+use csi_proxy_client::csi::v1::{
+    GetPluginInfoRequest, GetPluginInfoResponse, ProbeRequest, ProbeResponse,
+};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tonic::transport::{Channel, Server};
@@ -284,12 +282,11 @@ async fn unix_endpoints_on_windows_serve_or_say_to_use_tcp() {
         Err(error) => {
             // Wine 8: socket(AF_UNIX) fails with WSAEAFNOSUPPORT (10047).
             for needed in [
-                format!("cannot serve CSI on unix://{path}"),
-                "(WSAEAFNOSUPPORT, os error 10047)".into(),
-                "has no AF_UNIX sockets".into(),
-                "use --endpoint tcp://127.0.0.1:PORT instead".into(),
+                "(WSAEAFNOSUPPORT, os error 10047)",
+                "has no AF_UNIX sockets",
+                "use the endpoint tcp://127.0.0.1:PORT instead",
             ] {
-                assert!(error.contains(&needed), "{needed:?} not in: {error}");
+                assert!(error.contains(needed), "{needed:?} not in: {error}");
             }
         }
     }

@@ -1,11 +1,12 @@
 //! One volume's life on a Windows node, as a CSI node plugin's handlers do
 //! it: `NodeStageVolume`, `NodePublishVolume`, `NodeGetVolumeStats`,
 //! `NodeExpandVolume`, `NodeUnpublishVolume` and `NodeUnstageVolume`, as
-//! plain async functions over the SDK's [`Mounter`]. A driver's gRPC server
-//! calls them with the paths kubelet gives; no wire version appears here,
-//! so the same code runs on a node with CSI Proxy v0.2.2 and on one with
-//! v1.3. Each is idempotent, as CSI requires: kubelet repeats calls, and a
-//! repeat changes nothing.
+//! plain async functions over the SDK's [`Mounter`]: the calls the
+//! library's node service (`csi::NodeService`) makes for a disk, and what a
+//! driver with a gRPC server of its own calls. No wire version appears
+//! here, so the same code runs on a node with CSI Proxy v0.2.2 and on one
+//! with v1.3. The round-trip tests (`tests/it/mounter/round_trips.rs`) and
+//! the benchmark (`examples/bench.rs`) count the proxy calls they make.
 
 use csi_proxy_client::{
     api::{VolumeId, WindowsPath},

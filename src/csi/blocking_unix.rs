@@ -8,7 +8,8 @@
 //! between the other end and the socket, one per direction. The bridge only
 //! needs a blocking listener and `Read + Write` streams, so the same code
 //! runs on Unix with std's `UnixListener`, where the tests prove it
-//! (tests/it/node_plugin.rs).
+//! (tests/it/node_plugin/unix_bridge.rs, which includes this file: it
+//! uses nothing of the crate's).
 
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
@@ -83,13 +84,13 @@ pub fn bind(path: &str) -> Result<uds_windows::UnixListener, String> {
         // this code is no help.
         if error.raw_os_error() == Some(WSAEAFNOSUPPORT) {
             format!(
-                "cannot serve CSI on unix://{path}: an AF_UNIX socket cannot be made \
+                "an AF_UNIX socket cannot be made \
                  (WSAEAFNOSUPPORT, os error {WSAEAFNOSUPPORT}): this Windows (or Wine) \
                  has no AF_UNIX sockets (Windows 10 1803 and Server 2019 have them); \
-                 use --endpoint tcp://127.0.0.1:PORT instead"
+                 use the endpoint tcp://127.0.0.1:PORT instead"
             )
         } else {
-            format!("cannot serve CSI on unix://{path}: {error}")
+            error.to_string()
         }
     })
 }

@@ -1,0 +1,47 @@
+//! The test controller's bookkeeping: the volumes it made, by name, and
+//! every disk it ever claimed, so that no disk is claimed twice.
+
+use std::collections::HashMap;
+
+use crate::api::SmbRemotePath;
+use crate::csi::driver::VolumeKind;
+
+use super::TestController;
+
+/// A volume the controller made.
+#[derive(Clone)]
+pub(super) struct Claim {
+    pub(super) kind: VolumeKind,
+    pub(super) volume_id: String,
+    pub(super) capacity: i64,
+    pub(super) context: HashMap<String, String>,
+    /// A share volume's folder: the share and the folder's name on it.
+    pub(super) folder: Option<(SmbRemotePath, String)>,
+}
+
+impl TestController {
+    /// The claims, by volume name.
+    pub(super) fn claims(&self) -> std::sync::MutexGuard<'_, HashMap<String, Claim>> {
+        self.claims.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The claim of the volume `volume_id`, if the controller made it.
+    pub(super) fn claim_of(&self, volume_id: &str) -> Option<Claim> {
+        self.claims()
+            .values()
+            .find(|c| c.volume_id == volume_id)
+            .cloned()
+    }
+
+    /// Whether the disk of `identity` was claimed before.
+    pub(super) fn was_claimed(&self, (key, value): &(String, String)) -> bool {
+        let used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        used.contains(&format!("{key}:{value}"))
+    }
+
+    /// Notes that the disk of `identity` is claimed: never again.
+    pub(super) fn mark_claimed(&self, (key, value): &(String, String)) {
+        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        used.insert(format!("{key}:{value}"));
+    }
+}

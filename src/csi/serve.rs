@@ -1,0 +1,358 @@
+//! Serving CSI as kubelet expects: on `unix://PATH` (Linux, and Windows,
+//! which has AF_UNIX sockets since Windows 10 1803 and Server 2019), or
+//! `tcp://ADDRESS` for tests; a stale socket file replaced; stopped by
+//! SIGTERM, Ctrl-C or Ctrl-Break with the calls under way answered.
+
+use std::convert::Infallible;
+use std::fmt;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use tonic::body::Body;
+use tonic::codegen::http;
+use tonic::server::NamedService;
+use tonic::transport::Server;
+use tower::util::BoxCloneSyncService;
+use tower::{Service, ServiceExt};
+
+use super::driver::NodeDriver;
+use super::service::NodeService;
+use crate::Status;
+
+/// Why a plugin could not start, or stopped serving.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// The command line is wrong: the message, then the usage.
+    #[error("{0}")]
+    Usage(String),
+    /// `--help` was asked for: the usage.
+    #[error("{0}")]
+    Help(String),
+    /// The endpoint cannot be served: not `unix://` or `tcp://`, or the
+    /// bind failed (the text says why, and what to do).
+    #[error("cannot serve CSI on {endpoint}: {reason}")]
+    Endpoint {
+        /// The endpoint as given.
+        endpoint: String,
+        /// Why.
+        reason: String,
+    },
+    /// The client, the mounter or the node service could not start (or
+    /// `reconcile` failed).
+    #[error(transparent)]
+    Client(#[from] crate::Error),
+    /// The gRPC server failed.
+    #[error("serving CSI failed: {0}")]
+    Serve(#[source] tonic::transport::Error),
+}
+
+/// A bound CSI endpoint, ready to [`serve`]: bind it first, so that an
+/// endpoint that cannot be served stops a plugin at once, before it
+/// connects to the proxy (kubelet's connections wait in the backlog
+/// until serving starts).
+pub struct Listener {
+    bound: Bound,
+    /// What it serves, with the port the system chose for `tcp://...:0`.
+    endpoint: String,
+}
+
+enum Bound {
+    Tcp(tokio::net::TcpListener),
+    #[cfg(unix)]
+    Unix(tokio::net::UnixListener, PathBuf),
+    /// tokio has no AF_UNIX on Windows: a blocking listener, bridged.
+    #[cfg(windows)]
+    WindowsUnix(uds_windows::UnixListener, PathBuf),
+}
+
+impl Listener {
+    /// Listens on `endpoint`: `unix://PATH` (`unix:///csi/csi.sock`,
+    /// `unix://C:\csi\csi.sock`), or `tcp://ADDRESS:PORT` (port 0: one the
+    /// system chooses, see [`endpoint`](Self::endpoint)). A socket an
+    /// earlier run left at `PATH` is removed first (it would refuse the
+    /// bind).
+    ///
+    /// # Errors
+    ///
+    /// [`ServeError::Endpoint`]: another scheme, or the bind failed (on a
+    /// Windows without AF_UNIX, such as Wine, the text says to use
+    /// `tcp://` instead).
+    pub async fn bind(endpoint: &str) -> Result<Self, ServeError> {
+        let failed = |reason: String| ServeError::Endpoint {
+            endpoint: endpoint.to_owned(),
+            reason,
+        };
+        if let Some(address) = endpoint.strip_prefix("tcp://") {
+            let listener = tokio::net::TcpListener::bind(address).await;
+            let listener = listener.map_err(|error| failed(error.to_string()))?;
+            let local = listener
+                .local_addr()
+                .map_err(|error| failed(error.to_string()))?;
+            return Ok(Self {
+                bound: Bound::Tcp(listener),
+                endpoint: format!("tcp://{local}"),
+            });
+        }
+        let Some(path) = endpoint.strip_prefix("unix://").filter(|p| !p.is_empty()) else {
+            return Err(failed(
+                "an endpoint is unix://PATH or tcp://ADDRESS:PORT".into(),
+            ));
+        };
+        let bound = bind_unix(path).await.map_err(failed)?;
+        Ok(Self {
+            bound,
+            endpoint: endpoint.to_owned(),
+        })
+    }
+
+    /// What it serves: the endpoint as given, or for `tcp://...:0` with the
+    /// port the system chose.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+}
+
+impl fmt::Debug for Listener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Listener")
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(unix)]
+async fn bind_unix(path: &str) -> Result<Bound, String> {
+    use std::os::unix::fs::FileTypeExt;
+    // A socket a crashed run left: only a socket is removed, never a file.
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if meta.file_type().is_socket() {
+            std::fs::remove_file(path).map_err(|e| format!("the old socket stays: {e}"))?;
+        }
+    }
+    let listener = tokio::net::UnixListener::bind(path).map_err(|error| error.to_string())?;
+    Ok(Bound::Unix(listener, PathBuf::from(path)))
+}
+
+#[cfg(windows)]
+async fn bind_unix(path: &str) -> Result<Bound, String> {
+    let listener = super::blocking_unix::bind(path)?;
+    Ok(Bound::WindowsUnix(listener, PathBuf::from(path)))
+}
+
+#[cfg(not(any(unix, windows)))]
+async fn bind_unix(_: &str) -> Result<Bound, String> {
+    Err("no Unix sockets on this platform".into())
+}
+
+/// One gRPC service of the endpoint.
+type Route = BoxCloneSyncService<http::Request<Body>, http::Response<Body>, Infallible>;
+
+/// The gRPC services served on one endpoint: the node's Identity and
+/// Node (`Services::from(node_service)`), and any other, such as a
+/// Controller ([`with_service`](Self::with_service)). A call to a service that is not there is
+/// `UNIMPLEMENTED`.
+#[derive(Clone, Default)]
+pub struct Services {
+    routes: Vec<(&'static str, Route)>,
+}
+
+impl Services {
+    /// No service yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// With `service` (a generated `*Server`, such as
+    /// [`ControllerServer`](super::v1::controller_server::ControllerServer)),
+    /// served under its name.
+    pub fn with_service<S>(mut self, service: S) -> Self
+    where
+        S: Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>
+            + NamedService
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Future: Send + 'static,
+    {
+        self.routes
+            .push((S::NAME, BoxCloneSyncService::new(service)));
+        self
+    }
+}
+
+impl<D: NodeDriver> From<NodeService<D>> for Services {
+    fn from(node: NodeService<D>) -> Self {
+        Services::new()
+            .with_service(node.identity_server())
+            .with_service(node.node_server())
+    }
+}
+
+impl fmt::Debug for Services {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.routes.iter().map(|(name, _)| *name).collect();
+        f.debug_struct("Services").field("served", &names).finish()
+    }
+}
+
+/// The services as one tower service: by the path's service name.
+#[derive(Clone)]
+struct Router {
+    routes: Arc<[(&'static str, Route)]>,
+}
+
+impl Service<http::Request<Body>> for Router {
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = std::pin::Pin<
+        Box<dyn Future<Output = Result<http::Response<Body>, Infallible>> + Send + 'static>,
+    >;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+        let path = request.uri().path();
+        let service = path
+            .strip_prefix('/')
+            .and_then(|rest| rest.split_once('/'))
+            .map(|(service, _)| service);
+        let route = self
+            .routes
+            .iter()
+            .find(|(name, _)| Some(*name) == service)
+            .map(|(_, route)| route.clone());
+        match route {
+            Some(route) => Box::pin(route.oneshot(request)),
+            None => {
+                let status = Status::unimplemented(format!("{path} is not served here"));
+                Box::pin(async move { Ok(status.into_http()) })
+            }
+        }
+    }
+}
+
+/// Serves `services` on `listener` until `stop` completes (such as
+/// [`stop_signal`]); then it takes no new call, answers the calls under
+/// way, and returns once their connections are closed. A `unix://`
+/// socket file is removed at the end.
+///
+/// ```no_run
+/// use csi_proxy_client::csi::{serve, stop_signal, Listener, NodeDriver, NodeService};
+///
+/// # async fn run<D: NodeDriver>(service: NodeService<D>) -> Result<(), Box<dyn std::error::Error>> {
+/// // Bound before anything else: a wrong endpoint stops the start at once.
+/// let listener = Listener::bind("unix:///csi/csi.sock").await?;
+/// // ... connect the proxy, build the mounter and `service` ...
+/// serve(listener, service.into(), stop_signal()).await?;
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+///
+/// [`ServeError::Serve`] when tonic's server fails; a bridge for
+/// `unix://` on Windows that cannot start its thread,
+/// [`ServeError::Endpoint`].
+pub async fn serve(
+    listener: Listener,
+    services: Services,
+    stop: impl Future<Output = ()>,
+) -> Result<(), ServeError> {
+    let router = Router {
+        routes: services.routes.into(),
+    };
+    let server = Server::builder();
+    tracing::info!(endpoint = %listener.endpoint, "serving CSI");
+    let served = match listener.bound {
+        Bound::Tcp(listener) => {
+            let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+            server
+                .serve_with_incoming_shutdown(router, incoming, stop)
+                .await
+        }
+        #[cfg(unix)]
+        Bound::Unix(listener, path) => {
+            let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
+            let served = server
+                .serve_with_incoming_shutdown(router, incoming, stop)
+                .await;
+            let _ = std::fs::remove_file(path);
+            served
+        }
+        #[cfg(windows)]
+        Bound::WindowsUnix(listener, path) => {
+            let incoming =
+                super::blocking_unix::incoming(listener).map_err(|error| ServeError::Endpoint {
+                    endpoint: listener_endpoint(&path),
+                    reason: error.to_string(),
+                })?;
+            let served = server
+                .serve_with_incoming_shutdown(router, incoming, stop)
+                .await;
+            let _ = std::fs::remove_file(path);
+            served
+        }
+    };
+    tracing::info!("stopped serving CSI");
+    served.map_err(ServeError::Serve)
+}
+
+#[cfg(windows)]
+fn listener_endpoint(path: &std::path::Path) -> String {
+    format!("unix://{}", path.display())
+}
+
+/// Completes when the process is asked to stop: SIGTERM or SIGINT
+/// (Ctrl-C) on Unix; Ctrl-C, Ctrl-Break, or the console's close or the
+/// system's shutdown on Windows (what a container's stop sends).
+pub async fn stop_signal() {
+    let which = wait_for_signal().await;
+    tracing::info!(
+        signal = which,
+        "asked to stop: answering the calls under way"
+    );
+}
+
+#[cfg(unix)]
+async fn wait_for_signal() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::warn!("no signal handler could be installed: only a kill stops the plugin");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    }
+}
+
+#[cfg(windows)]
+async fn wait_for_signal() -> &'static str {
+    use tokio::signal::windows::{ctrl_break, ctrl_c, ctrl_close, ctrl_shutdown};
+    let (Ok(mut c), Ok(mut brk), Ok(mut close), Ok(mut shutdown)) =
+        (ctrl_c(), ctrl_break(), ctrl_close(), ctrl_shutdown())
+    else {
+        tracing::warn!("no console handler could be installed: only a kill stops the plugin");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = c.recv() => "Ctrl-C",
+        _ = brk.recv() => "Ctrl-Break",
+        _ = close.recv() => "console close",
+        _ = shutdown.recv() => "shutdown",
+    }
+}
+
+#[cfg(not(any(unix, windows)))]
+async fn wait_for_signal() -> &'static str {
+    let _ = tokio::signal::ctrl_c().await;
+    "Ctrl-C"
+}
