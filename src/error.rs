@@ -36,7 +36,10 @@ pub type BoxedSource = Arc<dyn std::error::Error + Send + Sync + 'static>;
 #[non_exhaustive]
 pub enum Error {
     /// The node serves no acceptable version of a group: no pipe or socket
-    /// answered. `tried` lists every address that was tried, in order.
+    /// answered. `tried` lists every address that was tried, in order. It
+    /// is also the answer of a call whose deadline passed while it waited
+    /// for the group (the proxy away, or starting), with what its last
+    /// look tried: the proxy was not there, nothing was sent.
     #[error("CSI Proxy does not serve the {group} API: {}", tried_text(tried))]
     NotServed {
         /// The group that is missing.
@@ -184,9 +187,11 @@ pub enum Error {
         source: BoxedSource,
     },
 
-    /// A call did not finish within its deadline. The host operation may
-    /// still go on, and finish, after the client gave up: CSI Proxy does not
-    /// cancel host work.
+    /// A call did not finish within its deadline while its request was
+    /// out. The host operation may still go on, and finish, after the
+    /// client gave up: CSI Proxy does not cancel host work. (A call that
+    /// spent its deadline waiting for a proxy that was not there is
+    /// [`Error::NotServed`]; one whose attempts failed is that failure.)
     #[error("{} {} timed out after {after:?}", operation.group(), operation.name())]
     Timeout {
         /// The call.
@@ -269,9 +274,10 @@ pub enum Error {
     },
 
     /// The host backend ([`Backend::Host`](crate::Backend::Host)) has as
-    /// many calls of the group running as it admits at once, typically
-    /// because some are stuck in a Windows provider that does not answer:
-    /// the call was refused at once, and nothing was done. Retry later;
+    /// many calls of the group running in this process (whichever client
+    /// made them) as it admits at once, typically because some are stuck
+    /// in a Windows provider that does not answer: the call was refused at
+    /// once, and nothing was done. Retry later;
     /// [`CsiProxy::health`](crate::CsiProxy::health) says when calls are
     /// stuck.
     #[error(
@@ -280,7 +286,7 @@ pub enum Error {
     HostBusy {
         /// The group.
         group: ApiGroup,
-        /// The calls of the group running on the host.
+        /// The calls of the group running on the host, in this process.
         running: usize,
     },
 }
@@ -501,10 +507,18 @@ fn tried_text(tried: &[String]) -> String {
 /// A host failure's code, in words: nothing for `Unknown` (how CSI Proxy
 /// reports nearly every failure), else its name in the gRPC spec.
 fn code_text(code: Code) -> String {
-    let name = match code {
-        Code::Unknown => return String::new(),
+    match code {
+        Code::Unknown => String::new(),
+        code => format!(" (code {})", code_name(code)),
+    }
+}
+
+/// A code's name in the gRPC spec, as the CSI spec writes it too.
+pub(crate) fn code_name(code: Code) -> &'static str {
+    match code {
         Code::Ok => "OK",
         Code::Cancelled => "CANCELLED",
+        Code::Unknown => "UNKNOWN",
         Code::InvalidArgument => "INVALID_ARGUMENT",
         Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
         Code::NotFound => "NOT_FOUND",
@@ -519,8 +533,7 @@ fn code_text(code: Code) -> String {
         Code::Unavailable => "UNAVAILABLE",
         Code::DataLoss => "DATA_LOSS",
         Code::Unauthenticated => "UNAUTHENTICATED",
-    };
-    format!(" (code {name})")
+    }
 }
 
 /// A size in bytes, in words: `10 GiB`, or `10.5 GiB (11274289152 bytes)`

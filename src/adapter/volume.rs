@@ -10,17 +10,25 @@
 //! `VolumeStatsResponse.volume_size` (v1beta1, v1beta2) is the volume's
 //! *free* space from CSI Proxy v0.2.0 to v0.2.2 and its *total* size from
 //! v1.0.0 on. Every v1.x release also serves volume v1beta3 and v1, which
-//! the default policy prefers, so a client on a string-ID version that
-//! tried a newer volume version and found it absent is on v0.2.x and
-//! reads the field as free space. A client kept on v1beta1/v1beta2 by its
-//! policy (nothing newer tried) cannot tell, and reads it as the total, as
-//! every release of the last years sends it.
+//! the default policy prefers, so a client on a string-ID version whose
+//! newer volume versions are absent is on v0.2.x and reads the field as
+//! free space. Absent means settled: found absent by negotiation, and
+//! again by the group's settling look once the grace of a proxy creating
+//! its pipes had passed (`availability::newer_settled_absent`, which the
+//! call policy sets for this call). A v1.x proxy caught while it starts
+//! lacks them for a moment, and one whose newer endpoint exists but failed
+//! has them: both read the total. So does a client kept on
+//! v1beta1/v1beta2 by its policy (nothing newer tried), which cannot
+//! tell: every release of the last years sends the total. The rule is
+//! decided per call, for the version the call goes to, so it is decided
+//! again whenever the group moves to another version.
 
 use async_trait::async_trait;
 
 use super::convert::{byte_count, disk_number_from_i64, volume_id, wire_bytes};
 use super::WireClient;
 use crate::api::{VolumeApi, VolumeId, VolumeStats, WindowsPath};
+use crate::availability::newer_settled_absent;
 use crate::capability::Operation as Op;
 use crate::error::Result;
 use crate::wire::volume::{v1beta2 as string_id, v2alpha1 as numbered};
@@ -49,18 +57,19 @@ fn volume_ids(operation: Op, ids: Vec<String>) -> Result<Vec<VolumeId>> {
 
 pub(super) struct StringIdVolume {
     wire: WireClient,
-    /// Whether `VolumeStatsResponse.volume_size` is the free space (CSI
-    /// Proxy v0.2.x) rather than the total (see the module docs).
-    size_is_free_space: bool,
 }
 
 impl StringIdVolume {
     pub fn new(wire: WireClient) -> Self {
-        let size_is_free_space = wire.newer_versions_absent();
-        Self {
-            wire,
-            size_is_free_space,
-        }
+        Self { wire }
+    }
+
+    /// Whether `VolumeStatsResponse.volume_size` is the free space (CSI
+    /// Proxy v0.2.x) rather than the total, for the call running now: the
+    /// newer versions were absent at negotiation and are still absent
+    /// once the group settled (see the module docs).
+    fn size_is_free_space(&self) -> bool {
+        self.wire.newer_versions_absent() && newer_settled_absent()
     }
 }
 
@@ -129,7 +138,7 @@ impl VolumeApi for StringIdVolume {
         let response: string_id::VolumeStatsResponse =
             self.wire.call(Op::GetVolumeStats, request).await?;
         let stats = volume_stats(response.volume_size, response.volume_used_size)?;
-        if !self.size_is_free_space {
+        if !self.size_is_free_space() {
             return Ok(stats);
         }
         // v0.2.x: free space and used bytes; the total is their sum.

@@ -25,16 +25,25 @@
 //!   most [`BACKGROUND_CONNECT_TIMEOUT`]; a connection that ends within
 //!   [`YOUNG`] of being found counts as a failed look, so a proxy that
 //!   drops every connection is not reconnected to in a loop.
+//! - **Settling**: a version adopted while the proxy may still be creating
+//!   its pipes is looked past once [`PIPE_GRACE`] has passed; a newer
+//!   version whose endpoint exists but fails is looked for again on the
+//!   slow [`Pace::slow`] until it is served or gone. What depends on the
+//!   node's release is decided only from such a settled look
+//!   ([`newer_settled_absent`]). `Backend::Automatic` gives the host only
+//!   what a settled proxy lacks ([`negotiate_settled`]).
 
 mod pace;
 mod presence;
+mod release;
 mod wait;
 
 use std::time::Duration;
 
 pub(crate) use pace::Pace;
 pub(crate) use presence::ProxyPresence;
-pub(crate) use wait::{negotiate_waiting, until_served, Found, WaitLimit};
+pub(crate) use release::{newer_settled_absent, with_newer_settled_absent};
+pub(crate) use wait::{negotiate_settled, negotiate_waiting, until_served, Found, WaitLimit};
 
 use crate::error::Error;
 
@@ -55,8 +64,20 @@ const WAIT_LOG_INTERVAL: Duration = Duration::from_secs(10);
 /// leaves room for a loaded node and for the client to notice every
 /// connection's end. Past it, a group the node lacks while others are
 /// served is [`Error::NotServed`] at once. It is also when a group that
-/// adopted an older version than its best looks once more for a newer one.
+/// adopted an older version than its best looks once more for a newer one
+/// (its settling look), and how long `Backend::Automatic` waits after the
+/// last group found before it gives the host what the proxy lacks.
 pub(crate) const PIPE_GRACE: Duration = Duration::from_secs(1);
+
+/// After a look for a newer version failed at an endpoint that exists
+/// (busy, slow to answer, refusing), the wait before the next one; it
+/// doubles after each failure up to [`MAX_NEWER_RETRY`].
+const NEWER_RETRY: Duration = Duration::from_secs(1);
+
+/// The longest wait between two looks for a newer version whose endpoint
+/// keeps failing: one failed connection attempt (at most
+/// [`BACKGROUND_CONNECT_TIMEOUT`]) every half minute.
+const MAX_NEWER_RETRY: Duration = Duration::from_secs(30);
 
 /// A look that failed is shared with every caller that comes within this
 /// time, instead of each of them looking again.

@@ -21,13 +21,38 @@ pub enum Backend {
     /// backend serves every group. See
     /// `docs/host-process.md`.
     Host,
-    /// CSI Proxy for every group it serves at `connect`; the host for a
-    /// group it does not serve, when the process has host access: it runs
-    /// in a HostProcess container (Kubernetes sets
+    /// CSI Proxy for every group it serves once its start has settled;
+    /// the host for a group it does not serve, when the process has host
+    /// access: it runs in a HostProcess container (Kubernetes sets
     /// `CONTAINER_SANDBOX_MOUNT_POINT` in each) with an elevated token (an
     /// administrator, or `NT AUTHORITY\SYSTEM`). Without the feature
     /// `host-process`, or off Windows, it is [`Backend::CsiProxy`].
+    ///
+    /// A proxy creates its pipes one after the other, so `connect` does
+    /// not give the host a group the proxy may only not have created yet:
+    /// once the proxy serves any group, a missing one is looked for again
+    /// until a second has passed since the last group was found. A proxy
+    /// that is away (none of the groups served) is waited for as long as
+    /// [`CsiProxyBuilder::wait_for_proxy`](crate::CsiProxyBuilder::wait_for_proxy)
+    /// says (not at all unless set); still away, the host takes every
+    /// group. Each group keeps the backend it got for the client's life: a
+    /// proxy that appears later, or serves more groups after an upgrade,
+    /// serves this client's host groups only after the driver makes a new
+    /// client (restarts).
     Automatic,
+}
+
+/// Backends standing for the host's (see
+/// [`CsiProxyBuilder::stand_in_host`](crate::CsiProxyBuilder::stand_in_host)).
+#[derive(Clone)]
+pub(super) struct HostStandIn(pub Backends);
+
+impl std::fmt::Debug for HostStandIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("HostStandIn")
+            .field(&self.0.groups())
+            .finish()
+    }
 }
 
 /// The environment variable Kubernetes sets in every HostProcess container.
@@ -62,7 +87,8 @@ pub(super) fn host_backends(_working_dirs: &[String]) -> Option<Backends> {
 }
 
 /// The host calls of `group` whose callers stopped waiting and that still
-/// run, in this process, as the health report says it.
+/// run in this process (any client's), with the process's limit they
+/// count against, as the health report says it.
 #[cfg(all(windows, feature = "host-process"))]
 pub(crate) fn host_calls_stuck(group: crate::ApiGroup) -> Option<GroupStatus> {
     crate::host::stuck(group).map(|s| GroupStatus::Stuck {

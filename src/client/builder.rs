@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use super::backend::{host_backends, this_process_has_host_access, Backend};
+use super::backend::{host_backends, this_process_has_host_access, Backend, HostStandIn};
 use super::behaviour::{Behaviour, EVENT_ROOM};
 use super::groups::{Direct, Groups, MakeLookout};
 use super::health::ServedBy;
@@ -17,7 +17,9 @@ use super::options::Deadlines;
 use super::CsiProxy;
 use crate::adapter::FromConnection;
 use crate::api::WindowsPath;
-use crate::availability::{is_worth_waiting_for, WaitLimit, DEFAULT_WAIT_FOR_PROXY};
+use crate::availability::{
+    is_worth_waiting_for, negotiate_settled, WaitLimit, DEFAULT_WAIT_FOR_PROXY,
+};
 use crate::capability::Operation;
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
@@ -42,6 +44,8 @@ pub struct CsiProxyBuilder {
     working_dirs: Vec<String>,
     /// Who may serve the endpoints, if set apart from the transport.
     trust: Option<crate::transport::ServerTrust>,
+    /// The backends that stand for the host in tests.
+    stand_in_host: Option<HostStandIn>,
 }
 
 impl Default for CsiProxyBuilder {
@@ -56,6 +60,7 @@ impl Default for CsiProxyBuilder {
             backend: Backend::default(),
             working_dirs: vec![KUBELET_DIR.to_owned()],
             trust: None,
+            stand_in_host: None,
         }
     }
 }
@@ -169,6 +174,12 @@ impl CsiProxyBuilder {
     /// is required. While it waits, it logs at info level which endpoints it
     /// waits for, at the start and then every 10 s. `Duration::ZERO` looks
     /// once and fails at once.
+    ///
+    /// With [`Backend::Automatic`], it is how long `connect` waits for a
+    /// proxy that is away (none of the groups served) before the host
+    /// takes every group: a node-boot allowance for a proxy that starts
+    /// after the driver. Unset, `Automatic` does not wait for a proxy that
+    /// is away.
     pub fn wait_for_proxy(mut self, wait: Duration) -> Self {
         self.wait_for_proxy = Some(wait);
         self
@@ -188,6 +199,20 @@ impl CsiProxyBuilder {
         self
     }
 
+    /// Backends that stand for the host backend, as if this process had
+    /// host access (in a HostProcess container, elevated), on any
+    /// platform: [`Backend::Host`] serves the configured groups from them,
+    /// and [`Backend::Automatic`] takes from them the groups the proxy
+    /// does not serve, so that a driver's tests see what `Automatic`
+    /// chooses (`report()` and `health()` say `host` for those groups).
+    /// A group they lack is not served by the host.
+    #[cfg(feature = "testing")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
+    pub fn stand_in_host(mut self, backends: super::Backends) -> Self {
+        self.stand_in_host = Some(HostStandIn(backends));
+        self
+    }
+
     /// Negotiates every group concurrently, waits for the required ones
     /// (see [`wait_for_proxy`](Self::wait_for_proxy)) and builds the
     /// handles.
@@ -204,13 +229,15 @@ impl CsiProxyBuilder {
         if let Some(error) = self.bad_transport {
             return Err(error);
         }
-        let host = match self.backend {
-            Backend::CsiProxy => None,
-            Backend::Host => return self.connect_to_host(),
-            Backend::Automatic => {
+        let host = match (self.backend, &self.stand_in_host) {
+            (Backend::CsiProxy, _) => None,
+            (Backend::Host, _) => return self.connect_to_host(),
+            (Backend::Automatic, Some(stand_in)) => Some(stand_in.0.clone()),
+            (Backend::Automatic, None) => {
                 host_backends(&self.working_dirs).filter(|_| this_process_has_host_access())
             }
         };
+        let automatic = host.is_some();
         let host = host.unwrap_or_default();
         let behaviour = self.behaviour();
         let negotiator = match self.trust {
@@ -225,7 +252,13 @@ impl CsiProxyBuilder {
             .filter(|&&g| !host.has(g))
             .copied()
             .collect();
-        let negotiated = negotiator.negotiate(&self.groups).await?;
+        // Automatic gives the host only what a settled proxy lacks.
+        let negotiated = if automatic {
+            let start_wait = self.wait_for_proxy.unwrap_or(Duration::ZERO);
+            negotiate_settled(&negotiator, &self.groups, start_wait).await?
+        } else {
+            negotiator.negotiate(&self.groups).await?
+        };
         // The host takes the groups the proxy does not serve.
         let host = host.keep(|group| {
             self.groups.contains(&group)
@@ -263,7 +296,9 @@ impl CsiProxyBuilder {
     /// [`Backend::Host`]: the configured groups the host serves, and no
     /// proxy; a required group it does not serve is [`Error::NotServed`].
     fn connect_to_host(self) -> Result<CsiProxy> {
-        let host = host_backends(&self.working_dirs).ok_or_else(|| Error::Configuration {
+        let stand_in = self.stand_in_host.clone().map(|s| s.0);
+        let host = stand_in.or_else(|| host_backends(&self.working_dirs));
+        let host = host.ok_or_else(|| Error::Configuration {
             setting: "backend".to_owned(),
             reason: "Backend::Host needs the crate feature host-process, on Windows".to_owned(),
         })?;

@@ -92,15 +92,19 @@ pub enum GroupStatus {
     /// group, beyond which they fail at once with [`Error::HostBusy`]; a
     /// call like a stuck one, on the same object, fails with
     /// [`Error::InProgress`] until the stuck one ends. Only the process's
-    /// end stops them sooner.
+    /// end stops them sooner. The limit, the calls and this report are the
+    /// process's: every client of the process (a driver may make several)
+    /// shares them.
     Stuck {
-        /// The host calls stuck.
+        /// The host calls of the group stuck in this process, whichever
+        /// client made them.
         calls: usize,
         /// When the oldest of them started.
         since: SystemTime,
-        /// The most calls the group runs at once: with as many stuck,
-        /// every new call fails until the process restarts, and the group
-        /// is not ready ([`Health::is_ready`]).
+        /// The most calls of the group the process runs at once: with as
+        /// many stuck, every new call of any client fails until the
+        /// process restarts, and the group is not ready
+        /// ([`Health::is_ready`]).
         limit: usize,
     },
 }
@@ -119,7 +123,8 @@ impl Health {
     /// Whether every group in `groups` is served now and can take calls:
     /// not a host group whose stuck calls fill its limit (each new call
     /// fails then, until the process restarts; a few stuck calls leave it
-    /// ready). What a node plugin's CSI `Probe` answers as `ready`, with
+    /// ready). Both are the process's, so every client of the process
+    /// answers alike. What a node plugin's CSI `Probe` answers as `ready`, with
     /// the groups it cannot work without.
     pub fn is_ready(&self, groups: &[ApiGroup]) -> bool {
         groups.iter().all(|&g| {

@@ -56,8 +56,17 @@ use options::Deadlines;
 ///   Concurrent callers share one look and its result.
 /// - Every look and attempt after a call's first waits on that schedule,
 ///   whatever the endpoint does; a call whose deadline passes after failed
-///   attempts fails with the last failure rather than [`Error::Timeout`].
-///   A request the proxy refused unprocessed is sent once more.
+///   attempts fails with the last failure rather than [`Error::Timeout`],
+///   and one that waited for a proxy that stayed away with
+///   [`Error::NotServed`] (the proxy was not there; `Timeout` is for a
+///   request that was out). A request the proxy refused unprocessed is
+///   sent once more.
+/// - A version adopted while the proxy may still be creating its pipes
+///   is settled a second later: the group looks for a newer version and
+///   moves to it, and looks again on a slow pace while a newer version's
+///   pipe exists but does not answer. A call its version lacks waits for
+///   that look; answers that depend on the proxy's release are read only
+///   from a settled look.
 /// - When a connection ends under a call, reads, and calls that certainly
 ///   were not sent, go again on whatever version is served once the proxy is
 ///   back. A call that changes the host and may have reached the proxy fails

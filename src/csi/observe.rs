@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use tracing::Instrument;
 
+use crate::error::code_name;
 use crate::{Code, Status};
 
 /// CSI calls the plugin answered, by `method` (`NodeStageVolume`, ...)
@@ -111,26 +112,3 @@ pub(crate) fn describe() {
 
 #[cfg(not(feature = "metrics"))]
 pub(crate) fn describe() {}
-
-/// A code's name in the gRPC spec, as the CSI spec writes it.
-pub(crate) fn code_name(code: Code) -> &'static str {
-    match code {
-        Code::Ok => "OK",
-        Code::Cancelled => "CANCELLED",
-        Code::Unknown => "UNKNOWN",
-        Code::InvalidArgument => "INVALID_ARGUMENT",
-        Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
-        Code::NotFound => "NOT_FOUND",
-        Code::AlreadyExists => "ALREADY_EXISTS",
-        Code::PermissionDenied => "PERMISSION_DENIED",
-        Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
-        Code::FailedPrecondition => "FAILED_PRECONDITION",
-        Code::Aborted => "ABORTED",
-        Code::OutOfRange => "OUT_OF_RANGE",
-        Code::Unimplemented => "UNIMPLEMENTED",
-        Code::Internal => "INTERNAL",
-        Code::Unavailable => "UNAVAILABLE",
-        Code::DataLoss => "DATA_LOSS",
-        Code::Unauthenticated => "UNAUTHENTICATED",
-    }
-}

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::in_flight::{InFlight, LIMIT_PER_GROUP};
+use super::in_flight::InFlight;
 use super::links::{Entry, Links};
 use super::on_host::{io_error, on_host};
 use crate::api::{FilesystemApi, WindowsPath};
@@ -38,7 +38,7 @@ impl HostFilesystem {
                 working_dirs,
                 links: Box::new(links),
             }),
-            in_flight: InFlight::new(ApiGroup::Filesystem, LIMIT_PER_GROUP),
+            in_flight: InFlight::of_process(ApiGroup::Filesystem),
         }
     }
 

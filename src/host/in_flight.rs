@@ -1,27 +1,32 @@
-//! Host work in flight, per group: bounded, and never started again for
-//! an object while an earlier call on it is stuck.
+//! Host work in flight, per group and per process: bounded, and never
+//! started again for an object while an earlier call on it is stuck.
 //!
 //! A host call runs on a blocking thread, and nothing can stop it: a WMI
 //! provider that hangs on an unresponsive disk or iSCSI target keeps its
 //! thread for good. Without a bound, kubelet's periodic calls pile such
 //! threads up until tokio's blocking pool is full, and then every host
 //! call (file operations too) queues forever. So each group admits at most
-//! [`LIMIT_PER_GROUP`] calls at a time and refuses the rest at once; a
-//! call whose caller stopped waiting ("stuck") is not started again for
-//! the same object while it runs; and the health report says so.
+//! [`LIMIT_PER_GROUP`] calls at a time in the process and refuses the rest
+//! at once; a call whose caller stopped waiting ("stuck") is not started
+//! again for the same object while it runs; and the health report says so.
+//!
+//! The pool and the host are one per process, whatever the number of
+//! clients: a driver that builds a client per request, or again after
+//! errors, shares one set of calls per group ([`InFlight::of_process`]),
+//! so its stuck calls count against one limit, not one per client.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::SystemTime;
 
 use crate::capability::Operation;
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
 
-/// The most host calls of one group that run at once, per client. Well
-/// above what a node's kubelet asks at a time, and far below tokio's
-/// blocking pool (512 threads), so that the stuck calls of every group of
-/// a client (a process normally has one) cannot fill it.
+/// The most host calls of one group that run at once in the process,
+/// over all its clients. Well above what a node's kubelet asks at a time,
+/// and far below tokio's blocking pool (512 threads), so that the stuck
+/// calls of every group (96 at most) cannot fill it.
 pub(crate) const LIMIT_PER_GROUP: usize = 16;
 
 /// One group's host calls in flight.
@@ -59,8 +64,22 @@ pub(crate) struct Stuck {
 }
 
 impl InFlight {
+    /// The host calls of `group` in this process: one set per group,
+    /// shared by every client the host backend serves, at most
+    /// [`LIMIT_PER_GROUP`] at a time.
+    pub fn of_process(group: ApiGroup) -> Arc<Self> {
+        #[cfg(test)]
+        if let Some(apart) = apart::of(group) {
+            return apart;
+        }
+        static PROCESS: [OnceLock<Arc<InFlight>>; 6] = [const { OnceLock::new() }; 6];
+        PROCESS[group.index()]
+            .get_or_init(|| Self::new(group, LIMIT_PER_GROUP))
+            .clone()
+    }
+
     /// The calls of `group`, at most `limit` at a time.
-    pub fn new(group: ApiGroup, limit: usize) -> Arc<Self> {
+    fn new(group: ApiGroup, limit: usize) -> Arc<Self> {
         let in_flight = Arc::new(Self {
             group,
             limit,
@@ -169,8 +188,8 @@ impl Drop for Admitted {
     }
 }
 
-/// Every group's calls in this process: what [`stuck`] reports from. The
-/// host is one, whatever the number of clients that serve it.
+/// Every set of calls in this process: what [`stuck`] reports from. One
+/// per group ([`InFlight::of_process`]); tests make more, apart.
 fn registry() -> std::sync::MutexGuard<'static, Vec<Weak<InFlight>>> {
     static REGISTRY: Mutex<Vec<Weak<InFlight>>> = Mutex::new(Vec::new());
     let mut registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
@@ -178,19 +197,53 @@ fn registry() -> std::sync::MutexGuard<'static, Vec<Weak<InFlight>>> {
     registry
 }
 
-/// The stuck host calls of `group` in this process, over every client
-/// (each has its own limit: the smallest is reported).
+/// The stuck host calls of `group` in this process, with the limit they
+/// count against: both of the process's one set of the group's calls,
+/// which every client shares (of the fullest set, where tests made sets
+/// apart).
 pub(crate) fn stuck(group: ApiGroup) -> Option<Stuck> {
     let groups: Vec<Arc<InFlight>> = registry().iter().filter_map(Weak::upgrade).collect();
     groups
         .iter()
         .filter(|g| g.group == group)
         .filter_map(|g| g.stuck())
-        .reduce(|a, b| Stuck {
-            calls: a.calls + b.calls,
-            since: a.since.min(b.since),
-            limit: a.limit.min(b.limit),
+        .max_by(|a, b| (a.calls * b.limit).cmp(&(b.calls * a.limit)))
+}
+
+/// Sets of host calls apart from the process's, for tests that fill a
+/// group's limit while other tests of the same process use the group.
+#[cfg(test)]
+pub(crate) mod apart {
+    use std::cell::RefCell;
+    use std::sync::Arc;
+
+    use super::{InFlight, LIMIT_PER_GROUP};
+    use crate::group::ApiGroup;
+
+    thread_local! {
+        static APART: RefCell<Option<[Option<Arc<InFlight>>; 6]>> = const { RefCell::new(None) };
+    }
+
+    /// Runs `make` (a test building its backends) with sets of host calls
+    /// of its own: every backend it makes shares one set per group, as
+    /// the clients of a process do, apart from the process's.
+    pub(crate) fn apart<T>(make: impl FnOnce() -> T) -> T {
+        let before = APART.with(|a| a.borrow_mut().replace(Default::default()));
+        let made = make();
+        APART.with(|a| *a.borrow_mut() = before);
+        made
+    }
+
+    /// The set of `group` of the `apart` running on this thread, if any.
+    pub(super) fn of(group: ApiGroup) -> Option<Arc<InFlight>> {
+        APART.with(|a| {
+            let mut a = a.borrow_mut();
+            let sets = a.as_mut()?;
+            let set =
+                sets[group.index()].get_or_insert_with(|| InFlight::new(group, LIMIT_PER_GROUP));
+            Some(set.clone())
         })
+    }
 }
 
 #[cfg(test)]
@@ -210,6 +263,40 @@ mod tests {
         }
         drop(first);
         assert!(in_flight.admit(Operation::GetDiskStats, "2").is_ok());
+    }
+
+    #[test]
+    fn every_client_of_the_process_shares_one_limit_per_group() {
+        let (disk, again, volume) = apart::apart(|| {
+            (
+                InFlight::of_process(ApiGroup::Disk),
+                InFlight::of_process(ApiGroup::Disk),
+                InFlight::of_process(ApiGroup::Volume),
+            )
+        });
+        assert!(Arc::ptr_eq(&disk, &again), "one set per group");
+        assert!(!Arc::ptr_eq(&disk, &volume));
+        let running: Vec<Admitted> = (0..LIMIT_PER_GROUP)
+            .map(|n| disk.admit(Operation::GetDiskStats, &n.to_string()).unwrap())
+            .collect();
+        // Another client's call of the group finds the limit full.
+        match again.admit(Operation::GetDiskStats, "99") {
+            Err(Error::HostBusy { group, running }) => {
+                assert_eq!((group, running), (ApiGroup::Disk, LIMIT_PER_GROUP));
+            }
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+        assert!(volume.admit(Operation::GetVolumeStats, "v").is_ok());
+        // Stuck, they are counted against the one limit they fill.
+        running.iter().for_each(Admitted::abandon);
+        let stuck = again.stuck().unwrap();
+        assert_eq!(
+            (stuck.calls, stuck.limit),
+            (LIMIT_PER_GROUP, LIMIT_PER_GROUP)
+        );
+        assert!(super::stuck(ApiGroup::Disk).is_some_and(|s| s.calls <= s.limit));
+        drop(running);
+        assert_eq!(again.stuck(), None);
     }
 
     #[test]

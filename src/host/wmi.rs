@@ -14,7 +14,7 @@ use windows::core::BSTR;
 use windows::Win32::System::Wmi::{IWbemContext, WBEM_GENERIC_FLAG_TYPE};
 use wmi::{IWbemClassWrapper, Variant, WMIConnection, WMIError};
 
-use super::in_flight::{InFlight, LIMIT_PER_GROUP};
+use super::in_flight::InFlight;
 use super::on_host::{host_error, on_host};
 use crate::capability::Operation;
 use crate::error::{Error, Result};
@@ -383,7 +383,7 @@ impl WmiGroup {
         Self {
             wmi,
             namespace,
-            in_flight: InFlight::new(group, LIMIT_PER_GROUP),
+            in_flight: InFlight::of_process(group),
         }
     }
 

@@ -14,6 +14,7 @@
 //! | [`VERSION_CHANGES_TOTAL`] | counter | `group`, `from`, `to` |
 //! | [`API_VERSION`] | gauge | `group`, `version` |
 //! | [`GROUP_SERVED`] | gauge | `group` |
+//! | [`UNTRUSTED_SERVERS_TOTAL`] | counter | `group`, `version`, `reason` |
 //!
 //! Every label value comes from a fixed set (group, version and method
 //! names, and the words below), never from a request or a message, so
@@ -38,8 +39,12 @@
 //!   group); or `cancelled` (the caller stopped waiting: its future was
 //!   dropped).
 //! - `result` of a negotiation: `served`, `not_served` (no endpoint of any
-//!   acceptable version) or `failed` (an endpoint exists but could not be
+//!   acceptable version), `untrusted_server` (only servers the client does
+//!   not trust answered) or `failed` (an endpoint exists but could not be
 //!   used).
+//! - `reason` an endpoint was passed over: `owner` (its server's owner is
+//!   not trusted) or `suspect` (it failed, while an older version was
+//!   served by a trusted owner).
 //! - `from`/`to` of a version change: a version, or `none` for a group
 //!   that stopped, or started, being served.
 
@@ -50,7 +55,7 @@ mod record;
 mod record;
 
 pub(crate) use record::{
-    negotiated, version_changed, CallSeries, CallTimer, CallVersion, GroupGauges,
+    negotiated, passed_over, version_changed, CallSeries, CallTimer, CallVersion, GroupGauges,
 };
 
 /// Calls made through [`CsiProxy`](crate::CsiProxy)'s handles, once each
@@ -81,6 +86,37 @@ pub const API_VERSION: &str = "csi_proxy_client_api_version";
 /// caller's, or [`CsiProxy::renegotiate`](crate::CsiProxy::renegotiate)
 /// (as [`CsiProxy::health`](crate::CsiProxy::health) tells).
 pub const GROUP_SERVED: &str = "csi_proxy_client_group_served";
+
+/// Endpoints that negotiation passed over, by group, version and
+/// `reason`: `owner`, a server whose owner the client's
+/// [`ServerTrust`](crate::transport::ServerTrust) does not admit (nothing
+/// was sent to it), or `suspect`, an endpoint that exists but failed (busy
+/// for the whole connect timeout, access denied, not a socket) while an
+/// older version was served by a trusted owner. Counted at every look
+/// that passes one over, the client's own looks in the background
+/// included: a squatter that stays is counted again at each look.
+/// Anything above zero deserves a look at the node.
+pub const UNTRUSTED_SERVERS_TOTAL: &str = "csi_proxy_client_untrusted_servers_total";
+
+/// Why negotiation passed over an endpoint, for [`UNTRUSTED_SERVERS_TOTAL`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PassedOver {
+    /// Its server's owner is not trusted.
+    Owner,
+    /// It failed while an older version was served by a trusted owner.
+    Suspect,
+}
+
+impl PassedOver {
+    /// The `reason` label.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Owner => "owner",
+            Self::Suspect => "suspect",
+        }
+    }
+}
 
 /// Gives the installed recorder the unit and description of each metric
 /// (an exporter prints them as `# HELP` lines). Call it after installing
@@ -117,5 +153,10 @@ pub fn describe() {
     describe_gauge!(
         GROUP_SERVED,
         "1 while the group is served by CSI Proxy, 0 otherwise"
+    );
+    describe_counter!(
+        UNTRUSTED_SERVERS_TOTAL,
+        Unit::Count,
+        "Endpoints of CSI Proxy passed over: an untrusted owner, or failing while an older version is served"
     );
 }

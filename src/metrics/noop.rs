@@ -31,6 +31,8 @@ pub(crate) enum CallVersion {
 
 pub(crate) fn negotiated(_: ApiGroup, _: &'static str) {}
 
+pub(crate) fn passed_over(_: ApiGroup, _: ApiVersion, _: super::PassedOver) {}
+
 pub(crate) fn version_changed(_: ApiGroup, _: Option<ApiVersion>, _: Option<ApiVersion>) {}
 
 pub(crate) struct GroupGauges;

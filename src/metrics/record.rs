@@ -189,9 +189,17 @@ impl CallVersion {
     }
 }
 
-/// A negotiation of `group` ended so: `served`, `not_served` or `failed`.
+/// A negotiation of `group` ended so: `served`, `not_served`,
+/// `untrusted_server` or `failed`.
 pub(crate) fn negotiated(group: ApiGroup, result: &'static str) {
     counter!(NEGOTIATIONS_TOTAL, "group" => group.as_str(), "result" => result).increment(1);
+}
+
+/// Negotiation passed over the endpoint of `group` `version`, for `why`.
+pub(crate) fn passed_over(group: ApiGroup, version: ApiVersion, why: PassedOver) {
+    counter!(UNTRUSTED_SERVERS_TOTAL, "group" => group.as_str(),
+        "version" => version_label(Some(version)), "reason" => why.as_str())
+    .increment(1);
 }
 
 /// The version serving `group` changed.

@@ -19,7 +19,9 @@ use crate::error::{Error, Result};
 use crate::group::ApiGroup;
 use crate::metrics;
 use crate::retry::RetryPolicy;
-use crate::transport::{connect, ConnectFailure, ConnectOptions, ProxyChannel, Transport};
+use crate::transport::{
+    connect, ConnectFailure, ConnectOptions, ProxyChannel, Timeouts, Transport,
+};
 use crate::version::ApiVersion;
 
 /// A connected group-version: the channel that negotiation opened, ready
@@ -72,12 +74,20 @@ impl Connection {
 /// Finds and connects the best version of each group.
 ///
 /// For each group it tries the candidate versions of its
-/// [`VersionPolicy`] in order and keeps the first endpoint that opens; the
-/// probing connection is the one used afterwards. A missing endpoint means
-/// "not served, try the next version". A busy pipe is waited for, and any
-/// other failure at an endpoint that exists ends that group's negotiation
-/// with an error instead of silently falling back. All groups negotiate
-/// concurrently.
+/// [`VersionPolicy`] in order and keeps the first endpoint that opens and
+/// whose server the transport's
+/// [`ServerTrust`](crate::transport::ServerTrust) admits; the probing
+/// connection is the one used afterwards. A missing endpoint means "not
+/// served, try the next version". A busy pipe is waited for, within the
+/// connect timeout. An endpoint whose owner is not trusted, or that exists
+/// but fails (after its retries) before its owner is known, is passed over
+/// for the older versions: if one of them is served by a trusted owner, it
+/// is chosen and the failed endpoint is reported as
+/// [`AttemptOutcome::Suspect`] (a squatter can keep a newer version's pipe
+/// busy or closed to the client); if none is, the first failure is the
+/// group's error. A trusted server that fails (its handshake) ends the
+/// group's negotiation with that error instead of silently falling back.
+/// All groups negotiate concurrently.
 ///
 /// ```
 /// use csi_proxy_client::{negotiate::Negotiator, transport::Transport, ApiGroup};
@@ -146,8 +156,10 @@ impl Negotiator {
     }
 
     /// Bounds one connection attempt: opening the endpoint (including
-    /// waiting for a busy pipe) and the HTTP/2 handshake. With retries, a
-    /// busy pipe may be waited for up to this long per attempt.
+    /// waiting for a busy pipe) and the HTTP/2 handshake. An attempt that
+    /// times out is made again under the retry policy only at a group's
+    /// last candidate version: while older versions remain to be tried,
+    /// negotiation goes on to them.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.options.connect_timeout = timeout;
         self
@@ -220,9 +232,9 @@ impl Negotiator {
     }
 
     /// Looks for a version of `group` newer than `version` (one the policy
-    /// prefers): the connection to the best one served, if any. Endpoints
-    /// that are missing or fail are passed over: the group already has a
-    /// version.
+    /// prefers): what that found, whether it connected to one or not (the
+    /// caller tells every newer endpoint absent from one that failed);
+    /// `None` when the policy prefers nothing to `version`.
     pub(crate) async fn negotiate_newer(
         &self,
         group: ApiGroup,
@@ -232,8 +244,7 @@ impl Negotiator {
         if newer.is_empty() {
             return None;
         }
-        let negotiated = self.negotiate_plans(vec![(group, newer)]).await;
-        negotiated.connection(group).is_ok().then_some(negotiated)
+        Some(self.negotiate_plans(vec![(group, newer)]).await)
     }
 
     /// Negotiates each group of `plans` over its candidates, concurrently.
@@ -320,6 +331,16 @@ impl Negotiated {
     }
 }
 
+/// Tries `candidates` in order and keeps the first endpoint that opens
+/// and is served by a trusted owner. Endpoints that are absent, served by
+/// an untrusted owner, or that fail before their owner is known are
+/// passed over for the older ones: a squatter on a newer version's name
+/// may keep its pipe busy or closed to the client, and must not keep the
+/// group from an older version the proxy serves. A failure passed over so
+/// is reported as suspect once an older version is chosen. A trusted
+/// server that fails ends the group with its error (the proxy is broken,
+/// and an older version would hide it); with no version chosen otherwise,
+/// the first failure is the group's error.
 async fn negotiate_group(
     transport: &Transport,
     options: &ConnectOptions,
@@ -328,23 +349,29 @@ async fn negotiate_group(
 ) -> (GroupReport, Result<Connection>) {
     let started = Instant::now();
     let mut attempts = Vec::with_capacity(candidates.len());
-    let mut outcome = None;
+    let mut chosen = None;
+    let mut failed = None;
     let mut untrusted = None;
-    for &version in candidates {
+    for (i, &version) in candidates.iter().enumerate() {
         let address = transport.address(group, version);
-        match connect(transport, &address, options).await {
+        let timeouts = if i + 1 < candidates.len() {
+            Timeouts::PassOn
+        } else {
+            Timeouts::TryAgain
+        };
+        match connect(transport, &address, options, timeouts).await {
             Ok(channel) => {
                 let newer_absent = attempts
                     .iter()
                     .any(|a: &Attempt| a.outcome == AttemptOutcome::Absent);
                 attempts.push(Attempt::new(version, &address, AttemptOutcome::Connected));
-                outcome = Some(Ok(Connection {
+                chosen = Some(Connection {
                     group,
                     version,
                     address,
                     channel,
                     newer_absent,
-                }));
+                });
                 break;
             }
             Err(ConnectFailure::Absent(e)) => {
@@ -353,6 +380,7 @@ async fn negotiate_group(
             }
             Err(ConnectFailure::Untrusted(owner)) => {
                 crate::transport::report_untrusted(&address, &owner);
+                metrics::passed_over(group, version, metrics::PassedOver::Owner);
                 attempts.push(Attempt::new(
                     version,
                     &address,
@@ -360,28 +388,54 @@ async fn negotiate_group(
                 ));
                 untrusted.get_or_insert((address, owner));
             }
-            Err(ConnectFailure::Failed { error: e, .. }) => {
+            Err(ConnectFailure::Unverified { error: e, .. }) => {
+                tracing::debug!(%version, %address, error = %e, "endpoint failed, trying older versions");
                 attempts.push(Attempt::new(
                     version,
                     &address,
                     AttemptOutcome::Failed(e.to_string()),
                 ));
-                outcome = Some(Err(e));
+                failed.get_or_insert(e);
+            }
+            Err(ConnectFailure::Failed { error: e, .. }) => {
+                // A trusted server failed: the proxy itself is broken, and
+                // an older version would hide it.
+                attempts.push(Attempt::new(
+                    version,
+                    &address,
+                    AttemptOutcome::Failed(e.to_string()),
+                ));
+                failed = Some(e);
                 break;
             }
         }
     }
-    let outcome = outcome.unwrap_or_else(|| match untrusted {
-        Some((address, owner)) => Err(Error::UntrustedServer {
-            group,
-            address,
-            owner,
+    let outcome = match chosen {
+        Some(connection) => {
+            // What failed before an older version answered from a trusted
+            // owner is suspect, not the group's error.
+            for attempt in &mut attempts {
+                if let AttemptOutcome::Failed(why) = &attempt.outcome {
+                    crate::transport::report_suspect(&attempt.address, why);
+                    metrics::passed_over(group, attempt.version, metrics::PassedOver::Suspect);
+                    attempt.outcome = AttemptOutcome::Suspect(why.clone());
+                }
+            }
+            Ok(connection)
+        }
+        None => Err(match (failed, untrusted) {
+            (Some(error), _) => error,
+            (None, Some((address, owner))) => Error::UntrustedServer {
+                group,
+                address,
+                owner,
+            },
+            (None, None) => Error::NotServed {
+                group,
+                tried: attempts.iter().map(|a| a.address.clone()).collect(),
+            },
         }),
-        None => Err(Error::NotServed {
-            group,
-            tried: attempts.iter().map(|a| a.address.clone()).collect(),
-        }),
-    });
+    };
     let report = GroupReport {
         group,
         chosen: outcome.as_ref().ok().map(Connection::version),
@@ -422,5 +476,114 @@ fn record(report: &GroupReport, outcome: &Result<Connection>, quiet: bool) {
             tracing::info!(version = %connection.version, address = %connection.address, "negotiated");
         }
         Err(error) => tracing::warn!(%error, "no version negotiated"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{FakeHost, FakeProxy, LocalEndpoints};
+    use crate::transport::faults;
+
+    /// A fake proxy serving disk v1 and v1beta1, and a negotiator of it
+    /// with quick retries.
+    async fn node() -> (LocalEndpoints, FakeProxy, Negotiator) {
+        let endpoints = LocalEndpoints::new().unwrap();
+        let mut fake = FakeProxy::for_host(endpoints.transport(), &FakeHost::builder().build());
+        fake.serve_all([
+            (ApiGroup::Disk, ApiVersion::V1),
+            (ApiGroup::Disk, ApiVersion::V1BETA1),
+        ])
+        .await
+        .unwrap();
+        let negotiator = Negotiator::new(endpoints.transport())
+            .retry(RetryPolicy::default().with_initial_delay(Duration::from_millis(1)));
+        (endpoints, fake, negotiator)
+    }
+
+    /// A server that disconnects between the open and the read of its
+    /// owner (`ERROR_PIPE_NOT_CONNECTED` on Windows) says nothing about
+    /// who it is: the attempt is made again, and the real proxy's newest
+    /// version is chosen, with no word of an untrusted server.
+    #[tokio::test]
+    async fn an_owner_read_that_fails_is_a_failed_attempt_made_again_not_a_verdict() {
+        let (endpoints, _fake, negotiator) = node().await;
+        let newest = endpoints
+            .transport()
+            .address(ApiGroup::Disk, ApiVersion::V1);
+        faults::fail_owner_reads(&newest, 1);
+        let negotiated = negotiator.negotiate(&[ApiGroup::Disk]).await.unwrap();
+        let report = negotiated.report().group(ApiGroup::Disk).unwrap().clone();
+        assert_eq!(
+            report.chosen,
+            Some(ApiVersion::V1),
+            "{}",
+            negotiated.report()
+        );
+        assert_eq!(
+            report.attempts,
+            [Attempt::new(
+                ApiVersion::V1,
+                &newest,
+                AttemptOutcome::Connected
+            )]
+        );
+    }
+
+    /// An owner that cannot be read at all, attempt after attempt, is a
+    /// failure passed over for an older version (suspect), never called
+    /// untrusted.
+    #[tokio::test]
+    async fn an_owner_that_stays_unread_is_passed_over_as_suspect_not_untrusted() {
+        let (endpoints, _fake, negotiator) = node().await;
+        let newest = endpoints
+            .transport()
+            .address(ApiGroup::Disk, ApiVersion::V1);
+        faults::fail_owner_reads(&newest, usize::MAX);
+        let negotiated = negotiator.negotiate(&[ApiGroup::Disk]).await.unwrap();
+        let report = negotiated.report().group(ApiGroup::Disk).unwrap().clone();
+        faults::fail_owner_reads(&newest, 0);
+        assert_eq!(
+            report.chosen,
+            Some(ApiVersion::V1BETA1),
+            "{}",
+            negotiated.report()
+        );
+        match &report.attempts[0].outcome {
+            AttemptOutcome::Suspect(why) => {
+                assert!(
+                    why.contains("owner of the server could not be read"),
+                    "{why}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(report
+            .attempts
+            .iter()
+            .all(|a| !matches!(a.outcome, AttemptOutcome::Untrusted(_))));
+    }
+
+    /// With nothing older served, the failure is the group's error, as
+    /// it was: a failed attempt, not an untrusted server.
+    #[tokio::test]
+    async fn an_owner_that_stays_unread_with_nothing_older_is_the_groups_failure() {
+        let (endpoints, _fake, negotiator) = node().await;
+        let newest = endpoints
+            .transport()
+            .address(ApiGroup::Disk, ApiVersion::V1);
+        faults::fail_owner_reads(&newest, usize::MAX);
+        let negotiated = negotiator
+            .policy(VersionPolicy::default().pin(ApiGroup::Disk, ApiVersion::V1))
+            .negotiate(&[ApiGroup::Disk])
+            .await
+            .unwrap();
+        faults::fail_owner_reads(&newest, 0);
+        let error = negotiated.connection(ApiGroup::Disk).unwrap_err();
+        assert!(matches!(error, Error::Transport { .. }), "{error:?}");
+        assert!(matches!(
+            negotiated.report().group(ApiGroup::Disk).unwrap().attempts[0].outcome,
+            AttemptOutcome::Failed(_)
+        ));
     }
 }

@@ -15,12 +15,20 @@ pub enum AttemptOutcome {
     /// Nothing listens there: the version is not served (or the pipe is not
     /// mounted into this container).
     Absent,
-    /// It exists but could not be used; negotiation stopped here.
+    /// It exists but could not be used (why), and no older version was
+    /// served by a trusted owner either: the group's error is the first
+    /// such failure.
     Failed(String),
     /// It answered, but its server is not trusted to be the proxy (who
     /// serves it, as [`ServerOwner`](crate::transport::ServerOwner) says): passed
     /// over, nothing sent.
     Untrusted(String),
+    /// It exists but could not be used (why: busy for the whole connect
+    /// timeout, access denied, not a socket), while an older version was
+    /// then served by a trusted owner and chosen: passed over as a
+    /// possible squatter, which can keep a pipe busy or closed to the
+    /// client without ever being opened.
+    Suspect(String),
 }
 
 /// One endpoint tried during negotiation.
@@ -131,6 +139,7 @@ impl fmt::Display for NegotiationReport {
                     AttemptOutcome::Untrusted(owner) => {
                         format!("{} (untrusted: {owner})", a.version)
                     }
+                    AttemptOutcome::Suspect(why) => format!("{} (suspect: {why})", a.version),
                 })
                 .collect();
             let line = format!("{:<11} {:<9} {}", report.group, chosen, tried.join(", "));

@@ -4,6 +4,7 @@
 
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -48,8 +49,18 @@ pub(crate) enum ConnectFailure {
     /// Something is there, but its server is not trusted to be the proxy:
     /// nothing was sent to it.
     Untrusted(super::ServerOwner),
-    /// Something is there, but it failed; falling back to an older version
-    /// would hide a broken or inaccessible proxy.
+    /// Something is there, but it failed before its owner was known: it
+    /// could not be opened (busy for the whole connect timeout, access
+    /// denied, not a socket), or its owner could not be read. A squatter
+    /// can fail so as well as the proxy, so negotiation goes on to older
+    /// versions.
+    Unverified {
+        error: Error,
+        /// Whether another attempt may succeed.
+        transient: bool,
+    },
+    /// A trusted server is there, but it failed (its handshake); falling
+    /// back to an older version would hide a broken proxy.
     Failed {
         error: Error,
         /// Whether another attempt may succeed.
@@ -64,7 +75,7 @@ impl ConnectFailure {
                 setting: address.to_owned(),
                 reason: reason.to_owned(),
             };
-            return Self::Failed {
+            return Self::Unverified {
                 error,
                 transient: false,
             };
@@ -86,30 +97,48 @@ impl ConnectFailure {
             }
             _ => (Error::connect_failed(address, e), true),
         };
-        Self::Failed { error, transient }
+        Self::Unverified { error, transient }
     }
 
-    /// Worth another attempt under the retry policy?
-    fn is_transient(&self) -> bool {
-        matches!(
-            self,
-            Self::Failed {
-                transient: true,
-                ..
-            }
-        )
+    /// Worth another attempt under the retry policy? An endpoint that could
+    /// not be opened within the whole connect timeout (a pipe that stayed
+    /// busy) only when `timeouts` says so.
+    fn is_transient(&self, timeouts: Timeouts) -> bool {
+        match self {
+            Self::Unverified {
+                error: Error::ConnectTimeout { .. },
+                transient,
+            } => *transient && timeouts == Timeouts::TryAgain,
+            Self::Unverified { transient, .. } | Self::Failed { transient, .. } => *transient,
+            Self::Absent(_) | Self::Untrusted(_) => false,
+        }
     }
 }
 
-/// Connects to `address`, retrying transient failures under the policy.
+/// Whether an endpoint that could not be opened within the whole connect
+/// timeout (a pipe that stayed busy) is tried again under the retry
+/// policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Timeouts {
+    /// Yes: no older version is left to try.
+    TryAgain,
+    /// No: older versions remain to be tried, and one of them may be
+    /// served. A squatter that keeps a newer version's pipe busy would
+    /// otherwise cost a connect timeout per retry.
+    PassOn,
+}
+
+/// Connects to `address`, retrying transient failures under the policy
+/// (timeouts as `timeouts` says).
 pub(crate) async fn connect(
     transport: &Transport,
     address: &str,
     options: &ConnectOptions,
+    timeouts: Timeouts,
 ) -> Result<ProxyChannel, ConnectFailure> {
     (|| connect_once(transport, address, options))
         .retry(options.retry.backoff())
-        .when(ConnectFailure::is_transient)
+        .when(|failure| failure.is_transient(timeouts))
         .notify(|failure, delay| {
             tracing::debug!(%address, ?failure, ?delay, "connection attempt failed, retrying");
         })
@@ -124,30 +153,51 @@ async fn connect_once(
     options: &ConnectOptions,
 ) -> Result<ProxyChannel, ConnectFailure> {
     let timeout = options.connect_timeout;
-    match tokio::time::timeout(timeout, open_and_handshake(transport, address, options)).await {
+    let trusted = AtomicBool::new(false);
+    let attempt = open_and_handshake(transport, address, options, &trusted);
+    match tokio::time::timeout(timeout, attempt).await {
         Ok(outcome) => outcome,
-        Err(_) => Err(ConnectFailure::Failed {
-            error: Error::connect_timeout(address, timeout),
-            transient: true,
-        }),
+        Err(_) => {
+            let error = Error::connect_timeout(address, timeout);
+            if trusted.load(Ordering::Relaxed) {
+                Err(ConnectFailure::Failed {
+                    error,
+                    transient: true,
+                })
+            } else {
+                Err(ConnectFailure::Unverified {
+                    error,
+                    transient: true,
+                })
+            }
+        }
     }
 }
 
+/// Opens `address`, checks its server's owner (and sets `trusted` once
+/// it is), then makes the HTTP/2 handshake.
 async fn open_and_handshake(
     transport: &Transport,
     address: &str,
     options: &ConnectOptions,
+    trusted: &AtomicBool,
 ) -> Result<ProxyChannel, ConnectFailure> {
     let stream = transport
         .open(address, options)
         .await
         .map_err(|e| ConnectFailure::from_io(address, options.connect_timeout, e))?;
     // Before the first byte: a squatter on a version the node does not
-    // serve gets nothing, not even the preface.
-    let owner = stream.server_owner();
+    // serve gets nothing, not even the preface. An owner that could not be
+    // read (a server that disconnected meanwhile) is no verdict on who
+    // serves there: the attempt failed, and is made again.
+    let owner = owner_of(&stream, address).map_err(|e| ConnectFailure::Unverified {
+        error: Error::connect_failed(address, OwnerUnread(e)),
+        transient: true,
+    })?;
     if !transport.trust().admits(&owner) {
         return Err(ConnectFailure::Untrusted(owner));
     }
+    trusted.store(true, Ordering::Relaxed);
     // The handshake only sends the client preface; the connection counts
     // once the server has sent its SETTINGS (an HTTP/2 server's first
     // frame), so that a listener that accepts but never answers is a
@@ -170,6 +220,67 @@ async fn open_and_handshake(
                 transient: true,
             },
         )
+}
+
+/// Who serves the stream at `address`, as the operating system tells.
+fn owner_of(stream: &IoStream, address: &str) -> io::Result<super::ServerOwner> {
+    #[cfg(test)]
+    if faults::owner_read_fails(address) {
+        return Err(io::Error::new(
+            io::ErrorKind::NotConnected,
+            "the server disconnected before its owner was read (a test's stand-in for \
+             ERROR_PIPE_NOT_CONNECTED)",
+        ));
+    }
+    let _ = address;
+    stream.server_owner()
+}
+
+/// The owner of the server could not be read.
+#[derive(Debug)]
+struct OwnerUnread(io::Error);
+
+impl std::fmt::Display for OwnerUnread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the owner of the server could not be read: {}", self.0)
+    }
+}
+
+impl std::error::Error for OwnerUnread {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+/// Faults on demand for the crate's own tests.
+#[cfg(test)]
+pub(crate) mod faults {
+    use std::collections::HashMap;
+    use std::sync::{LazyLock, Mutex, PoisonError};
+
+    static OWNER_READS: LazyLock<Mutex<HashMap<String, usize>>> = LazyLock::new(Mutex::default);
+
+    /// The next `times` reads of the owner of the server at `address`
+    /// fail, as they do on Windows when the server disconnects between
+    /// the open and the read.
+    pub(crate) fn fail_owner_reads(address: &str, times: usize) {
+        OWNER_READS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(address.to_owned(), times);
+    }
+
+    /// Whether this read of the owner at `address` fails.
+    pub(super) fn owner_read_fails(address: &str) -> bool {
+        let mut reads = OWNER_READS.lock().unwrap_or_else(PoisonError::into_inner);
+        match reads.get_mut(address) {
+            Some(left @ 1..) => {
+                *left -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 /// The server's first bytes are no HTTP/2 SETTINGS frame.

@@ -24,15 +24,19 @@ use crate::group::ApiGroup;
 use crate::version::ApiVersion;
 
 pub use channel::{ProxyChannel, DEFAULT_MAX_RESPONSE_SIZE};
-pub(crate) use connect::{connect, ConnectFailure, ConnectOptions};
+#[cfg(test)]
+pub(crate) use connect::faults;
+pub(crate) use connect::{connect, ConnectFailure, ConnectOptions, Timeouts};
 pub use exchange::ResponseBody;
 pub use failure::ConnectionError;
 pub(crate) use failure::{refused_unprocessed, ChannelFailure, PeerStatus};
 pub(crate) use stream::Inner as StreamInner;
 pub(crate) use stream::IoStream;
-pub(crate) use trust::report_untrusted;
 #[cfg(windows)]
-pub(crate) use trust::{current_user_sid, owner_of_handle, SecurityAttributes};
+pub(crate) use trust::owner_of_handle;
+#[cfg(all(windows, any(test, feature = "testing")))]
+pub(crate) use trust::{current_user_sid, SecurityAttributes};
+pub(crate) use trust::{report_suspect, report_untrusted};
 pub use trust::{ServerOwner, ServerTrust};
 
 /// The source of a transport failure ([`Error::Transport`]), shared so

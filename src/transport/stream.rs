@@ -25,22 +25,20 @@ pub(crate) enum Inner {
 impl IoStream {
     /// Who serves the other end: the owner of a pipe (its security
     /// descriptor, read through the open handle), or the user of a Unix
-    /// socket's peer (`SO_PEERCRED`).
-    pub(crate) fn server_owner(&self) -> super::ServerOwner {
-        use super::ServerOwner;
+    /// socket's peer (`SO_PEERCRED`). An error when it could not be read.
+    pub(crate) fn server_owner(&self) -> io::Result<super::ServerOwner> {
         match &self.0 {
             #[cfg(unix)]
-            Inner::Unix(s) => match s.peer_cred() {
-                Ok(cred) => ServerOwner::Uid(cred.uid()),
-                Err(e) => ServerOwner::Unknown(e.to_string()),
-            },
+            Inner::Unix(s) => (s.peer_cred()).map(|cred| super::ServerOwner::Uid(cred.uid())),
             #[cfg(windows)]
             Inner::Pipe(p) => {
                 use std::os::windows::io::AsRawHandle;
                 super::owner_of_handle(p.as_raw_handle())
             }
             #[cfg(all(windows, feature = "testing"))]
-            Inner::PipeServer(_) => ServerOwner::Unknown("the server end of a pipe".into()),
+            Inner::PipeServer(_) => Ok(super::ServerOwner::Unknown(
+                "the server end of a pipe".into(),
+            )),
         }
     }
 }

@@ -23,7 +23,8 @@ use crate::error::{Error, Result};
 /// Administrators group (`S-1-5-32-544`), as CSI Proxy's are, whether it
 /// runs as a Windows service or in a HostProcess container; a Unix socket's
 /// peer must be root or the client's own user. Widen it for a deployment
-/// that runs the proxy under another account; see `docs/security.md`.
+/// that runs the proxy under another account, or narrow it to SYSTEM alone
+/// with [`ServerTrust::system_only`]; see `docs/security.md`.
 ///
 /// ```
 /// use csi_proxy_client::{transport::{ServerTrust, Transport}, CsiProxy};
@@ -36,6 +37,8 @@ use crate::error::{Error, Result};
 pub struct ServerTrust {
     sids: Vec<String>,
     uids: Vec<u32>,
+    /// Whether a Unix socket's peer may be the client's own user.
+    own_user: bool,
 }
 
 impl Default for ServerTrust {
@@ -43,6 +46,7 @@ impl Default for ServerTrust {
         Self {
             sids: vec![Self::SYSTEM.to_owned(), Self::ADMINISTRATORS.to_owned()],
             uids: Vec::new(),
+            own_user: true,
         }
     }
 }
@@ -53,6 +57,32 @@ impl ServerTrust {
     /// The SID of the built-in Administrators group, the owner of objects
     /// that an elevated administrator's process creates.
     pub const ADMINISTRATORS: &'static str = "S-1-5-32-544";
+
+    /// Trusts SYSTEM alone: a pipe must be owned by `S-1-5-18`, a Unix
+    /// socket's peer must be root (not the client's own user).
+    ///
+    /// For nodes where CSI Proxy runs as `NT AUTHORITY\SYSTEM`, as a
+    /// Windows service or in a HostProcess container: a pipe owned by the
+    /// Administrators group, such as one that a process an administrator
+    /// started elevated creates on Windows Server, is then refused too. (A
+    /// process with `SeRestorePrivilege` enabled may still name SYSTEM as
+    /// its pipe's owner; see `docs/security.md`.) The `trust_*` methods
+    /// widen it again from there.
+    ///
+    /// ```
+    /// use csi_proxy_client::transport::ServerTrust;
+    ///
+    /// let trust = ServerTrust::system_only();
+    /// assert_eq!(trust.sids(), [ServerTrust::SYSTEM]);
+    /// assert_ne!(trust, ServerTrust::default());
+    /// ```
+    pub fn system_only() -> Self {
+        Self {
+            sids: vec![Self::SYSTEM.to_owned()],
+            uids: Vec::new(),
+            own_user: false,
+        }
+    }
 
     /// Also trusts pipes owned by `sid` (`S-1-5-...`). Fails with
     /// [`Error::InvalidArgument`] for text that is not a SID.
@@ -81,8 +111,8 @@ impl ServerTrust {
         Ok(self)
     }
 
-    /// Also trusts Unix sockets whose peer is the user `uid` (root and the
-    /// client's own user always are).
+    /// Also trusts Unix sockets whose peer is the user `uid` (root always
+    /// is, and the client's own user unless [`system_only`](Self::system_only)).
     pub fn trust_uid(mut self, uid: u32) -> Self {
         if !self.uids.contains(&uid) {
             self.uids.push(uid);
@@ -92,16 +122,21 @@ impl ServerTrust {
 
     /// Also trusts the user this process runs as: for a fake or
     /// development proxy started by that user (tests), never for a node.
-    /// On Unix the own user is always trusted already.
-    pub fn trust_current_user(self) -> Result<Self> {
+    /// On Unix the own user is trusted already, unless
+    /// [`system_only`](Self::system_only).
+    pub fn trust_current_user(mut self) -> Result<Self> {
         #[cfg(windows)]
         {
             let sid = os::current_user_sid()
                 .map_err(|e| Error::invalid_argument("trusted owner", format!("{e}")))?;
+            self.own_user = true;
             self.trust_sid(&sid)
         }
         #[cfg(not(windows))]
-        Ok(self)
+        {
+            self.own_user = true;
+            Ok(self)
+        }
     }
 
     /// The trusted owners of pipes, as SIDs.
@@ -109,8 +144,8 @@ impl ServerTrust {
         &self.sids
     }
 
-    /// The trusted peers of Unix sockets besides root and the client's own
-    /// user.
+    /// The trusted peers of Unix sockets besides root and (unless
+    /// [`system_only`](Self::system_only)) the client's own user.
     pub fn uids(&self) -> &[u32] {
         &self.uids
     }
@@ -120,7 +155,7 @@ impl ServerTrust {
         match owner {
             ServerOwner::Sid(sid) => self.sids.iter().any(|s| s.eq_ignore_ascii_case(sid)),
             ServerOwner::Uid(uid) => {
-                *uid == 0 || Some(*uid) == own_uid() || self.uids.contains(uid)
+                *uid == 0 || (self.own_user && Some(*uid) == own_uid()) || self.uids.contains(uid)
             }
             ServerOwner::Unknown(_) => false,
         }
@@ -135,7 +170,9 @@ pub enum ServerOwner {
     Sid(String),
     /// The user of a Unix socket's peer.
     Uid(u32),
-    /// The owner could not be read (why): never trusted.
+    /// The operating system named no owner the client can check (why: a
+    /// pipe without an owner, say): never trusted. An owner that could
+    /// not be read at all is no verdict but a failed attempt, made again.
     Unknown(String),
 }
 
@@ -144,7 +181,7 @@ impl fmt::Display for ServerOwner {
         match self {
             Self::Sid(sid) => write!(f, "owner {sid}"),
             Self::Uid(uid) => write!(f, "user {uid}"),
-            Self::Unknown(why) => write!(f, "an owner that cannot be read ({why})"),
+            Self::Unknown(why) => write!(f, "no owner that can be checked ({why})"),
         }
     }
 }
@@ -179,8 +216,32 @@ pub(crate) fn report_untrusted(address: &str, owner: &ServerOwner) {
     }
 }
 
+/// Logs an endpoint passed over as suspect at warn level, once per
+/// endpoint for the life of the process: it exists but failed (`why`:
+/// busy for the whole connect timeout, access denied, not a socket),
+/// while an older version of its group is served by a trusted owner. A
+/// process that keeps a newer version's pipe busy, or closed to the
+/// client, looks so; so does a proxy whose newest pipe is in trouble.
+pub(crate) fn report_suspect(address: &str, why: &str) {
+    static REPORTED: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Mutex::default);
+    let first = REPORTED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(address.to_owned());
+    if first {
+        tracing::warn!(
+            %address,
+            error = %why,
+            "an endpoint of CSI Proxy's failed while an older version is served by a trusted \
+             owner; passed over as suspect (a squatter may keep it busy or closed)"
+        );
+    }
+}
+
 #[cfg(windows)]
-pub(crate) use os::{current_user_sid, owner_of_handle, SecurityAttributes};
+pub(crate) use os::owner_of_handle;
+#[cfg(all(windows, any(test, feature = "testing")))]
+pub(crate) use os::{current_user_sid, SecurityAttributes};
 
 #[cfg(windows)]
 mod os {
@@ -193,20 +254,28 @@ mod os {
 
     use windows_sys::Win32::Foundation::{CloseHandle, LocalFree, HANDLE};
     use windows_sys::Win32::Security::Authorization::{
-        ConvertSidToStringSidW, ConvertStringSecurityDescriptorToSecurityDescriptorW,
-        GetSecurityInfo, SDDL_REVISION_1, SE_KERNEL_OBJECT,
+        ConvertSidToStringSidW, GetSecurityInfo, SE_KERNEL_OBJECT,
     };
+    #[cfg(any(test, feature = "testing"))]
+    use windows_sys::Win32::Security::Authorization::{
+        ConvertStringSecurityDescriptorToSecurityDescriptorW, SDDL_REVISION_1,
+    };
+    #[cfg(any(test, feature = "testing"))]
+    use windows_sys::Win32::Security::SECURITY_ATTRIBUTES;
     use windows_sys::Win32::Security::{
         GetTokenInformation, TokenUser, OWNER_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, PSID,
-        SECURITY_ATTRIBUTES, TOKEN_QUERY, TOKEN_USER,
+        TOKEN_QUERY, TOKEN_USER,
     };
     use windows_sys::Win32::System::Threading::{GetCurrentProcess, OpenProcessToken};
 
     use super::ServerOwner;
 
     /// The owner of the object behind `handle`, which must have been
-    /// opened with `READ_CONTROL` (a pipe opened for reading has it).
-    pub fn owner_of_handle(handle: HANDLE) -> ServerOwner {
+    /// opened with `READ_CONTROL` (a pipe opened for reading has it). A
+    /// call that fails is an error, not an owner: a server that
+    /// disconnected meanwhile (`ERROR_PIPE_NOT_CONNECTED`, 233) says
+    /// nothing about who it was.
+    pub fn owner_of_handle(handle: HANDLE) -> io::Result<ServerOwner> {
         let mut owner: PSID = ptr::null_mut();
         let mut descriptor: PSECURITY_DESCRIPTOR = ptr::null_mut();
         // SAFETY: `handle` is open for the call; the out pointers are
@@ -225,14 +294,11 @@ mod os {
             )
         };
         let found = if status != 0 {
-            ServerOwner::Unknown(io::Error::from_raw_os_error(status as i32).to_string())
+            Err(io::Error::from_raw_os_error(status as i32))
         } else if owner.is_null() {
-            ServerOwner::Unknown("the pipe has no owner".into())
+            Ok(ServerOwner::Unknown("the pipe has no owner".into()))
         } else {
-            match sid_text(owner) {
-                Ok(sid) => ServerOwner::Sid(sid),
-                Err(e) => ServerOwner::Unknown(e.to_string()),
-            }
+            sid_text(owner).map(ServerOwner::Sid)
         };
         if !descriptor.is_null() {
             // SAFETY: allocated by GetSecurityInfo, freed once.
@@ -291,10 +357,12 @@ mod os {
     }
 
     /// Security attributes made from an SDDL string, freed on drop.
+    #[cfg(any(test, feature = "testing"))]
     pub struct SecurityAttributes {
         attributes: SECURITY_ATTRIBUTES,
     }
 
+    #[cfg(any(test, feature = "testing"))]
     impl SecurityAttributes {
         /// The attributes of `sddl`, such as `O:S-1-5-18D:(A;;GA;;;WD)`.
         pub fn from_sddl(sddl: &str) -> io::Result<Self> {
@@ -328,6 +396,7 @@ mod os {
         }
     }
 
+    #[cfg(any(test, feature = "testing"))]
     impl Drop for SecurityAttributes {
         fn drop(&mut self) {
             // SAFETY: allocated in from_sddl, freed once.
@@ -354,7 +423,7 @@ mod tests {
     }
 
     #[test]
-    fn an_owner_that_cannot_be_read_is_never_trusted() {
+    fn an_owner_that_cannot_be_checked_is_never_trusted() {
         let wide = ServerTrust::default().trust_uid(1000);
         assert!(!wide.admits(&ServerOwner::Unknown("no owner".into())));
     }
@@ -398,6 +467,77 @@ mod tests {
         assert!(trust
             .trust_uid(stranger)
             .admits(&ServerOwner::Uid(stranger)));
+    }
+
+    #[test]
+    fn system_only_trusts_system_and_root_alone_until_widened() {
+        let trust = ServerTrust::system_only();
+        assert!(trust.admits(&ServerOwner::Sid(ServerTrust::SYSTEM.into())));
+        assert!(!trust.admits(&ServerOwner::Sid(ServerTrust::ADMINISTRATORS.into())));
+        assert!(!trust.admits(&ServerOwner::Sid("S-1-5-21-0-0-0-1000".into())));
+        assert!(trust.admits(&ServerOwner::Uid(0)));
+        assert!(!trust.admits(&ServerOwner::Uid(4242)));
+        assert!(trust.uids().is_empty());
+        // Widened from there, as the default is.
+        let administrators = trust.clone().trust_sid("S-1-5-32-544").unwrap();
+        assert!(administrators.admits(&ServerOwner::Sid(ServerTrust::ADMINISTRATORS.into())));
+        assert_eq!(administrators.sids(), ServerTrust::default().sids());
+        assert!(trust
+            .clone()
+            .trust_uid(4242)
+            .admits(&ServerOwner::Uid(4242)));
+        let me = trust.trust_current_user().unwrap();
+        #[cfg(windows)]
+        assert!(me.admits(&ServerOwner::Sid(current_user_sid().unwrap())));
+        #[cfg(unix)]
+        assert!(me.admits(&ServerOwner::Uid(own_uid().unwrap())));
+    }
+
+    /// The client's own user, trusted by default on Unix, is not under
+    /// `system_only` (a test run as root cannot tell: root always is).
+    #[cfg(unix)]
+    #[test]
+    fn system_only_leaves_out_the_own_user_on_unix() {
+        let me = own_uid().unwrap();
+        assert!(ServerTrust::default().admits(&ServerOwner::Uid(me)));
+        if me == 0 {
+            eprintln!("run as root, whom system_only trusts: the own user cannot be told apart");
+            return;
+        }
+        assert!(!ServerTrust::system_only().admits(&ServerOwner::Uid(me)));
+    }
+
+    /// A server that disconnected between the client's open and the read
+    /// of its owner: on Windows the read fails (`ERROR_PIPE_NOT_CONNECTED`,
+    /// 233), and that is an error, not an owner that could be judged.
+    #[cfg(windows)]
+    #[tokio::test]
+    async fn the_owner_of_a_pipe_whose_server_disconnected_is_an_error_not_an_owner() {
+        use std::os::windows::io::AsRawHandle;
+        use tokio::net::windows::named_pipe::{ClientOptions, ServerOptions};
+
+        let name = format!(r"\\.\pipe\csi-proxy-trust-test-{}", std::process::id());
+        let me = current_user_sid().unwrap();
+        let attributes = SecurityAttributes::from_sddl(&format!("O:{me}D:(A;;GA;;;{me})")).unwrap();
+        // SAFETY: the attributes outlive the call, which copies them.
+        let server = unsafe {
+            ServerOptions::new()
+                .first_pipe_instance(true)
+                .create_with_security_attributes_raw(&name, attributes.as_ptr())
+        }
+        .unwrap();
+        let client = ClientOptions::new().open(&name).unwrap();
+        server.connect().await.unwrap();
+        let connected = owner_of_handle(client.as_raw_handle());
+        assert!(
+            matches!(connected, Ok(ServerOwner::Sid(_))),
+            "{connected:?}"
+        );
+        server.disconnect().unwrap();
+        match owner_of_handle(client.as_raw_handle()) {
+            Err(e) => assert_eq!(e.raw_os_error(), Some(233), "{e}"),
+            Ok(owner) => panic!("read after the server disconnected: {owner}"),
+        }
     }
 
     #[test]

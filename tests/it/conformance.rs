@@ -163,17 +163,13 @@ fn assert_all<T: PartialEq + std::fmt::Debug>(outcomes: &[(String, T)], expected
     }
 }
 
-/// The error's variant name and, for a host error, its code: what every
-/// backend must agree on.
+/// The error's kind and, for a host error, its code: what every backend
+/// must agree on.
 fn kind<T>(result: csi_proxy_client::Result<T>) -> String {
     match result {
         Ok(_) => "ok".into(),
         Err(Error::Host { code, .. }) => format!("Host({code:?})"),
-        Err(e) => format!("{e:?}")
-            .split([' ', '{', '('])
-            .next()
-            .unwrap()
-            .to_owned(),
+        Err(e) => format!("{:?}", e.kind()),
     }
 }
 

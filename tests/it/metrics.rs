@@ -223,11 +223,11 @@ async fn an_operation_the_version_lacks_is_unsupported_and_a_missing_proxy_has_n
         .unwrap()
         .list_volumes_on_disk(1, None)
         .await;
-    assert!(matches!(waited, Err(Error::Timeout { .. })), "{waited:?}");
+    assert!(matches!(waited, Err(Error::NotServed { .. })), "{waited:?}");
     let away = [
         ("group", "volume"),
         ("version", "none"),
-        ("outcome", "timeout"),
+        ("outcome", "not_served"),
     ];
     assert_eq!(calls(&recorder, &away), 1);
 

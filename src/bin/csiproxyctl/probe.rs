@@ -114,6 +114,7 @@ fn outcome(outcome: &AttemptOutcome) -> String {
         AttemptOutcome::Absent => "absent".into(),
         AttemptOutcome::Failed(why) => format!("failed: {why}"),
         AttemptOutcome::Untrusted(owner) => format!("untrusted: {owner}"),
+        AttemptOutcome::Suspect(why) => format!("suspect: {why}"),
         _ => "unknown".into(),
     }
 }

@@ -4,7 +4,7 @@ use std::sync::PoisonError;
 use std::time::Instant;
 
 use super::state::Presence;
-use super::{Lookout, Patience};
+use super::{LastFailure, Lookout, Patience};
 use crate::adapter::FromConnection;
 use crate::availability::{is_worth_waiting_for, Pace, WaitLimit};
 use crate::client::backend::host_calls_stuck;
@@ -94,7 +94,8 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> AnyLookout for Lookout<
         }
         let mut pace = Pace::default();
         pace.next_delay(); // the look `connect` made
-        self.wait_until_served(&mut pace, limit, Patience::ForRequired)
+        let met = LastFailure::default();
+        self.wait_until_served(&mut pace, limit, Patience::ForRequired, &met)
             .await
             .map(drop)
     }

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use backon::BackoffBuilder;
 
-use super::{Lookout, Patience};
+use super::{LastFailure, Lookout, Patience};
 use crate::adapter::FromConnection;
-use crate::availability::{Pace, WaitLimit};
+use crate::availability::{with_newer_settled_absent, Pace, WaitLimit};
 use crate::capability::Operation;
 use crate::client::options::CallOptions;
 use crate::error::{Error, Result};
@@ -21,21 +21,25 @@ use crate::transport::refused_unprocessed;
 #[derive(Default)]
 struct Progress {
     /// The call's answer is read by the release its group's missing newer
-    /// versions imply: each attempt first waits for the last look for a
-    /// newer version ([`Operation::read_by_release`]).
+    /// versions imply: each attempt first waits for the settling look for
+    /// a newer version ([`Operation::read_by_release`]).
     settle: bool,
     /// A request is out, waiting for its answer.
     in_flight: bool,
-    /// The last failure of an attempt that was not given up on.
-    last_failure: Option<Error>,
+    /// The last failure the call met: of an attempt that was not given up
+    /// on, or what it was waiting through (the proxy not there, a newer
+    /// version's endpoint failing).
+    last_failure: LastFailure,
 }
 
 impl Progress {
     /// The answer of a call whose deadline passed: a bare timeout when a
     /// request was out (it may still run on the host), else the last real
-    /// failure the call met, if any: it says more than the deadline.
+    /// failure the call met, if any: it says more than the deadline. A
+    /// call that waited for a proxy that stayed away is answered
+    /// [`Error::NotServed`], with every endpoint its looks tried.
     fn at_deadline(self, operation: Operation, after: Duration) -> Error {
-        match self.last_failure {
+        match self.last_failure.take() {
             Some(failure) if !self.in_flight => failure,
             _ => Error::Timeout { operation, after },
         }
@@ -56,7 +60,10 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
     /// only if the operation only reads (or the caller opted in), under
     /// the [`RetryPolicy`](crate::RetryPolicy). Every look and attempt
     /// after the first waits on the [`Pace`], the one every wait for the
-    /// proxy follows.
+    /// proxy follows. A call whose deadline passes while it waits for a
+    /// proxy that stays away is [`Error::NotServed`] (every endpoint its
+    /// looks tried), not [`Error::Timeout`], which is for a request that
+    /// was out.
     pub async fn run<T, F, Fut>(
         &self,
         operation: Operation,
@@ -102,18 +109,26 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
 
     /// For a call whose answer is read by the release the missing newer
     /// versions imply: while a newer version may still be appearing (a
-    /// proxy creating its pipes), waits for the grace to pass and looks
-    /// for it first, so that a version adopted in that moment is not read
-    /// as an old release's.
+    /// proxy creating its pipes), waits for the grace to pass and for the
+    /// settling look (the one in flight, or its own), so that a version
+    /// adopted in that moment is not read as an old release's. A version
+    /// that look moves to is settled in turn. A newer version whose
+    /// endpoint exists but failed is not waited for: it is there, so the
+    /// node's release is not an old one.
     async fn settle_first(&self) {
-        let state = self.state();
-        let Some(due) = self.newer_due(&state) else {
-            return;
-        };
-        tokio::time::sleep_until(due.into()).await;
-        // Not shared with a look made before the grace ended: that one
-        // may have come too early.
-        self.look_for_newer(state.generation, false).await;
+        loop {
+            let state = self.state();
+            let Some(due) = self.newer_due(&state) else {
+                return;
+            };
+            if self.newer_failure(&state).is_some() {
+                return;
+            }
+            tokio::time::sleep_until(due.into()).await;
+            // Past the grace: it settles the state, or moves to a newer
+            // one, which the next round settles.
+            self.look_for_newer(state.generation).await;
+        }
     }
 
     /// The slow path: the group is not usable now, or `failure` is the
@@ -155,10 +170,15 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
                     // failure, never what a later look finds.
                     Next::GiveUp => return Err(error),
                 }
-                progress.last_failure = Some(error);
+                progress.last_failure.set(error);
             }
             let api = self
-                .wait_until_served(&mut pace, WaitLimit::QUIET, Patience::WhileProxyAway)
+                .wait_until_served(
+                    &mut pace,
+                    WaitLimit::QUIET,
+                    Patience::WhileProxyAway,
+                    &progress.last_failure,
+                )
                 .await?;
             match self.attempt(api, call, progress).await {
                 Err(error) if is_connection_failure(&error) => failure = Some(error),
@@ -168,11 +188,16 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
     }
 
     /// One attempt on `api`. An operation that its version lacks, while a
-    /// newer version may still be appearing (a proxy creating its pipes),
-    /// goes to the newer version once one is in use; it is
-    /// [`Error::Unsupported`] once the grace has passed without one.
-    /// Nothing was sent for an unsupported operation, so it may go again
-    /// whatever it does.
+    /// newer version may still be appearing (a proxy creating its pipes,
+    /// or a newer version's endpoint that did not answer yet), goes to the
+    /// newer version once one is in use; it is [`Error::Unsupported`] once
+    /// the group settled without one, and the newer endpoint's failure
+    /// while that endpoint exists but keeps failing. Nothing was sent for
+    /// an unsupported operation, so it may go again whatever it does.
+    ///
+    /// A call whose answer is read by the release settles first, and runs
+    /// knowing what the settling look found of the newer versions
+    /// ([`with_newer_settled_absent`]).
     async fn attempt<T, F, Fut>(&self, api: Arc<A>, call: &F, progress: &mut Progress) -> Result<T>
     where
         F: Fn(Arc<A>) -> Fut,
@@ -180,29 +205,44 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
     {
         let mut pace = Pace::default();
         let mut api = api;
+        let mut newer_absent = false;
         if progress.settle {
             // Also after a wait for a proxy that came back: the version
             // adopted in that moment may be an older one.
             self.settle_first().await;
-            if let Some(now) = self.state().usable() {
+            let state = self.state();
+            if let Some(now) = state.usable() {
                 api = now.clone();
+                newer_absent = self.newer_settled_absent(&state);
             }
         }
         loop {
             progress.in_flight = true;
-            let result = call(api).await;
+            let result = if progress.settle {
+                with_newer_settled_absent(newer_absent, call(api)).await
+            } else {
+                call(api).await
+            };
             progress.in_flight = false;
             let served = match &result {
                 Err(error @ Error::Unsupported { served, .. }) => {
                     // The answer if the deadline passes while it waits.
-                    progress.last_failure = Some(error.clone());
+                    progress.last_failure.set(error.clone());
                     *served
                 }
                 _ => return result,
             };
-            match self.wait_for_newer(&mut pace, served).await {
-                Some(newer) => api = newer,
-                None => return result,
+            match self
+                .wait_for_newer(&mut pace, served, &progress.last_failure)
+                .await
+            {
+                Ok(newer) => {
+                    newer_absent = false;
+                    api = newer;
+                }
+                Err(None) => return result,
+                // A newer version is there but does not answer.
+                Err(Some(failure)) => return Err(failure),
             }
         }
     }

@@ -11,11 +11,12 @@ use crate::availability::{until_served, Found, Pace, WaitLimit, MAX_LOOK_INTERVA
 /// The background task of a negotiated group: follows the connection in
 /// use, marks the group not served when it ends, and then looks for the
 /// proxy, quietly and on the [`Pace`], until a look (its own or a
-/// caller's) finds it. A version older than the policy's best gets one
-/// look for a newer one when the grace of a proxy creating its pipes has
-/// passed ([`Lookout::look_for_newer`]). One per group, for the life of
-/// the client: it holds only a `Weak` between looks and stops once the
-/// client is dropped.
+/// caller's) finds it. A version older than the policy's best gets its
+/// settling look for a newer one when the grace of a proxy creating its
+/// pipes has passed ([`Lookout::look_for_newer`]), and, while a newer
+/// version's endpoint exists but fails, more on the slow pace. One per
+/// group, for the life of the client: it holds only a `Weak` between looks
+/// and stops once the client is dropped.
 ///
 /// A group that was not served at connect is not looked for here (its
 /// next call looks): a node may never serve it (iSCSI on most nodes).
@@ -58,7 +59,7 @@ pub(super) async fn follow<A: ?Sized + FromConnection + Send + Sync + 'static>(
                 },
                 () = look_for_newer => {
                     if let Some(lookout) = lookout.upgrade() {
-                        lookout.look_for_newer(generation, false).await;
+                        lookout.look_for_newer(generation).await;
                     }
                     continue;
                 }

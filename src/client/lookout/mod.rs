@@ -9,14 +9,16 @@
 //! A version adopted while the proxy may still be creating its pipes is
 //! not final: a proxy creates them one after the other, so a look in that
 //! moment can find an older version before the newest exists. The group
-//! looks once more for a newer version when [`PIPE_GRACE`](crate::availability::PIPE_GRACE) has passed
+//! looks for a newer version when [`PIPE_GRACE`](crate::availability::PIPE_GRACE) has passed
 //! since the adoption ([`Lookout::look_for_newer`], from the background
-//! task), and a call that its version lacks waits for that look within the
-//! grace instead of failing ([`Lookout::wait_for_newer`]). Nothing looks
-//! later on a slower schedule: CSI Proxy creates every pipe before it
-//! serves any and never adds one while it runs; a release that serves more
-//! versions is a restart, which ends the connection, and the group then
-//! negotiates afresh.
+//! task), and a call that its version lacks waits for that look instead of
+//! failing ([`Lookout::wait_for_newer`]). When a newer version's endpoint
+//! exists but fails (busy, slow to answer), the look is made again on a
+//! slow pace until that version is served or gone. Once every newer
+//! endpoint was found absent, nothing looks again: CSI Proxy creates every
+//! pipe before it serves any and never adds one while it runs; a release
+//! that serves more versions is a restart, which ends the connection, and
+//! the group then negotiates afresh.
 //!
 //! Every wait, whoever waits, is the one loop of
 //! [`until_served`], paced by [`Pace`]:
@@ -48,8 +50,26 @@ use crate::group::ApiGroup;
 use crate::metrics::{self, CallSeries, CallVersion, GroupGauges};
 use crate::negotiate::{GroupReport, Negotiated, Negotiator};
 pub(crate) use any::AnyLookout;
+use newer::NewerLook;
 pub(crate) use state::SlotState;
 use state::{presence_of, Presence, Served};
+
+/// The last failure a call met, kept where its deadline finds it: a wait
+/// that the deadline cuts short leaves what it was waiting through (the
+/// proxy not there, a newer version's endpoint failing) here, so that the
+/// call answers with it rather than a bare timeout.
+#[derive(Debug, Default)]
+pub(super) struct LastFailure(SyncMutex<Option<Error>>);
+
+impl LastFailure {
+    pub fn set(&self, error: Error) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(error);
+    }
+
+    pub fn take(self) -> Option<Error> {
+        self.0.into_inner().unwrap_or_else(PoisonError::into_inner)
+    }
+}
 
 /// How long a wait for a group that is not there goes on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,9 +98,8 @@ pub(crate) struct Lookout<A: ?Sized> {
     looking: Mutex<()>,
     /// What the last look (or `connect`'s negotiation) tried and found.
     report: SyncMutex<Option<GroupReport>>,
-    /// The last look for a version newer than that of a state: the
-    /// state's generation, and when it began.
-    newer_looked: SyncMutex<Option<(u64, Instant)>>,
+    /// Where the look for a version newer than the state's stands.
+    newer: SyncMutex<NewerLook>,
     /// Changes of the state are made one at a time, each from the one
     /// before, so that generations and events follow each other.
     adopting: SyncMutex<()>,
@@ -157,7 +176,7 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
             served_by,
             looking: Mutex::new(()),
             report: SyncMutex::new(None),
-            newer_looked: SyncMutex::new(None),
+            newer: SyncMutex::default(),
             adopting: SyncMutex::new(()),
             changes: watch::Sender::new(0),
             behaviour,
@@ -201,12 +220,15 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
     /// look shared with concurrent waiters) on `pace`, within `limit`, for
     /// as long as `patience` says. Returns the adapter a look found, even
     /// if its connection ended since: an attempt on it then fails at once,
-    /// unsent, with the reason.
+    /// unsent, with the reason. What each look that found the group
+    /// missing said goes to `met` (every endpoint tried): the answer of a
+    /// call whose deadline ends the wait.
     pub async fn wait_until_served(
         &self,
         pace: &mut Pace,
         limit: WaitLimit,
         patience: Patience,
+        met: &LastFailure,
     ) -> Result<Arc<A>> {
         until_served(pace, limit, || async {
             let state = self.state();
@@ -232,6 +254,7 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
             // gone (a proxy that stops): that starts the grace.
             let patient = patience == Patience::ForRequired || self.behaviour.proxy.worth_waiting();
             if is_worth_waiting_for(&error) && patient {
+                met.set(error.clone());
                 Found::Absent {
                     error,
                     waiting_for: vec![self.group],

@@ -13,6 +13,7 @@ use crate::health::ServedBy;
 use crate::host::devices::OsDevices;
 use crate::host::disk::HostDisk;
 use crate::host::filesystem::HostFilesystem;
+use crate::host::in_flight::apart::apart;
 use crate::host::in_flight::LIMIT_PER_GROUP;
 use crate::host::links::OsLinks;
 use crate::host::wmi::{Wmi, WmiFailure, WmiObject, WmiValue};
@@ -88,14 +89,15 @@ async fn stuck_host_calls_are_bounded_never_restarted_and_reported() {
         entered: AtomicUsize::new(0),
     });
     let entered = || wmi.entered.load(Ordering::SeqCst);
-    let backends = Backends {
+    // Calls apart from the other tests' (the limit is the process's).
+    let backends = apart(|| Backends {
         disk: Some(Arc::new(HostDisk::new(wmi.clone(), Arc::new(OsDevices)))),
         filesystem: Some(Arc::new(HostFilesystem::new(
             vec![KUBELET_DIR.to_owned()],
             OsLinks,
         ))),
         ..Backends::default()
-    };
+    });
     let deadline = CallOptions::default().deadline(Duration::from_millis(200));
     let proxy = CsiProxy::served_directly(backends, ServedBy::Host).with_call_options(deadline);
     let disks = proxy.disk().unwrap();
@@ -175,4 +177,68 @@ async fn stuck_host_calls_are_bounded_never_restarted_and_reported() {
     assert!(proxy.health().is_ready(&[ApiGroup::Disk]));
     let error = disks.get_disk_stats(1).await.unwrap_err();
     assert!(matches!(error, Error::Host { .. }), "{error}");
+}
+
+/// A driver that builds a client per request, or again after errors: the
+/// limit is the process's, so the stuck calls of every client count
+/// against one limit per group, and each client's health compares them
+/// with that limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_clients_of_a_process_share_one_limit_per_group() {
+    let gate = Arc::new(Gate::default());
+    let _open_at_end = OpenOnDrop(gate.clone());
+    let wmi = Arc::new(HangingWmi {
+        gate: gate.clone(),
+        entered: AtomicUsize::new(0),
+    });
+    let entered = || wmi.entered.load(Ordering::SeqCst);
+    let deadline = CallOptions::default().deadline(Duration::from_millis(100));
+    // Two clients of one process (apart from the other tests').
+    let (first, second) = apart(|| {
+        let client = || {
+            let disk = HostDisk::new(wmi.clone(), Arc::new(OsDevices));
+            let backends = Backends {
+                disk: Some(Arc::new(disk)),
+                ..Backends::default()
+            };
+            CsiProxy::served_directly(backends, ServedBy::Host).with_call_options(deadline)
+        };
+        (client(), client())
+    });
+
+    let half = LIMIT_PER_GROUP as u32 / 2;
+    let mut calls = tokio::task::JoinSet::new();
+    for n in 0..LIMIT_PER_GROUP as u32 {
+        let client = if n < half { &first } else { &second };
+        let disks = client.disk().unwrap();
+        calls.spawn(async move { disks.get_disk_stats(n).await });
+    }
+    while let Some(result) = calls.join_next().await {
+        let result = result.unwrap();
+        assert!(matches!(result, Err(Error::Timeout { .. })), "{result:?}");
+    }
+    assert_eq!(entered(), LIMIT_PER_GROUP);
+    // Half of them each: either client's next call finds the limit full.
+    for client in [&first, &second] {
+        match client.disk().unwrap().get_disk_stats(100).await {
+            Err(Error::HostBusy { running, .. }) => assert_eq!(running, LIMIT_PER_GROUP),
+            other => panic!("{other:?}"),
+        }
+        let health = client.health();
+        assert!(
+            health.to_string().contains("16 host calls stuck")
+                && health.to_string().contains("at most 16 run"),
+            "{health}"
+        );
+        assert!(!health.is_ready(&[ApiGroup::Disk]), "{health}");
+    }
+    assert_eq!(entered(), LIMIT_PER_GROUP);
+
+    gate.open();
+    let waited = Instant::now();
+    while first.health().group(ApiGroup::Disk).unwrap().is_stuck() {
+        assert!(waited.elapsed() < Duration::from_secs(10), "still stuck");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(second.health().is_ready(&[ApiGroup::Disk]));
 }
