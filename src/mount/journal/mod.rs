@@ -312,6 +312,8 @@ impl JournalFile {
     fn rewrite(&mut self, lines: &str) -> Result<()> {
         let text = format!("{HEADER_2}\n{lines}{COMMIT}\n");
         let fresh = self.path.with_extension("new");
+        // Windows renames nothing over a file that is open.
+        self.out = None;
         let written = (|| {
             let mut out = fs::File::create(&fresh)?;
             out.write_all(text.as_bytes())?;
@@ -320,7 +322,6 @@ impl JournalFile {
             sync_folder(&self.path)
         })();
         self.writes += 1;
-        self.out = None;
         written.map_err(|e| unusable(&self.path, "cannot write it", &e))?;
         self.length = text.len() as u64;
         self.lines = 0;
