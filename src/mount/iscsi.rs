@@ -185,8 +185,9 @@ impl Inner {
         self.stage_disk(&target.selector(disks), staging).await
     }
 
-    /// Records `volume`'s lease on the target, then logs in unless this
-    /// process has (one login per target at a time).
+    /// Records `volume`'s lease on the target, then logs in unless the
+    /// target's session is there already (one login per target at a
+    /// time).
     async fn log_in(
         &self,
         volume: &str,
@@ -199,27 +200,33 @@ impl Inner {
         let recorded = self
             .journal
             .view(|records| records.targets.contains_key(&target_key));
-        // Someone else's session: found with disks before this mounter
-        // ever logged in.
-        let foreign = !recorded
-            && matches!(
-                iscsi.get_target_disks(&target.portal, &target.iqn).await,
-                Ok(disks) if !disks.is_empty()
-            );
+        // A session with disks is logged in already (a repeat, another
+        // LUN of the target, or someone else's: found so before this
+        // mounter ever logged in), and is not logged in to again.
+        let listed = iscsi.get_target_disks(&target.portal, &target.iqn).await;
+        let logged_in_already = matches!(listed, Ok(disks) if !disks.is_empty());
+        let foreign = !recorded && logged_in_already;
         let record = TargetRecord {
             portal: target.portal.clone(),
             iqn: target.iqn.clone(),
             ours: !foreign,
         };
-        self.journal
+        let had_lease = self
+            .journal
             .update(|records| {
                 if !records.targets.contains_key(&target_key) {
                     records.targets.insert(target_key.clone(), record);
                 }
                 let lease = (target_key.clone(), volume.to_owned());
-                records.target_leases.insert(lease, staging.clone());
+                records
+                    .target_leases
+                    .insert(lease, staging.clone())
+                    .is_some()
             })
             .await?;
+        if logged_in_already {
+            return Ok(());
+        }
         let logged_in = async {
             iscsi.add_target_portal(&target.portal).await?;
             if let Some(secret) = &target.initiator_secret {
@@ -234,9 +241,9 @@ impl Inner {
             Err(error) => error,
         };
         // Refused (a wrong secret, an unknown target): nothing is logged
-        // in, and the lease goes again. An answer lost keeps it, for the
-        // retry or reconcile.
-        if !outcome_unknown(&error) {
+        // in, and the lease this call took goes again. An answer lost
+        // keeps it, for the retry or reconcile.
+        if !outcome_unknown(&error) && !had_lease {
             self.journal
                 .update(|records| {
                     let lease = (target_key.clone(), volume.to_owned());
@@ -306,7 +313,15 @@ impl Inner {
         let log_out = last && record.ours;
         if log_out {
             let iscsi = self.proxy.iscsi()?;
-            iscsi.disconnect_target(&record.portal, &record.iqn).await?;
+            if let Err(error) = iscsi.disconnect_target(&record.portal, &record.iqn).await {
+                // Logged out already (a crash after the logout, before its
+                // record): the target lists no disk. Anything else stays
+                // an error, and the lease with it, for the retry.
+                let disks = iscsi.get_target_disks(&record.portal, &record.iqn).await;
+                if !matches!(disks, Ok(disks) if disks.is_empty()) {
+                    return Err(error);
+                }
+            }
         }
         self.journal
             .update(|records| {

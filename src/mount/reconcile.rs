@@ -136,13 +136,11 @@ impl Mounter {
         self.drop_dead_leases(&is_live, &mut report).await?;
         let links = (inner.journal).view(|records| {
             let links = records.links.iter();
-            links
-                .map(|(key, (link, to))| (key.clone(), link.clone(), to.clone()))
-                .collect::<Vec<_>>()
+            (links.map(|(key, (link, _))| (key.clone(), link.clone()))).collect::<Vec<_>>()
         });
-        let settled = fan_out::each(links, LINKS_AT_ONCE, |(key, link, to)| {
+        let settled = fan_out::each(links, LINKS_AT_ONCE, |(key, link)| {
             let inner = inner.clone();
-            async move { inner.settle_link(key, link, to).await }
+            async move { inner.settle_link(key, link).await }
         });
         report.absorb(settled.await)?;
         let made = (inner.journal).view(|records| {
@@ -257,13 +255,15 @@ impl Mounter {
 impl Inner {
     /// Step 3: a link this mounter made that leads nowhere goes, and its
     /// record with it, or with the link gone.
-    async fn settle_link(
-        self: Arc<Self>,
-        link_key: String,
-        link: WindowsPath,
-        to: LinkTo,
-    ) -> Vec<Settled> {
+    async fn settle_link(self: Arc<Self>, link_key: String, link: WindowsPath) -> Vec<Settled> {
         let _link = self.flights.lock(link.as_str()).await;
+        // Read again under the key: a call on the path may have changed it
+        // since the records were listed.
+        let Some(to) =
+            (self.journal).view(|records| records.links.get(&link_key).map(|(_, to)| to.clone()))
+        else {
+            return vec![];
+        };
         let found = match self.inspect(&link, false).await {
             Ok(found) => found,
             Err(error) => return vec![Settled::Failed(link.to_string(), error)],

@@ -118,6 +118,9 @@ impl Journal {
     pub async fn update<T>(&self, change: impl FnOnce(&mut Records) -> T) -> Result<T> {
         let (answer, made) = {
             let mut state = self.shared.lock();
+            // A call that changes nothing while nothing is left to write
+            // is done: an earlier change's failure is not its own.
+            let nothing_pending = state.last_made <= state.settled;
             let rule = state.records.smb_mapping_key;
             let answer = change(&mut state.records);
             let lines = state.records.take_changes(rule);
@@ -132,6 +135,9 @@ impl Journal {
                     let shared = self.shared.clone();
                     tokio::task::spawn_blocking(move || shared.write_queue());
                 }
+            }
+            if lines.is_empty() && nothing_pending {
+                return Ok(answer);
             }
             (answer, state.last_made)
         };
@@ -226,6 +232,8 @@ struct JournalFile {
     length: u64,
     /// Change lines written since it was last rewritten whole.
     lines: usize,
+    /// A failed write could not be cut back: rewrite the file whole.
+    damaged: bool,
     writes: usize,
 }
 
@@ -239,6 +247,7 @@ impl JournalFile {
             out: None,
             length: 0,
             lines: 0,
+            damaged: false,
             writes: 0,
         };
         let text = match fs::read_to_string(path) {
@@ -272,7 +281,7 @@ impl JournalFile {
 
     fn due_for_rewrite(&self, more: usize, records: usize) -> bool {
         let lines = self.lines + more;
-        lines > REWRITE_AFTER_LINES && lines > 2 * records
+        self.damaged || (lines > REWRITE_AFTER_LINES && lines > 2 * records)
     }
 
     /// Appends `text` (`count` lines) and syncs it. On failure, the file
@@ -298,10 +307,16 @@ impl JournalFile {
                 Ok(())
             }
             Err(e) => {
-                // Reopened at the next write, after the cut.
-                if let Some(out) = self.out.take() {
-                    let _ = out.set_len(self.length);
-                }
+                // Cut back to the last whole change, through a handle that
+                // may truncate (an append-only one may not, on Windows);
+                // reopened at the next write. When the cut fails, the next
+                // write rewrites the file whole.
+                self.out = None;
+                let cut = fs::OpenOptions::new()
+                    .write(true)
+                    .open(&self.path)
+                    .and_then(|file| file.set_len(self.length));
+                self.damaged = cut.is_err();
                 Err(fail(&e))
             }
         }
@@ -325,6 +340,7 @@ impl JournalFile {
         written.map_err(|e| unusable(&self.path, "cannot write it", &e))?;
         self.length = text.len() as u64;
         self.lines = 0;
+        self.damaged = false;
         Ok(())
     }
 

@@ -71,9 +71,23 @@ impl Inner {
         // The lease, the path to map and the link are recorded before the
         // mapping is made: an answer lost, or a crash, after the proxy made
         // them leaves nothing the journal does not know.
+        let fingerprinted = print.is_some();
         let before = self
             .take_lease(&root, volume, staging, share, print)
             .await?;
+        if before.first_use && !fingerprinted {
+            // The share's last lease went while this volume cleared its
+            // path: this stage is its first use after all.
+            let print = gate.fingerprint(credentials).await;
+            self.journal
+                .update(|records| {
+                    if let Some(record) = records.shares.get_mut(root.as_str()) {
+                        record.fingerprint.get_or_insert(print);
+                    }
+                })
+                .await?;
+        }
+        let alone = matches!(held, Held::Alone(_));
         let (held, mapped) = self
             .map(share, credentials, staging, &root, &before, held, &gate)
             .await;
@@ -96,7 +110,7 @@ impl Inner {
             }
             return Err(error);
         }
-        self.forget_failed_stage(&root, volume, share, staging, &before, &error)
+        self.forget_failed_stage(&root, volume, share, staging, &before, alone, &error)
             .await?;
         Err(error)
     }
@@ -174,9 +188,11 @@ impl Inner {
     }
 
     /// Undoes the records of a stage the proxy refused, and a mapping a
-    /// first use may have made (the proxy maps before it links). A mapping
+    /// first use alone at the gate may have made (the proxy maps before it
+    /// links). A mapping
     /// whose removal fails stays recorded, with no lease, for the next
     /// unstage or `reconcile` to remove.
+    #[allow(clippy::too_many_arguments)]
     async fn forget_failed_stage(
         &self,
         root: &str,
@@ -184,10 +200,12 @@ impl Inner {
         share: &SmbRemotePath,
         staging: &WindowsPath,
         before: &StageSmbBefore,
+        alone: bool,
         error: &Error,
     ) -> Result<()> {
         let maybe_mapped = before.first_use && mapping::may_have_mapped(error);
-        let unmapped = match maybe_mapped && self.owns(root) {
+        // Only alone at the gate: beside, other volumes link through it.
+        let unmapped = match maybe_mapped && alone && self.owns(root) {
             true => match self.remove_mapping_of(share).await {
                 Ok(()) => true,
                 Err(removal) => {

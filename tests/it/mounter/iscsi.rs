@@ -4,8 +4,8 @@
 use super::{path, Node, GIB, STAGING, STAGING_2};
 use csi_proxy_client::api::{IscsiAuth, Secret, TargetPortal};
 use csi_proxy_client::mount::{DiskAfterUnstage, IscsiVolume, PathState};
-use csi_proxy_client::testing::{FakeHost, ProxyRelease};
-use csi_proxy_client::{Error, ErrorKind};
+use csi_proxy_client::testing::{FakeHost, ProxyRelease, WindowsError};
+use csi_proxy_client::{Error, ErrorKind, Operation as Op};
 
 const IQN: &str = "iqn.2026-11.io.example:storage.t1";
 
@@ -143,5 +143,47 @@ async fn leases_outlive_a_restart_and_reconcile_logs_out_for_volumes_that_are_go
     let report = node.mounter.reconcile(|_| false).await.unwrap();
     assert_eq!(report.leases_dropped, vec!["pv-b".to_owned()], "{report:?}");
     assert!(node.host.iscsi_sessions().is_empty());
+    assert!(report.failed.is_empty(), "{report:?}");
+}
+
+#[tokio::test]
+async fn a_target_logged_in_already_is_not_logged_in_again() {
+    let node = node_with_target(ProxyRelease::LATEST).await;
+    let m = &node.mounter;
+    m.stage_iscsi("pv-a", &lun(0), &path(STAGING))
+        .await
+        .unwrap();
+    let logins = node.host_calls(Op::ConnectTarget);
+    // Another LUN of the target, and kubelet's repeat of the first.
+    m.stage_iscsi("pv-b", &lun(1), &path(STAGING_2))
+        .await
+        .unwrap();
+    m.stage_iscsi("pv-a", &lun(0), &path(STAGING))
+        .await
+        .unwrap();
+    assert_eq!(node.host_calls(Op::ConnectTarget), logins);
+}
+
+#[tokio::test]
+async fn a_logout_done_before_a_crash_recorded_it_is_not_tried_forever() {
+    let node = node_with_target(ProxyRelease::LATEST).await;
+    let m = &node.mounter;
+    m.stage_iscsi("pv-a", &lun(0), &path(STAGING))
+        .await
+        .unwrap();
+    m.unstage_disk(&path(STAGING), DiskAfterUnstage::KeepOnline)
+        .await
+        .unwrap();
+    // The session went (the logout of a driver that crashed before its
+    // record), and the proxy now refuses to log out of nothing.
+    let iscsi = node.mounter.proxy().iscsi().unwrap();
+    iscsi.disconnect_target(&portal(), IQN).await.unwrap();
+    let refusal = WindowsError::with_message(1, "the session does not exist");
+    node.host.fail_call(Op::DisconnectTarget, 1, refusal);
+    m.unstage_iscsi("pv-a", &path(STAGING), DiskAfterUnstage::KeepOnline)
+        .await
+        .unwrap();
+    assert!(node.host.iscsi_sessions().is_empty());
+    let report = m.reconcile(|_| false).await.unwrap();
     assert!(report.failed.is_empty(), "{report:?}");
 }
