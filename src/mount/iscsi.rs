@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use super::again::outcome_unknown;
 use super::journal::TargetRecord;
-use super::{Change, DiskAfterUnstage, DiskSelector, Inner, Mounter, Staged};
+use super::{check_volume, Change, DiskAfterUnstage, DiskSelector, Inner, Mounter, Staged};
 use crate::api::{IscsiAuth, Secret, TargetPortal, WindowsPath};
 use crate::error::{Error, Result};
 
@@ -105,13 +105,6 @@ impl IscsiVolume {
 
 fn target_key(portal: &TargetPortal, iqn: &str) -> String {
     format!("{}:{} {}", portal.address, portal.port, iqn).to_lowercase()
-}
-
-fn check_volume(volume: &str) -> Result<()> {
-    match volume.is_empty() {
-        true => Err(Error::invalid_argument("volume ID", "it is empty")),
-        false => Ok(()),
-    }
 }
 
 impl Mounter {

@@ -124,6 +124,14 @@ impl Change {
     }
 }
 
+/// A CSI volume ID a lease is kept under: it must not be empty.
+fn check_volume(volume: &str) -> Result<()> {
+    match volume.is_empty() {
+        true => Err(crate::Error::invalid_argument("volume ID", "it is empty")),
+        false => Ok(()),
+    }
+}
+
 /// The node's volume operations on one [`CsiProxy`]; see the [module
 /// docs](self). Cheap to clone; clones share their locks and journal.
 #[derive(Clone)]

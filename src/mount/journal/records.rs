@@ -112,6 +112,17 @@ fn of_share<'a, V: Clone + PartialEq>(
         .map(|((_, second), value)| (second.as_str(), value))
 }
 
+/// The first row of a per-share table whose second key is `volume`: the
+/// share (or target) it leases, and the lease.
+fn leased_by<'a, V: Clone + PartialEq>(
+    table: &'a Table<ShareRow, V>,
+    volume: &str,
+) -> Option<(&'a str, &'a V)> {
+    (table.iter())
+        .find(|((_, holder), _)| holder == volume)
+        .map(|((key, _), lease)| (key.as_str(), lease))
+}
+
 fn row(root: &str, second: &str) -> ShareRow {
     (root.to_owned(), second.to_owned())
 }
@@ -129,9 +140,7 @@ impl Records {
 
     /// The share root whose lease `volume` holds, if any.
     pub fn share_leased_by(&self, volume: &str) -> Option<&str> {
-        (self.leases.iter())
-            .find(|((_, holder), _)| holder == volume)
-            .map(|((root, _), _)| root.as_str())
+        leased_by(&self.leases, volume).map(|(root, _)| root)
     }
 
     /// The remote paths mapped on share `root`.
@@ -197,9 +206,7 @@ impl Records {
 
     /// The target key whose lease `volume` holds, and its staging path.
     pub fn target_leased_by(&self, volume: &str) -> Option<(&str, &WindowsPath)> {
-        (self.target_leases.iter())
-            .find(|((_, holder), _)| holder == volume)
-            .map(|((key, _), staging)| (key.as_str(), staging))
+        leased_by(&self.target_leases, volume)
     }
 
     /// How many records there are.

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use super::journal::{key, LinkTo};
 use super::path_state::conflict;
-use super::{Change, Inner, Mounter, PathState};
+use super::{check_volume, Change, Inner, Mounter, PathState};
 use crate::api::{Secret, SmbRemotePath, WindowsPath};
 use crate::error::{Error, Result};
 
@@ -94,13 +94,6 @@ fn folder_missing(share: &SmbRemotePath, staging: &WindowsPath) -> Error {
     Error::NotFound {
         what: format!("folder {share} on its share (the link at {staging} leads nowhere)"),
     }
-}
-
-fn check_volume(volume: &str) -> Result<()> {
-    if volume.is_empty() {
-        return Err(Error::invalid_argument("volume ID", "it is empty"));
-    }
-    Ok(())
 }
 
 fn check_credentials(credentials: &SmbCredentials) -> Result<()> {
