@@ -32,27 +32,29 @@ impl Support {
 }
 
 macro_rules! operations {
-    ($( $(#[$doc:meta])* $op:ident = $group:ident, $name:literal, $effect:ident,
-        [$( $since:ident => $support:expr ),+ $(,)?] );+ $(;)?) => {
+    ($( $group:ident => $group_operation:ident {
+        $( $(#[$doc:meta])* $op:ident = $name:literal, $effect:ident,
+            [$( $since:ident => $support:expr ),+ $(,)?] );+ $(;)?
+    } )+) => {
         /// Every operation of every group, named after its newest RPC.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[non_exhaustive]
         pub enum Operation {
-            $( $(#[$doc])* $op, )+
+            $( $( $(#[$doc])* $op, )+ )+
         }
 
         impl Operation {
             /// All operations, grouped by API group.
-            pub const ALL: &'static [Operation] = &[$( Operation::$op, )+];
+            pub const ALL: &'static [Operation] = &[$( $( Operation::$op, )+ )+];
 
             /// The group the operation belongs to.
             pub const fn group(self) -> ApiGroup {
-                match self { $( Operation::$op => ApiGroup::$group, )+ }
+                match self { $( $( Operation::$op => ApiGroup::$group, )+ )+ }
             }
 
             /// The operation's name: its RPC name in the newest version.
             pub const fn name(self) -> &'static str {
-                match self { $( Operation::$op => $name, )+ }
+                match self { $( $( Operation::$op => $name, )+ )+ }
             }
 
             /// Whether the operation changes the host. Such a call is sent
@@ -60,126 +62,178 @@ macro_rules! operations {
             /// proxy, or with
             /// [`CallOptions::retry_mutations`](crate::CallOptions::retry_mutations).
             pub const fn is_mutating(self) -> bool {
-                match self { $( Operation::$op => matches!(Effect::$effect, Effect::Mutates), )+ }
+                match self { $( $( Operation::$op => !matches!(Effect::$effect, Effect::Reads), )+ )+ }
+            }
+
+            /// Whether the operation is a mutation that takes long (see
+            /// [`Effect::SlowlyMutates`]): its default deadline is longer.
+            pub(crate) const fn is_slow(self) -> bool {
+                match self { $( $( Operation::$op => matches!(Effect::$effect, Effect::SlowlyMutates), )+ )+ }
             }
 
             /// How its support changes across versions: from each listed
             /// version on (until the next entry), it is served as given.
             fn history(self) -> &'static [(ApiVersion, Support)] {
-                match self { $( Operation::$op => &[$( (ApiVersion::$since, $support), )+], )+ }
+                match self { $( $( Operation::$op => &[$( (ApiVersion::$since, $support), )+], )+ )+ }
             }
         }
+
+        $(
+            #[doc = concat!("The operations of the ", stringify!($group), " group alone, so that")]
+            /// a match over one group's operations is exhaustive without a
+            /// catch-all arm.
+            #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+            #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+            pub(crate) enum $group_operation {
+                $( $op, )+
+            }
+
+            impl From<$group_operation> for Operation {
+                fn from(operation: $group_operation) -> Self {
+                    match operation { $( $group_operation::$op => Operation::$op, )+ }
+                }
+            }
+
+            impl GroupOperation for $group_operation {
+                const ALL: &'static [Self] = &[$( $group_operation::$op, )+];
+            }
+        )+
     };
 }
 
-/// Whether an operation changes the host.
+/// The operations of one group, as their own type (see [`operations!`]).
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
+pub(crate) trait GroupOperation: Copy + Into<Operation> + Send + Sync + 'static {
+    /// Every operation of the group.
+    const ALL: &'static [Self];
+
+    /// The operation that `version` serves under the RPC name `rpc`.
+    fn served_as(version: ApiVersion, rpc: &str) -> Option<Self> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|&op| matches!(op.into().support(version), Support::Native(name) if name == rpc))
+    }
+}
+
+/// Whether an operation changes the host, and how long it may take.
 enum Effect {
     Reads,
     Mutates,
+    /// A mutation that takes long on old proxies (PowerShell) and for
+    /// large volumes: formatting and resizing a volume.
+    SlowlyMutates,
 }
 
 use Support::{Emulated, Native, Unsupported as No};
 
 operations! {
-    /// Where each disk sits on its adapter.
-    ListDiskLocations = Disk, "ListDiskLocations", Reads, [V1ALPHA1 => Native("ListDiskLocations")];
-    /// Initialise a disk with one partition.
-    PartitionDisk = Disk, "PartitionDisk", Mutates, [V1ALPHA1 => Native("PartitionDisk")];
-    /// Rescan the storage buses.
-    Rescan = Disk, "Rescan", Mutates, [V1ALPHA1 => Native("Rescan")];
-    /// The page83 and serial number identifiers of each disk.
-    ListDiskIds = Disk, "ListDiskIDs", Reads, [V1ALPHA1 => No, V1BETA1 => Native("ListDiskIDs")];
-    /// The size of a disk.
-    GetDiskStats = Disk, "GetDiskStats", Reads,
-        [V1ALPHA1 => No, V1BETA1 => Native("DiskStats"), V1BETA3 => Native("GetDiskStats")];
-    /// Bring a disk online or offline.
-    SetDiskState = Disk, "SetDiskState", Mutates,
-        [V1ALPHA1 => No, V1BETA2 => Native("SetAttachState"), V1BETA3 => Native("SetDiskState")];
-    /// Whether a disk is online.
-    GetDiskState = Disk, "GetDiskState", Reads,
-        [V1ALPHA1 => No, V1BETA2 => Native("GetAttachState"), V1BETA3 => Native("GetDiskState")];
-    /// The disk with a given page83 identifier.
-    GetDiskNumberByName = Disk, "GetDiskNumberByName", Reads,
-        [V1ALPHA1 => Native("GetDiskNumberByName"), V1BETA1 => Emulated];
-
-    /// Whether a path exists.
-    PathExists = Filesystem, "PathExists", Reads, [V1ALPHA1 => Native("PathExists")];
-    /// Create a directory.
-    Mkdir = Filesystem, "Mkdir", Mutates, [V1ALPHA1 => Native("Mkdir")];
-    /// Remove a directory.
-    Rmdir = Filesystem, "Rmdir", Mutates, [V1ALPHA1 => Native("Rmdir")];
-    /// Remove what a directory holds.
-    RmdirContents = Filesystem, "RmdirContents", Mutates, [V1ALPHA1 => No, V2ALPHA1 => Native("RmdirContents")];
-    /// Create a directory symlink.
-    CreateSymlink = Filesystem, "CreateSymlink", Mutates,
-        [V1ALPHA1 => Native("LinkPath"), V1BETA2 => Native("CreateSymlink")];
-    /// Whether a path is a symlink or mount point.
-    IsSymlink = Filesystem, "IsSymlink", Reads,
-        [V1ALPHA1 => Native("IsMountPoint"), V1BETA2 => Native("IsSymlink")];
-
-    /// Map an SMB share globally.
-    NewSmbGlobalMapping = Smb, "NewSmbGlobalMapping", Mutates, [V1ALPHA1 => Native("NewSmbGlobalMapping")];
-    /// Remove a global SMB mapping.
-    RemoveSmbGlobalMapping = Smb, "RemoveSmbGlobalMapping", Mutates,
-        [V1ALPHA1 => Native("RemoveSmbGlobalMapping")];
-
-    /// The volumes on a disk.
-    ListVolumesOnDisk = Volume, "ListVolumesOnDisk", Reads, [V1ALPHA1 => Native("ListVolumesOnDisk")];
-    /// The volumes of one partition of a disk (`ListVolumesOnDisk` with a partition number).
-    ListVolumesOnPartition = Volume, "ListVolumesOnDisk (one partition)", Reads,
-        [V1ALPHA1 => No, V1BETA3 => Native("ListVolumesOnDisk")];
-    /// Mount a volume at a folder.
-    MountVolume = Volume, "MountVolume", Mutates, [V1ALPHA1 => Native("MountVolume")];
-    /// Remove a volume's folder mount.
-    UnmountVolume = Volume, "UnmountVolume", Mutates,
-        [V1ALPHA1 => Native("DismountVolume"), V1BETA3 => Native("UnmountVolume")];
-    /// Whether a volume has a file system.
-    IsVolumeFormatted = Volume, "IsVolumeFormatted", Reads, [V1ALPHA1 => Native("IsVolumeFormatted")];
-    /// Format a volume.
-    FormatVolume = Volume, "FormatVolume", Mutates, [V1ALPHA1 => Native("FormatVolume")];
-    /// Resize a volume.
-    ResizeVolume = Volume, "ResizeVolume", Mutates, [V1ALPHA1 => Native("ResizeVolume")];
-    /// Total and used bytes of a volume.
-    GetVolumeStats = Volume, "GetVolumeStats", Reads,
-        [V1ALPHA1 => No, V1BETA1 => Native("VolumeStats"), V1BETA3 => Native("GetVolumeStats")];
-    /// The disk that holds a volume.
-    GetDiskNumberFromVolumeId = Volume, "GetDiskNumberFromVolumeID", Reads,
-        [V1ALPHA1 => No, V1BETA1 => Native("GetVolumeDiskNumber"), V1BETA3 => Native("GetDiskNumberFromVolumeID")];
-    /// The volume mounted at a folder.
-    GetVolumeIdFromTargetPath = Volume, "GetVolumeIDFromTargetPath", Reads,
-        [V1ALPHA1 => No, V1BETA1 => Native("GetVolumeIDFromMount"), V1BETA3 => Native("GetVolumeIDFromTargetPath")];
-    /// Flush a volume's cache.
-    WriteVolumeCache = Volume, "WriteVolumeCache", Mutates, [V1ALPHA1 => No, V1BETA2 => Native("WriteVolumeCache")];
-    /// The volume that holds a path.
-    GetClosestVolumeIdFromTargetPath = Volume, "GetClosestVolumeIDFromTargetPath", Reads,
-        [V1ALPHA1 => No, V2ALPHA1 => Native("GetClosestVolumeIDFromTargetPath")];
-
-    /// Register a target portal.
-    AddTargetPortal = Iscsi, "AddTargetPortal", Mutates, [V1ALPHA1 => Native("AddTargetPortal")];
-    /// The targets a portal offers.
-    DiscoverTargetPortal = Iscsi, "DiscoverTargetPortal", Reads, [V1ALPHA1 => Native("DiscoverTargetPortal")];
-    /// Unregister a target portal.
-    RemoveTargetPortal = Iscsi, "RemoveTargetPortal", Mutates, [V1ALPHA1 => Native("RemoveTargetPortal")];
-    /// The registered target portals.
-    ListTargetPortals = Iscsi, "ListTargetPortals", Reads, [V1ALPHA1 => Native("ListTargetPortals")];
-    /// Log in to a target.
-    ConnectTarget = Iscsi, "ConnectTarget", Mutates, [V1ALPHA1 => Native("ConnectTarget")];
-    /// Log out of a target.
-    DisconnectTarget = Iscsi, "DisconnectTarget", Mutates, [V1ALPHA1 => Native("DisconnectTarget")];
-    /// The disks behind a target.
-    GetTargetDisks = Iscsi, "GetTargetDisks", Reads, [V1ALPHA1 => Native("GetTargetDisks")];
-    /// Set the initiator's mutual CHAP secret.
-    SetMutualChapSecret = Iscsi, "SetMutualChapSecret", Mutates,
-        [V1ALPHA1 => No, V1ALPHA2 => Native("SetMutualChapSecret")];
-
-    /// The BIOS serial number.
-    GetBiosSerialNumber = System, "GetBIOSSerialNumber", Reads, [V1ALPHA1 => Native("GetBIOSSerialNumber")];
-    /// Start a service.
-    StartService = System, "StartService", Mutates, [V1ALPHA1 => Native("StartService")];
-    /// Stop a service.
-    StopService = System, "StopService", Mutates, [V1ALPHA1 => Native("StopService")];
-    /// A service's start type and status.
-    GetService = System, "GetService", Reads, [V1ALPHA1 => Native("GetService")];
+    Disk => DiskOperation {
+        /// Where each disk sits on its adapter.
+        ListDiskLocations = "ListDiskLocations", Reads, [V1ALPHA1 => Native("ListDiskLocations")];
+        /// Initialise a disk with one partition.
+        PartitionDisk = "PartitionDisk", Mutates, [V1ALPHA1 => Native("PartitionDisk")];
+        /// Rescan the storage buses.
+        Rescan = "Rescan", Mutates, [V1ALPHA1 => Native("Rescan")];
+        /// The page83 and serial number identifiers of each disk.
+        ListDiskIds = "ListDiskIDs", Reads, [V1ALPHA1 => No, V1BETA1 => Native("ListDiskIDs")];
+        /// The size of a disk.
+        GetDiskStats = "GetDiskStats", Reads,
+            [V1ALPHA1 => No, V1BETA1 => Native("DiskStats"), V1BETA3 => Native("GetDiskStats")];
+        /// Bring a disk online or offline.
+        SetDiskState = "SetDiskState", Mutates,
+            [V1ALPHA1 => No, V1BETA2 => Native("SetAttachState"), V1BETA3 => Native("SetDiskState")];
+        /// Whether a disk is online.
+        GetDiskState = "GetDiskState", Reads,
+            [V1ALPHA1 => No, V1BETA2 => Native("GetAttachState"), V1BETA3 => Native("GetDiskState")];
+        /// The disk with a given page83 identifier.
+        GetDiskNumberByName = "GetDiskNumberByName", Reads,
+            [V1ALPHA1 => Native("GetDiskNumberByName"), V1BETA1 => Emulated];
+    }
+    Filesystem => FilesystemOperation {
+        /// Whether a path exists.
+        PathExists = "PathExists", Reads, [V1ALPHA1 => Native("PathExists")];
+        /// Create a directory.
+        Mkdir = "Mkdir", Mutates, [V1ALPHA1 => Native("Mkdir")];
+        /// Remove a directory.
+        Rmdir = "Rmdir", Mutates, [V1ALPHA1 => Native("Rmdir")];
+        /// Remove what a directory holds.
+        RmdirContents = "RmdirContents", Mutates, [V1ALPHA1 => No, V2ALPHA1 => Native("RmdirContents")];
+        /// Create a directory symlink.
+        CreateSymlink = "CreateSymlink", Mutates,
+            [V1ALPHA1 => Native("LinkPath"), V1BETA2 => Native("CreateSymlink")];
+        /// Whether a path is a symlink or mount point.
+        IsSymlink = "IsSymlink", Reads,
+            [V1ALPHA1 => Native("IsMountPoint"), V1BETA2 => Native("IsSymlink")];
+    }
+    Smb => SmbOperation {
+        /// Map an SMB share globally.
+        NewSmbGlobalMapping = "NewSmbGlobalMapping", Mutates, [V1ALPHA1 => Native("NewSmbGlobalMapping")];
+        /// Remove a global SMB mapping.
+        RemoveSmbGlobalMapping = "RemoveSmbGlobalMapping", Mutates,
+            [V1ALPHA1 => Native("RemoveSmbGlobalMapping")];
+    }
+    Volume => VolumeOperation {
+        /// The volumes on a disk.
+        ListVolumesOnDisk = "ListVolumesOnDisk", Reads, [V1ALPHA1 => Native("ListVolumesOnDisk")];
+        /// The volumes of one partition of a disk (`ListVolumesOnDisk` with a partition number).
+        ListVolumesOnPartition = "ListVolumesOnDisk (one partition)", Reads,
+            [V1ALPHA1 => No, V1BETA3 => Native("ListVolumesOnDisk")];
+        /// Mount a volume at a folder.
+        MountVolume = "MountVolume", Mutates, [V1ALPHA1 => Native("MountVolume")];
+        /// Remove a volume's folder mount.
+        UnmountVolume = "UnmountVolume", Mutates,
+            [V1ALPHA1 => Native("DismountVolume"), V1BETA3 => Native("UnmountVolume")];
+        /// Whether a volume has a file system.
+        IsVolumeFormatted = "IsVolumeFormatted", Reads, [V1ALPHA1 => Native("IsVolumeFormatted")];
+        /// Format a volume.
+        FormatVolume = "FormatVolume", SlowlyMutates, [V1ALPHA1 => Native("FormatVolume")];
+        /// Resize a volume.
+        ResizeVolume = "ResizeVolume", SlowlyMutates, [V1ALPHA1 => Native("ResizeVolume")];
+        /// Total and used bytes of a volume.
+        GetVolumeStats = "GetVolumeStats", Reads,
+            [V1ALPHA1 => No, V1BETA1 => Native("VolumeStats"), V1BETA3 => Native("GetVolumeStats")];
+        /// The disk that holds a volume.
+        GetDiskNumberFromVolumeId = "GetDiskNumberFromVolumeID", Reads,
+            [V1ALPHA1 => No, V1BETA1 => Native("GetVolumeDiskNumber"), V1BETA3 => Native("GetDiskNumberFromVolumeID")];
+        /// The volume mounted at a folder.
+        GetVolumeIdFromTargetPath = "GetVolumeIDFromTargetPath", Reads,
+            [V1ALPHA1 => No, V1BETA1 => Native("GetVolumeIDFromMount"), V1BETA3 => Native("GetVolumeIDFromTargetPath")];
+        /// Flush a volume's cache.
+        WriteVolumeCache = "WriteVolumeCache", Mutates, [V1ALPHA1 => No, V1BETA2 => Native("WriteVolumeCache")];
+        /// The volume that holds a path.
+        GetClosestVolumeIdFromTargetPath = "GetClosestVolumeIDFromTargetPath", Reads,
+            [V1ALPHA1 => No, V2ALPHA1 => Native("GetClosestVolumeIDFromTargetPath")];
+    }
+    Iscsi => IscsiOperation {
+        /// Register a target portal.
+        AddTargetPortal = "AddTargetPortal", Mutates, [V1ALPHA1 => Native("AddTargetPortal")];
+        /// The targets a portal offers.
+        DiscoverTargetPortal = "DiscoverTargetPortal", Reads, [V1ALPHA1 => Native("DiscoverTargetPortal")];
+        /// Unregister a target portal.
+        RemoveTargetPortal = "RemoveTargetPortal", Mutates, [V1ALPHA1 => Native("RemoveTargetPortal")];
+        /// The registered target portals.
+        ListTargetPortals = "ListTargetPortals", Reads, [V1ALPHA1 => Native("ListTargetPortals")];
+        /// Log in to a target.
+        ConnectTarget = "ConnectTarget", Mutates, [V1ALPHA1 => Native("ConnectTarget")];
+        /// Log out of a target.
+        DisconnectTarget = "DisconnectTarget", Mutates, [V1ALPHA1 => Native("DisconnectTarget")];
+        /// The disks behind a target.
+        GetTargetDisks = "GetTargetDisks", Reads, [V1ALPHA1 => Native("GetTargetDisks")];
+        /// Set the initiator's mutual CHAP secret.
+        SetMutualChapSecret = "SetMutualChapSecret", Mutates,
+            [V1ALPHA1 => No, V1ALPHA2 => Native("SetMutualChapSecret")];
+    }
+    System => SystemOperation {
+        /// The BIOS serial number.
+        GetBiosSerialNumber = "GetBIOSSerialNumber", Reads, [V1ALPHA1 => Native("GetBIOSSerialNumber")];
+        /// Start a service.
+        StartService = "StartService", Mutates, [V1ALPHA1 => Native("StartService")];
+        /// Stop a service.
+        StopService = "StopService", Mutates, [V1ALPHA1 => Native("StopService")];
+        /// A service's start type and status.
+        GetService = "GetService", Reads, [V1ALPHA1 => Native("GetService")];
+    }
 }
 
 impl Operation {

@@ -8,6 +8,7 @@ use std::fmt;
 use tonic::{Code, Status};
 
 use crate::error::{Error, ErrorKind};
+use crate::host_cause::HostCause;
 
 /// A call of the CSI Node service, for the code an error answers in it:
 /// [`Error::csi_code_for`] and [`Error::csi_status_for`]. The CSI spec
@@ -142,7 +143,7 @@ impl Error {
     /// table in the docs of [`From<Error> for tonic::Status`](#impl-From%3CError%3E-for-Status)):
     /// that of its [`kind`](Error::kind), or for a host failure the code
     /// the proxy gave, or for one with code `Unknown` that of its
-    /// [`HostCause`](crate::HostCause) (`Internal` without one).
+    /// [`HostCause`] (`Internal` without one).
     pub fn csi_code(&self) -> Code {
         match self {
             Error::Host { code, .. } if !matches!(code, Code::Unknown | Code::Ok) => *code,
@@ -219,7 +220,7 @@ impl Error {
     /// for what needs a change first (an argument, the deployment, the
     /// proxy's version) and for host failures, which repeat, unless the
     /// proxy said otherwise (`Unavailable`, `ResourceExhausted`, `Aborted`)
-    /// or Windows' cause passes by itself ([`HostCause::is_retryable`](crate::HostCause::is_retryable):
+    /// or Windows' cause passes by itself ([`HostCause::is_retryable`]:
     /// an unreachable server, a stale mapping, a path in use).
     pub fn is_retryable(&self) -> bool {
         match self {
@@ -227,9 +228,7 @@ impl Error {
                 code,
                 Code::Unavailable | Code::ResourceExhausted | Code::Aborted
             ),
-            Error::Host { .. } => self
-                .host_cause()
-                .is_some_and(crate::HostCause::is_retryable),
+            Error::Host { .. } => self.host_cause().is_some_and(HostCause::is_retryable),
             _ => self.kind().is_retryable(),
         }
     }
@@ -253,7 +252,7 @@ impl Error {
 /// | [`NotImplemented`](Error::NotImplemented) | `Unimplemented` | no | a backend (a test mock) lacks the operation |
 /// | [`InvalidResponse`](Error::InvalidResponse) | `Internal` | yes | the answer could not be understood; the outcome is unknown, and a retry of an idempotent CSI call is how to learn it |
 /// | [`Host`](Error::Host) with `Unknown` (almost every host failure) | `Internal` | no | the host operation failed; the same call would fail the same way |
-/// | [`Host`](Error::Host) with `Unknown` and a [`HostCause`](crate::HostCause) | the cause's | the cause's | Windows named what went wrong (a logon failure, an unreachable server, ...) |
+/// | [`Host`](Error::Host) with `Unknown` and a [`HostCause`] | the cause's | the cause's | Windows named what went wrong (a logon failure, an unreachable server, ...) |
 /// | [`Conflict`](Error::Conflict) | `AlreadyExists` | no | something else is at the path; it was left alone (`FailedPrecondition` in an unstage or unpublish: [`Error::csi_code_for`]) |
 /// | [`NotStaged`](Error::NotStaged) | `FailedPrecondition` | no | a publish found nothing staged at its staging path: stage first (`NotFound` in stats and expand: [`Error::csi_code_for`]) |
 /// | [`Ambiguous`](Error::Ambiguous) | `FailedPrecondition` | no | a lookup that must find one thing found several |

@@ -1,11 +1,30 @@
-//! The crate's one error type.
+//! The crate's one error type, and what became of the request it answers
+//! ([`Delivery`]).
+//!
+//! The vocabulary layer's top: it names groups, versions, operations,
+//! Windows' causes and server owners, and nothing above them (the test
+//! `tests/it/layers.rs` checks it).
+
+mod connection;
+mod delivery;
+mod kind;
+mod parse;
+mod words;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::capability::Operation;
 use crate::group::ApiGroup;
+use crate::host_cause::HostCause;
+use crate::server_owner::ServerOwner;
 use crate::version::ApiVersion;
+
+pub use connection::ConnectionError;
+pub use delivery::Delivery;
+pub use kind::ErrorKind;
+pub(crate) use words::{code_name, in_words};
+use words::{code_text, size_text, tried_text};
 
 /// A gRPC status code, as in [`Error::Host`]: tonic's own type. tonic is
 /// part of this crate's public API (the generated clients in
@@ -64,7 +83,7 @@ pub enum Error {
         /// The newest endpoint with an untrusted server.
         address: String,
         /// Who serves it.
-        owner: crate::transport::ServerOwner,
+        owner: ServerOwner,
     },
 
     /// The negotiated wire version lacks an operation. Nothing was sent.
@@ -169,7 +188,8 @@ pub enum Error {
     /// `maybe_sent` tells whether the request may have reached the proxy.
     /// When it is `true` for a call that changes the host, the outcome is
     /// unknown: check the host's state before trying again. When it is
-    /// `false`, nothing reached the proxy.
+    /// `false`, nothing reached the proxy, or the proxy refused it
+    /// unprocessed. [`Error::delivery`] tells the two apart.
     #[error("{} at {address}: {}{}",
         operation.map_or_else(|| "connecting to CSI Proxy failed".to_owned(),
             |op| format!("{} {} failed", op.group(), op.name())),
@@ -291,124 +311,15 @@ pub enum Error {
     },
 }
 
-/// What kind of failure an [`Error`] is: the one classification from
-/// which its CSI code ([`Error::csi_code`]; per node call,
-/// [`Error::csi_code_for`]), [`Error::is_retryable`], the
-/// `outcome` label of spans and metrics, and csiproxyctl's `kind` and exit
-/// code all follow.
-///
-/// ```
-/// use csi_proxy_client::{Error, ErrorKind};
-///
-/// let error = Error::ConnectTimeout { address: "pipe".into(), after: std::time::Duration::from_secs(5) };
-/// assert_eq!(error.kind(), ErrorKind::Transport);
-/// assert_eq!(error.kind().as_str(), "transport");
-/// assert!(error.is_retryable());
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ErrorKind {
-    /// [`Error::NotServed`].
-    NotServed,
-    /// [`Error::UntrustedServer`].
-    UntrustedServer,
-    /// [`Error::Transport`] and [`Error::ConnectTimeout`]: the connection
-    /// to the proxy failed, or was not made in time.
-    Transport,
-    /// [`Error::Timeout`]: a call's deadline passed.
-    Timeout,
-    /// [`Error::Unsupported`].
-    Unsupported,
-    /// [`Error::Configuration`].
-    Configuration,
-    /// [`Error::PermissionDenied`].
-    PermissionDenied,
-    /// [`Error::InvalidArgument`].
-    InvalidArgument,
-    /// [`Error::NotFound`].
-    NotFound,
-    /// [`Error::NotImplemented`].
-    NotImplemented,
-    /// [`Error::InvalidResponse`].
-    InvalidResponse,
-    /// [`Error::Host`].
-    Host,
-    /// [`Error::Conflict`].
-    Conflict,
-    /// [`Error::NotStaged`].
-    NotStaged,
-    /// [`Error::Ambiguous`].
-    Ambiguous,
-    /// [`Error::InProgress`].
-    InProgress,
-    /// [`Error::HostBusy`].
-    HostBusy,
-}
-
-impl ErrorKind {
-    /// One word for it, for spans, metric labels and csiproxyctl's JSON:
-    /// never the message, which may echo request data (paths, secrets).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorKind::NotServed => "not_served",
-            ErrorKind::UntrustedServer => "untrusted_server",
-            ErrorKind::Transport => "transport",
-            ErrorKind::Timeout => "timeout",
-            ErrorKind::Unsupported => "unsupported",
-            ErrorKind::Configuration => "configuration",
-            ErrorKind::PermissionDenied => "permission_denied",
-            ErrorKind::InvalidArgument => "invalid_argument",
-            ErrorKind::NotFound => "not_found",
-            ErrorKind::NotImplemented => "not_implemented",
-            ErrorKind::InvalidResponse => "invalid_response",
-            ErrorKind::Host => "host",
-            ErrorKind::Conflict => "conflict",
-            ErrorKind::NotStaged => "not_staged",
-            ErrorKind::Ambiguous => "ambiguous",
-            ErrorKind::InProgress => "in_progress",
-            ErrorKind::HostBusy => "host_busy",
-        }
-    }
-}
-
-impl std::fmt::Display for ErrorKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 impl Error {
-    /// What kind of failure this is.
-    pub fn kind(&self) -> ErrorKind {
-        match self {
-            Error::NotServed { .. } => ErrorKind::NotServed,
-            Error::UntrustedServer { .. } => ErrorKind::UntrustedServer,
-            Error::Transport { .. } | Error::ConnectTimeout { .. } => ErrorKind::Transport,
-            Error::Timeout { .. } => ErrorKind::Timeout,
-            Error::Unsupported { .. } => ErrorKind::Unsupported,
-            Error::Configuration { .. } => ErrorKind::Configuration,
-            Error::PermissionDenied { .. } => ErrorKind::PermissionDenied,
-            Error::InvalidArgument { .. } => ErrorKind::InvalidArgument,
-            Error::NotFound { .. } => ErrorKind::NotFound,
-            Error::NotImplemented { .. } => ErrorKind::NotImplemented,
-            Error::InvalidResponse { .. } => ErrorKind::InvalidResponse,
-            Error::Host { .. } => ErrorKind::Host,
-            Error::Conflict { .. } => ErrorKind::Conflict,
-            Error::NotStaged { .. } => ErrorKind::NotStaged,
-            Error::Ambiguous { .. } => ErrorKind::Ambiguous,
-            Error::InProgress { .. } => ErrorKind::InProgress,
-            Error::HostBusy { .. } => ErrorKind::HostBusy,
-        }
-    }
-
     /// What Windows said went wrong, for an [`Error::Host`] whose Windows
     /// error code or message names one of the causes a driver acts on
-    /// ([`HostCause`](crate::HostCause)); `None` for every other error.
-    pub fn host_cause(&self) -> Option<crate::HostCause> {
+    /// ([`HostCause`]); `None` for every other error.
+    pub fn host_cause(&self) -> Option<HostCause> {
         match self {
             Error::Host {
                 os_code, message, ..
-            } => crate::HostCause::classify(*os_code, message),
+            } => HostCause::classify(*os_code, message),
             _ => None,
         }
     }
@@ -482,158 +393,6 @@ impl Error {
             ),
         }
     }
-
-    /// Whether this is a transport failure of a request that certainly did
-    /// not reach the proxy (or that it refused unprocessed).
-    pub(crate) fn certainly_not_sent(&self) -> bool {
-        matches!(
-            self,
-            Error::Transport {
-                maybe_sent: false,
-                ..
-            }
-        )
-    }
-}
-
-/// The endpoints a [`Error::NotServed`] tried, in words.
-fn tried_text(tried: &[String]) -> String {
-    match tried {
-        [] => "no endpoint of it was tried".to_owned(),
-        tried => format!("nothing answered at {}", tried.join(", ")),
-    }
-}
-
-/// A host failure's code, in words: nothing for `Unknown` (how CSI Proxy
-/// reports nearly every failure), else its name in the gRPC spec.
-fn code_text(code: Code) -> String {
-    match code {
-        Code::Unknown => String::new(),
-        code => format!(" (code {})", code_name(code)),
-    }
-}
-
-/// A code's name in the gRPC spec, as the CSI spec writes it too.
-pub(crate) fn code_name(code: Code) -> &'static str {
-    match code {
-        Code::Ok => "OK",
-        Code::Cancelled => "CANCELLED",
-        Code::Unknown => "UNKNOWN",
-        Code::InvalidArgument => "INVALID_ARGUMENT",
-        Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
-        Code::NotFound => "NOT_FOUND",
-        Code::AlreadyExists => "ALREADY_EXISTS",
-        Code::PermissionDenied => "PERMISSION_DENIED",
-        Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
-        Code::FailedPrecondition => "FAILED_PRECONDITION",
-        Code::Aborted => "ABORTED",
-        Code::OutOfRange => "OUT_OF_RANGE",
-        Code::Unimplemented => "UNIMPLEMENTED",
-        Code::Internal => "INTERNAL",
-        Code::Unavailable => "UNAVAILABLE",
-        Code::DataLoss => "DATA_LOSS",
-        Code::Unauthenticated => "UNAUTHENTICATED",
-    }
-}
-
-/// A size in bytes, in words: `10 GiB`, or `10.5 GiB (11274289152 bytes)`
-/// when it is not a whole number of its unit (a tenth rounded down).
-fn size_text(bytes: u64) -> String {
-    for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
-        let (whole, rest) = (bytes >> shift, bytes % (1 << shift));
-        match (whole, rest) {
-            (0, _) => continue,
-            (whole, 0) => return format!("{whole} {unit}"),
-            (whole, rest) => {
-                let tenths = (rest * 10) >> shift;
-                return format!("{whole}.{tenths} {unit} ({bytes} bytes)");
-            }
-        }
-    }
-    format!("{bytes} bytes")
-}
-
-/// `error` and its causes in words, as one line: each one's text, joined
-/// by `: `, each left out when the text so far already says it. Never a
-/// `Debug` output: a gRPC status is its message (tonic's own text of a
-/// status ends with its source's `Debug`), an HTTP/2 failure of the
-/// connection is what happened to the connection.
-pub(crate) fn in_words(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts = vec![one_in_words(error)];
-    let mut cause = error.source();
-    while let Some(inner) = cause {
-        let words = one_in_words(inner);
-        let said = parts.join(": ");
-        match parts.last_mut() {
-            _ if words.is_empty() || said.contains(&words) => {}
-            // The cause says the same as the last text, and more (a
-            // status whose message is its source's text, which names the
-            // kind of failure too).
-            Some(last) if words.contains(last.as_str()) => *last = words,
-            _ => parts.push(words),
-        }
-        cause = inner.source();
-    }
-    parts.retain(|part| !part.is_empty());
-    parts.join(": ")
-}
-
-/// One error's own text, without its causes, in words.
-fn one_in_words(error: &(dyn std::error::Error + 'static)) -> String {
-    // An error's shared source shows as the `Arc` around it.
-    if let Some(shared) = error.downcast_ref::<BoxedSource>() {
-        return one_in_words(&**shared);
-    }
-    if let Some(status) = error.downcast_ref::<Status>() {
-        return match status.message() {
-            "" => status.code().description().to_owned(),
-            message => message.to_owned(),
-        };
-    }
-    if let Some(h2) = error.downcast_ref::<h2::Error>() {
-        return h2_in_words(h2);
-    }
-    if let Some(io) = error.downcast_ref::<std::io::Error>() {
-        return io_in_words(io);
-    }
-    error.to_string()
-}
-
-/// An HTTP/2 failure in words: the I/O error under it, or who reset the
-/// stream or closed the connection, and why.
-fn h2_in_words(error: &h2::Error) -> String {
-    if let Some(io) = error.get_io() {
-        return io_in_words(io);
-    }
-    let who = if error.is_remote() {
-        "CSI Proxy"
-    } else {
-        "the client"
-    };
-    match error.reason() {
-        Some(reason) if error.is_go_away() => {
-            format!("{reason} (the connection was closed by {who})")
-        }
-        Some(reason) if error.is_reset() => format!("{reason} (the stream was reset by {who})"),
-        Some(reason) => format!("HTTP/2 protocol error: {reason}"),
-        None => error.to_string(),
-    }
-}
-
-/// An I/O error in words: its text, and what kind of failure it is when
-/// the text does not say it (`connection closed (broken pipe)`).
-fn io_in_words(error: &std::io::Error) -> String {
-    let text = error.to_string();
-    let kind = error.kind();
-    if error.raw_os_error().is_some() || kind == std::io::ErrorKind::Other {
-        return text;
-    }
-    let kind = kind.to_string();
-    if text.to_lowercase().contains(&kind) || kind.contains("error") {
-        text
-    } else {
-        format!("{text} ({kind})")
-    }
 }
 
 /// Shorthand for results of this crate.
@@ -669,6 +428,165 @@ mod tests {
             running.to_string(),
             "the operation on x may still be running on the host; retry later"
         );
+    }
+
+    /// Every error shape, with what became of its request: the one table
+    /// the call policy and the mounter read.
+    #[test]
+    fn each_error_says_what_became_of_its_request() {
+        let op = Operation::FormatVolume;
+        let io = || -> BoxedSource { Arc::new(std::io::Error::other("broken pipe")) };
+        let transport = |maybe_sent, source| Error::Transport {
+            address: "p".into(),
+            operation: Some(op),
+            maybe_sent,
+            source,
+        };
+        // As the transport builds them: the channel's failure, in the
+        // status tonic makes of it.
+        let through_status = |connection: ConnectionError| -> BoxedSource {
+            Arc::new(Status::from_error(Box::new(connection)))
+        };
+        let refused = || ConnectionError::refused(h2::Error::from(h2::Reason::REFUSED_STREAM));
+        let words = || "x".to_owned();
+        let cases = [
+            (transport(true, io()), Delivery::MayHaveRun),
+            (
+                transport(
+                    true,
+                    through_status(ConnectionError::during_call(h2::Error::from(
+                        h2::Reason::INTERNAL_ERROR,
+                    ))),
+                ),
+                Delivery::MayHaveRun,
+            ),
+            (transport(false, io()), Delivery::NotSent),
+            (
+                transport(false, through_status(ConnectionError::ended())),
+                Delivery::NotSent,
+            ),
+            (
+                transport(
+                    false,
+                    through_status(ConnectionError::not_sent(h2::Error::from(
+                        h2::Reason::CANCEL,
+                    ))),
+                ),
+                Delivery::NotSent,
+            ),
+            (
+                transport(false, through_status(refused())),
+                Delivery::RefusedUnprocessed,
+            ),
+            // `maybe_sent` is the transport's word: a refusal it did not
+            // report as unsent is not read as one.
+            (
+                transport(true, through_status(refused())),
+                Delivery::MayHaveRun,
+            ),
+            (
+                Error::Timeout {
+                    operation: op,
+                    after: Duration::from_secs(1),
+                },
+                Delivery::MayHaveRun,
+            ),
+            (Error::invalid_response(op, "garbled"), Delivery::MayHaveRun),
+            (
+                Error::host(op, Code::Unknown, "not ready"),
+                Delivery::Answered,
+            ),
+            (Error::NotFound { what: words() }, Delivery::Answered),
+            (
+                Error::Conflict {
+                    path: words(),
+                    found: words(),
+                },
+                Delivery::Answered,
+            ),
+            (
+                Error::NotStaged {
+                    path: words(),
+                    found: words(),
+                },
+                Delivery::Answered,
+            ),
+            (
+                Error::Ambiguous {
+                    what: words(),
+                    candidates: vec![],
+                },
+                Delivery::Answered,
+            ),
+            (
+                Error::HostBusy {
+                    group: ApiGroup::Volume,
+                    running: 4,
+                },
+                Delivery::RefusedUnprocessed,
+            ),
+            (
+                Error::NotServed {
+                    group: ApiGroup::Volume,
+                    tried: vec![],
+                },
+                Delivery::NotSent,
+            ),
+            (
+                Error::UntrustedServer {
+                    group: ApiGroup::Volume,
+                    address: words(),
+                    owner: ServerOwner::Uid(7),
+                },
+                Delivery::NotSent,
+            ),
+            (
+                Error::Unsupported {
+                    operation: op,
+                    served: ApiVersion::V1BETA1,
+                    needed: ApiVersion::V1,
+                },
+                Delivery::NotSent,
+            ),
+            (Error::NotImplemented { operation: op }, Delivery::NotSent),
+            (Error::invalid_argument("path", "x"), Delivery::NotSent),
+            (
+                Error::PermissionDenied {
+                    address: words(),
+                    source: io(),
+                },
+                Delivery::NotSent,
+            ),
+            (
+                Error::connect_failed("p", std::io::Error::other("no")),
+                Delivery::NotSent,
+            ),
+            (
+                Error::connect_timeout("p", Duration::from_secs(1)),
+                Delivery::NotSent,
+            ),
+            (
+                Error::Configuration {
+                    setting: words(),
+                    reason: words(),
+                },
+                Delivery::NotSent,
+            ),
+            (Error::InProgress { what: words() }, Delivery::NotSent),
+            (Error::disk_not_grown(1, 1, 2), Delivery::NotSent),
+        ];
+        for (error, delivery) in cases {
+            assert_eq!(error.delivery(), delivery, "{error:?}");
+            assert_eq!(
+                error.may_have_run(),
+                delivery == Delivery::MayHaveRun,
+                "{error:?}"
+            );
+            // A transport failure's `maybe_sent` says the same.
+            if let Error::Transport { maybe_sent, .. } = &error {
+                assert_eq!(*maybe_sent, error.may_have_run(), "{error:?}");
+            }
+        }
     }
 
     #[test]

@@ -1,10 +1,9 @@
-//! The six CSI Proxy API groups and the wire versions each one has.
+//! The six CSI Proxy API groups. The wire versions each one has are the
+//! registry's ([`ApiGroup::versions`], in `registry`), and its name's
+//! parse, which fails with an [`Error`](crate::Error), is the error's
+//! (`error::parse`): a group's name knows neither.
 
 use std::fmt;
-use std::str::FromStr;
-
-use crate::error::Error;
-use crate::version::ApiVersion;
 
 /// A CSI Proxy API group. The proxy serves each version of each group on its
 /// own pipe, `\\.\pipe\csi-proxy-<group>-<version>`.
@@ -46,16 +45,6 @@ impl ApiGroup {
             ApiGroup::Iscsi => "iscsi",
             ApiGroup::System => "system",
         }
-    }
-
-    /// Every wire version of this group, oldest first.
-    pub fn versions(self) -> &'static [ApiVersion] {
-        crate::registry::versions_of(self)
-    }
-
-    /// Whether CSI Proxy has ever served `version` of this group.
-    pub fn has_version(self, version: ApiVersion) -> bool {
-        self.versions().contains(&version)
     }
 
     /// Position in [`ApiGroup::ALL`], for per-group tables.
@@ -100,23 +89,10 @@ impl fmt::Display for ApiGroup {
     }
 }
 
-impl FromStr for ApiGroup {
-    type Err = Error;
-
-    /// Parses a group name as [`ApiGroup::as_str`] prints it.
-    fn from_str(s: &str) -> Result<Self, Error> {
-        ApiGroup::from_name(s).ok_or_else(|| {
-            Error::invalid_argument(
-                "group",
-                format!("{s:?} is not one of disk, filesystem, smb, volume, iscsi, system"),
-            )
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
 
     #[test]
     fn groups_are_indexed_in_order() {

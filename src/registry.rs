@@ -152,8 +152,22 @@ const RUNS: [(usize, usize); ApiGroup::ALL.len()] = {
     runs
 };
 
+// What the rows say of a group: here rather than in `group`, so that a
+// group's name need not know the registry.
+impl ApiGroup {
+    /// Every wire version of this group, oldest first.
+    pub fn versions(self) -> &'static [ApiVersion] {
+        versions_of(self)
+    }
+
+    /// Whether CSI Proxy has ever served `version` of this group.
+    pub fn has_version(self, version: ApiVersion) -> bool {
+        self.versions().contains(&version)
+    }
+}
+
 /// Every wire version of `group`, oldest first.
-pub(crate) fn versions_of(group: ApiGroup) -> &'static [ApiVersion] {
+fn versions_of(group: ApiGroup) -> &'static [ApiVersion] {
     let (start, end) = RUNS[group.index()];
     &VERSIONS[start..end]
 }

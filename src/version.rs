@@ -2,9 +2,6 @@
 
 use std::cmp::Ordering;
 use std::fmt;
-use std::str::FromStr;
-
-use crate::error::Error;
 
 /// How settled an API version is, from least to most.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -150,18 +147,8 @@ impl fmt::Display for ApiVersion {
     }
 }
 
-impl FromStr for ApiVersion {
-    type Err = Error;
-
-    /// Parses `v<major>`, `v<major>beta<minor>` or `v<major>alpha<minor>`,
-    /// with positive numbers written without leading zeros.
-    fn from_str(s: &str) -> Result<Self, Error> {
-        Self::parse(s).map_err(|why| Error::invalid_argument("version", format!("{s:?}: {why}")))
-    }
-}
-
 impl ApiVersion {
-    /// [`FromStr`] for constant contexts (the wire registry's rows): the
+    /// [`FromStr`](std::str::FromStr) for constant contexts (the wire registry's rows): the
     /// version, or why the name is not one.
     pub(crate) const fn parse(s: &str) -> Result<Self, &'static str> {
         let b = s.as_bytes();
@@ -237,6 +224,7 @@ const fn parse_number(b: &[u8], at: usize) -> Option<(u32, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
 
     #[test]
     fn parses_and_prints_every_shape() {

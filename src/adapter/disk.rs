@@ -11,8 +11,7 @@ use async_trait::async_trait;
 use super::convert::{by_disk_number, byte_count, disk_number};
 use super::WireClient;
 use crate::api::{
-    check_name, disk_by_page83, no_disk_with_page83, DiskApi, DiskIds, DiskLocation,
-    PROXY_NO_SUCH_PAGE83,
+    disk_by_page83, no_disk_with_page83, DiskApi, DiskIds, DiskLocation, PROXY_NO_SUCH_PAGE83,
 };
 use crate::capability::Operation as Op;
 use crate::error::{Code, Error, Result};
@@ -114,7 +113,6 @@ impl DiskApi for StringIdDisk {
         if !self.wire.is_native(Op::GetDiskNumberByName) {
             return disk_by_page83(page83, self.list_disk_ids()).await;
         }
-        check_name("disk name", page83)?;
         let request = alpha::GetDiskNumberByNameRequest {
             disk_name: page83.to_owned(),
         };

@@ -6,19 +6,19 @@
 use async_trait::async_trait;
 
 use super::convert::disk_number;
-use super::redact::redact;
 use super::WireClient;
-use crate::api::{check_name, IscsiApi, IscsiAuth, Secret, TargetPortal};
+use crate::api::{IscsiApi, IscsiAuth, Secret, TargetPortal};
 use crate::capability::Operation as Op;
 use crate::error::{Error, Result};
+use crate::redact::redact;
 use crate::wire::iscsi::v1alpha2 as wire;
 
-fn portal(portal: &TargetPortal) -> Result<Option<wire::TargetPortal>> {
-    portal.validate()?;
-    Ok(Some(wire::TargetPortal {
+/// The portal as sent (the handle checked it).
+fn portal(portal: &TargetPortal) -> Option<wire::TargetPortal> {
+    Some(wire::TargetPortal {
         target_address: portal.address.clone(),
         target_port: u32::from(portal.port),
-    }))
+    })
 }
 
 pub(super) struct Iscsi {
@@ -36,7 +36,7 @@ impl Iscsi {
 impl IscsiApi for Iscsi {
     async fn add_target_portal(&self, target: &TargetPortal) -> Result<()> {
         let request = wire::AddTargetPortalRequest {
-            target_portal: portal(target)?,
+            target_portal: portal(target),
         };
         let _: wire::AddTargetPortalResponse = self.wire.call(Op::AddTargetPortal, request).await?;
         Ok(())
@@ -44,7 +44,7 @@ impl IscsiApi for Iscsi {
 
     async fn discover_target_portal(&self, target: &TargetPortal) -> Result<Vec<String>> {
         let request = wire::DiscoverTargetPortalRequest {
-            target_portal: portal(target)?,
+            target_portal: portal(target),
         };
         let response: wire::DiscoverTargetPortalResponse =
             self.wire.call(Op::DiscoverTargetPortal, request).await?;
@@ -53,7 +53,7 @@ impl IscsiApi for Iscsi {
 
     async fn remove_target_portal(&self, target: &TargetPortal) -> Result<()> {
         let request = wire::RemoveTargetPortalRequest {
-            target_portal: portal(target)?,
+            target_portal: portal(target),
         };
         let _: wire::RemoveTargetPortalResponse =
             self.wire.call(Op::RemoveTargetPortal, request).await?;
@@ -89,8 +89,6 @@ impl IscsiApi for Iscsi {
         iqn: &str,
         auth: &IscsiAuth,
     ) -> Result<()> {
-        check_name("IQN", iqn)?;
-        auth.validate()?;
         let (auth_type, username, secret) = match auth {
             IscsiAuth::None => (wire::AuthenticationType::None, "", None),
             IscsiAuth::OneWayChap { username, secret } => (
@@ -105,7 +103,7 @@ impl IscsiApi for Iscsi {
             ),
         };
         let request = wire::ConnectTargetRequest {
-            target_portal: portal(target)?,
+            target_portal: portal(target),
             iqn: iqn.to_owned(),
             auth_type: auth_type as i32,
             chap_username: username.to_owned(),
@@ -120,9 +118,8 @@ impl IscsiApi for Iscsi {
     }
 
     async fn disconnect_target(&self, target: &TargetPortal, iqn: &str) -> Result<()> {
-        check_name("IQN", iqn)?;
         let request = wire::DisconnectTargetRequest {
-            target_portal: portal(target)?,
+            target_portal: portal(target),
             iqn: iqn.to_owned(),
         };
         let _: wire::DisconnectTargetResponse =
@@ -131,9 +128,8 @@ impl IscsiApi for Iscsi {
     }
 
     async fn get_target_disks(&self, target: &TargetPortal, iqn: &str) -> Result<Vec<u32>> {
-        check_name("IQN", iqn)?;
         let request = wire::GetTargetDisksRequest {
-            target_portal: portal(target)?,
+            target_portal: portal(target),
             iqn: iqn.to_owned(),
         };
         let response: wire::GetTargetDisksResponse =

@@ -15,11 +15,6 @@ pub(crate) mod convert;
 mod disk;
 mod filesystem;
 mod iscsi;
-mod redact;
-
-/// Also for the host backend: a provider may echo what it was sent.
-#[cfg(all(windows, feature = "host-process"))]
-pub(crate) use redact::redact;
 mod smb;
 pub(crate) mod system;
 mod volume;
@@ -30,23 +25,61 @@ use std::sync::Arc;
 pub(crate) use wire_client::WireClient;
 
 use crate::api::{DiskApi, FilesystemApi, IscsiApi, SmbApi, SystemApi, VolumeApi};
+use crate::error::{Error, Result};
 use crate::negotiate::Connection;
 use crate::registry::Layout;
 
 /// Builds the adapter of a group for a negotiated connection, by layout.
 pub(crate) trait FromConnection {
-    fn from_connection(connection: &Connection) -> Arc<Self>;
+    /// The adapter of `connection`'s layout; an error if the layout is
+    /// another group's, which the registry's rows rule out (the tests that
+    /// connect at every version, `tests/it/capabilities.rs`, would fail).
+    fn from_connection(connection: &Connection) -> Result<Arc<Self>>;
 }
 
-/// One `FromConnection` per group trait: which adapter serves which layout.
+/// An adapter of some group.
+enum Adapter {
+    Disk(Arc<dyn DiskApi>),
+    Filesystem(Arc<dyn FilesystemApi>),
+    Smb(Arc<dyn SmbApi>),
+    Volume(Arc<dyn VolumeApi>),
+    Iscsi(Arc<dyn IscsiApi>),
+    System(Arc<dyn SystemApi>),
+}
+
+/// Every layout's adapter. The match is exhaustive: a new layout does not
+/// compile until it has one.
+fn adapter_for(layout: Layout, wire: WireClient) -> Adapter {
+    match layout {
+        Layout::DiskStringId => Adapter::Disk(Arc::new(disk::StringIdDisk::new(wire))),
+        Layout::DiskNumbered => Adapter::Disk(Arc::new(disk::NumberedDisk::new(wire))),
+        Layout::FilesystemContext => {
+            Adapter::Filesystem(Arc::new(filesystem::ContextFilesystem::new(wire)))
+        }
+        Layout::FilesystemPlain => {
+            Adapter::Filesystem(Arc::new(filesystem::PlainFilesystem::new(wire)))
+        }
+        Layout::SmbErrorField => Adapter::Smb(Arc::new(smb::ErrorFieldSmb::new(wire))),
+        Layout::SmbPlain => Adapter::Smb(Arc::new(smb::PlainSmb::new(wire))),
+        Layout::VolumeStringId => Adapter::Volume(Arc::new(volume::StringIdVolume::new(wire))),
+        Layout::VolumeNumbered => Adapter::Volume(Arc::new(volume::NumberedVolume::new(wire))),
+        Layout::Iscsi => Adapter::Iscsi(Arc::new(iscsi::Iscsi::new(wire))),
+        Layout::System => Adapter::System(Arc::new(system::System::new(wire))),
+    }
+}
+
+/// `FromConnection` for each group trait, from its variant of [`Adapter`].
 macro_rules! from_connection {
-    ($($trait:ident => { $($layout:ident => $adapter:path),+ $(,)? })+) => {$(
+    ($($trait:ident => $variant:ident),+ $(,)?) => {$(
         impl FromConnection for dyn $trait {
-            fn from_connection(connection: &Connection) -> Arc<Self> {
-                let wire = WireClient::new(connection);
-                match Layout::of(connection.group(), connection.version()) {
-                    $(Layout::$layout => Arc::new(<$adapter>::new(wire)),)+
-                    other => unreachable!("{other:?} is not a layout of {}", connection.group()),
+            fn from_connection(connection: &Connection) -> Result<Arc<Self>> {
+                let (group, version) = (connection.group(), connection.version());
+                match adapter_for(Layout::of(group, version), WireClient::new(connection)) {
+                    Adapter::$variant(adapter) => Ok(adapter),
+                    _ => Err(Error::Configuration {
+                        setting: format!("the registry's row of {group} {version}"),
+                        reason: "it gives another group's layout".to_owned(),
+                    }),
                 }
             }
         }
@@ -54,13 +87,10 @@ macro_rules! from_connection {
 }
 
 from_connection! {
-    DiskApi => { DiskStringId => disk::StringIdDisk, DiskNumbered => disk::NumberedDisk }
-    FilesystemApi => {
-        FilesystemContext => filesystem::ContextFilesystem,
-        FilesystemPlain => filesystem::PlainFilesystem,
-    }
-    SmbApi => { SmbErrorField => smb::ErrorFieldSmb, SmbPlain => smb::PlainSmb }
-    VolumeApi => { VolumeStringId => volume::StringIdVolume, VolumeNumbered => volume::NumberedVolume }
-    IscsiApi => { Iscsi => iscsi::Iscsi }
-    SystemApi => { System => system::System }
+    DiskApi => Disk,
+    FilesystemApi => Filesystem,
+    SmbApi => Smb,
+    VolumeApi => Volume,
+    IscsiApi => Iscsi,
+    SystemApi => System,
 }

@@ -8,11 +8,11 @@
 use async_trait::async_trait;
 
 use super::convert::legacy_error;
-use super::redact::redact;
 use super::WireClient;
 use crate::api::{SmbApi, SmbMapping, SmbRemotePath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
+use crate::redact::redact;
 use crate::wire::smb::{v1 as plain, v1beta1 as error_field};
 
 /// The request is the same message in every version.
@@ -45,7 +45,6 @@ impl ErrorFieldSmb {
 #[deny(clippy::missing_trait_methods)]
 impl SmbApi for ErrorFieldSmb {
     async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
-        mapping.validate()?;
         let request = new_mapping_request!(error_field, mapping);
         let sent = self.wire.call(Op::NewSmbGlobalMapping, request).await;
         sent.and_then(|response: error_field::NewSmbGlobalMappingResponse| {
@@ -78,7 +77,6 @@ impl PlainSmb {
 #[deny(clippy::missing_trait_methods)]
 impl SmbApi for PlainSmb {
     async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
-        mapping.validate()?;
         let request = new_mapping_request!(plain, mapping);
         let sent: Result<plain::NewSmbGlobalMappingResponse> =
             self.wire.call(Op::NewSmbGlobalMapping, request).await;

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 
 use super::WireClient;
-use crate::api::{check_name, ServiceInfo, ServiceStatus, StartType, SystemApi};
+use crate::api::{ServiceInfo, ServiceStatus, StartType, SystemApi};
 use crate::capability::Operation as Op;
 use crate::error::{Error, Result};
 use crate::wire::system::v1alpha1 as wire;
@@ -77,7 +77,6 @@ impl SystemApi for System {
     }
 
     async fn start_service(&self, name: &str) -> Result<()> {
-        check_name("service name", name)?;
         let request = wire::StartServiceRequest {
             name: name.to_owned(),
         };
@@ -86,7 +85,6 @@ impl SystemApi for System {
     }
 
     async fn stop_service(&self, name: &str, force: bool) -> Result<()> {
-        check_name("service name", name)?;
         let request = wire::StopServiceRequest {
             name: name.to_owned(),
             force,
@@ -96,7 +94,6 @@ impl SystemApi for System {
     }
 
     async fn get_service(&self, name: &str) -> Result<ServiceInfo> {
-        check_name("service name", name)?;
         let request = wire::GetServiceRequest {
             name: name.to_owned(),
         };

@@ -27,7 +27,7 @@ use async_trait::async_trait;
 
 use super::convert::{byte_count, disk_number_from_i64, volume_id, wire_bytes};
 use super::WireClient;
-use crate::api::{VolumeApi, VolumeId, VolumeStats, WindowsPath};
+use crate::api::{list_volumes_operation, VolumeApi, VolumeId, VolumeStats, WindowsPath};
 use crate::availability::newer_settled_absent;
 use crate::capability::Operation as Op;
 use crate::error::Result;
@@ -81,8 +81,9 @@ impl VolumeApi for StringIdVolume {
         disk: u32,
         partition: Option<u32>,
     ) -> Result<Vec<VolumeId>> {
-        if partition.is_some_and(|p| p != 0) {
-            return Err(self.wire.unsupported(Op::ListVolumesOnPartition));
+        let operation = list_volumes_operation(partition);
+        if operation == Op::ListVolumesOnPartition {
+            return Err(self.wire.unsupported(operation));
         }
         let request = string_id::ListVolumesOnDiskRequest {
             disk_id: disk.to_string(),
@@ -210,10 +211,7 @@ impl VolumeApi for NumberedVolume {
         disk: u32,
         partition: Option<u32>,
     ) -> Result<Vec<VolumeId>> {
-        let operation = match partition {
-            Some(p) if p != 0 => Op::ListVolumesOnPartition,
-            _ => Op::ListVolumesOnDisk,
-        };
+        let operation = list_volumes_operation(partition);
         let request = numbered::ListVolumesOnDiskRequest {
             disk_number: disk,
             partition_number: partition.unwrap_or(0),

@@ -1,8 +1,6 @@
 //! The iscsi group.
 
-use async_trait::async_trait;
-
-use super::not_implemented;
+use super::define::group_trait;
 use super::types::{check_name, Secret};
 use crate::capability::Operation;
 use crate::error::{Error, Result};
@@ -86,74 +84,82 @@ impl IscsiAuth {
     }
 }
 
-/// The iSCSI group: the host initiator's portals and target sessions.
-///
-/// ```
-/// use std::sync::Arc;
-/// use csi_proxy_client::{api::{IscsiApi, TargetPortal}, async_trait, Result};
-///
-/// /// Every portal offers one target.
-/// struct OneTarget;
-///
-/// #[async_trait]
-/// impl IscsiApi for OneTarget {
-///     async fn discover_target_portal(&self, _portal: &TargetPortal) -> Result<Vec<String>> {
-///         Ok(vec!["iqn.2026-01.example:disk1".into()])
-///     }
-/// }
-///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<()> {
-/// let iscsi: Arc<dyn IscsiApi> = Arc::new(OneTarget);
-/// let iqns = iscsi.discover_target_portal(&TargetPortal::new("10.0.0.5")).await?;
-/// assert_eq!(iqns.len(), 1);
-/// # Ok(()) }
-/// ```
-#[async_trait]
-// The defaults answer `NotImplemented`, whatever the arguments.
-#[allow(unused_variables)]
-pub trait IscsiApi: Send + Sync {
-    /// Registers `portal` with the initiator.
-    async fn add_target_portal(&self, portal: &TargetPortal) -> Result<()> {
-        not_implemented(Operation::AddTargetPortal)
-    }
+/// The iscsi group's RPCs, each defined once: its method, its arguments,
+/// its answer, its [`Operation`] and the checks its arguments get before
+/// anything is sent. `iscsi_rpcs!(m)` hands the list to the macro `m`:
+/// [`group_trait`](super::define) makes the trait of it, and the client
+/// its handle.
+macro_rules! iscsi_rpcs {
+    ($then:ident) => {
+        $then! {
+            /// The iSCSI group: the host initiator's portals and target sessions.
+            ///
+            /// ```
+            /// use std::sync::Arc;
+            /// use csi_proxy_client::{api::{IscsiApi, TargetPortal}, async_trait, Result};
+            ///
+            /// /// Every portal offers one target.
+            /// struct OneTarget;
+            ///
+            /// #[async_trait]
+            /// impl IscsiApi for OneTarget {
+            ///     async fn discover_target_portal(&self, _portal: &TargetPortal) -> Result<Vec<String>> {
+            ///         Ok(vec!["iqn.2026-01.example:disk1".into()])
+            ///     }
+            /// }
+            ///
+            /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<()> {
+            /// let iscsi: Arc<dyn IscsiApi> = Arc::new(OneTarget);
+            /// let iqns = iscsi.discover_target_portal(&TargetPortal::new("10.0.0.5")).await?;
+            /// assert_eq!(iqns.len(), 1);
+            /// # Ok(()) }
+            /// ```
+            trait IscsiApi;
 
-    /// The IQNs of the targets `portal` offers.
-    async fn discover_target_portal(&self, portal: &TargetPortal) -> Result<Vec<String>> {
-        not_implemented(Operation::DiscoverTargetPortal)
-    }
+            /// Registers `portal` with the initiator.
+            fn add_target_portal(&self, portal: &TargetPortal) -> () = Operation::AddTargetPortal,
+                check portal.validate();
 
-    /// Unregisters `portal`.
-    async fn remove_target_portal(&self, portal: &TargetPortal) -> Result<()> {
-        not_implemented(Operation::RemoveTargetPortal)
-    }
+            /// The IQNs of the targets `portal` offers.
+            fn discover_target_portal(&self, portal: &TargetPortal) -> Vec<String>
+                = Operation::DiscoverTargetPortal,
+                check portal.validate();
 
-    /// The registered portals.
-    async fn list_target_portals(&self) -> Result<Vec<TargetPortal>> {
-        not_implemented(Operation::ListTargetPortals)
-    }
+            /// Unregisters `portal`.
+            fn remove_target_portal(&self, portal: &TargetPortal) -> ()
+                = Operation::RemoveTargetPortal,
+                check portal.validate();
 
-    /// Logs in to target `iqn` at `portal`.
-    async fn connect_target(
-        &self,
-        portal: &TargetPortal,
-        iqn: &str,
-        auth: &IscsiAuth,
-    ) -> Result<()> {
-        not_implemented(Operation::ConnectTarget)
-    }
+            /// The registered portals.
+            fn list_target_portals(&self) -> Vec<TargetPortal> = Operation::ListTargetPortals;
 
-    /// Logs out of target `iqn` at `portal`.
-    async fn disconnect_target(&self, portal: &TargetPortal, iqn: &str) -> Result<()> {
-        not_implemented(Operation::DisconnectTarget)
-    }
+            /// Logs in to target `iqn` at `portal`.
+            fn connect_target(&self, portal: &TargetPortal, iqn: &str, auth: &IscsiAuth) -> ()
+                = Operation::ConnectTarget,
+                check crate::api::check_target(portal, iqn).and_then(|()| auth.validate());
 
-    /// The numbers of the disks behind target `iqn` at `portal`.
-    async fn get_target_disks(&self, portal: &TargetPortal, iqn: &str) -> Result<Vec<u32>> {
-        not_implemented(Operation::GetTargetDisks)
-    }
+            /// Logs out of target `iqn` at `portal`.
+            fn disconnect_target(&self, portal: &TargetPortal, iqn: &str) -> ()
+                = Operation::DisconnectTarget,
+                check crate::api::check_target(portal, iqn);
 
-    /// Sets the initiator's secret for mutual CHAP. Needs v1alpha2.
-    async fn set_mutual_chap_secret(&self, secret: &Secret) -> Result<()> {
-        not_implemented(Operation::SetMutualChapSecret)
-    }
+            /// The numbers of the disks behind target `iqn` at `portal`.
+            fn get_target_disks(&self, portal: &TargetPortal, iqn: &str) -> Vec<u32>
+                = Operation::GetTargetDisks,
+                check crate::api::check_target(portal, iqn);
+
+            /// Sets the initiator's secret for mutual CHAP. Needs v1alpha2.
+            fn set_mutual_chap_secret(&self, secret: &Secret) -> ()
+                = Operation::SetMutualChapSecret;
+        }
+    };
+}
+pub(crate) use iscsi_rpcs;
+
+iscsi_rpcs!(group_trait);
+
+/// The checks of an RPC that names a target: the portal's and the IQN's.
+pub(crate) fn check_target(portal: &TargetPortal, iqn: &str) -> Result<()> {
+    portal.validate()?;
+    check_name("IQN", iqn)
 }

@@ -1,10 +1,8 @@
 //! The volume group.
 
-use async_trait::async_trait;
-
-use super::{not_implemented, VolumeId, WindowsPath};
+use super::define::group_trait;
+use super::{VolumeId, WindowsPath};
 use crate::capability::Operation;
-use crate::error::Result;
 
 /// Total and used bytes of a volume.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -15,101 +13,100 @@ pub struct VolumeStats {
     pub used_bytes: u64,
 }
 
-/// The volume group: format, mount, resize and inspect volumes.
-///
-/// The proxy does not check volume paths against its working directories.
-///
-/// ```
-/// use std::sync::Arc;
-/// use csi_proxy_client::{api::{VolumeApi, VolumeId, VolumeStats}, async_trait, Result};
-///
-/// /// Every volume is half full.
-/// struct HalfFull;
-///
-/// #[async_trait]
-/// impl VolumeApi for HalfFull {
-///     async fn get_volume_stats(&self, _volume: &VolumeId) -> Result<VolumeStats> {
-///         Ok(VolumeStats { total_bytes: 2 << 30, used_bytes: 1 << 30 })
-///     }
-/// }
-///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<()> {
-/// let volumes: Arc<dyn VolumeApi> = Arc::new(HalfFull);
-/// let id = VolumeId::new(r"\\?\Volume{1}\")?;
-/// assert_eq!(volumes.get_volume_stats(&id).await?.used_bytes, 1 << 30);
-/// # Ok(()) }
-/// ```
-#[async_trait]
-// The defaults answer `NotImplemented`, whatever the arguments.
-#[allow(unused_variables)]
-pub trait VolumeApi: Send + Sync {
-    /// The volumes on disk `disk`; with `partition`, only those of that
-    /// partition (needs v1beta3; `Some(0)` means all, as on the wire).
-    async fn list_volumes_on_disk(
-        &self,
-        disk: u32,
-        partition: Option<u32>,
-    ) -> Result<Vec<VolumeId>> {
-        not_implemented(if partition.is_some() {
-            Operation::ListVolumesOnPartition
-        } else {
-            Operation::ListVolumesOnDisk
-        })
-    }
+/// The volume group's RPCs, each defined once: its method, its arguments,
+/// its answer, its [`Operation`] and the checks its arguments get before
+/// anything is sent. `volume_rpcs!(m)` hands the list to the macro `m`:
+/// [`group_trait`](super::define) makes the trait of it, and the client
+/// its handle.
+macro_rules! volume_rpcs {
+    ($then:ident) => {
+        $then! {
+            /// The volume group: format, mount, resize and inspect volumes.
+            ///
+            /// The proxy does not check volume paths against its working directories.
+            ///
+            /// ```
+            /// use std::sync::Arc;
+            /// use csi_proxy_client::{api::{VolumeApi, VolumeId, VolumeStats}, async_trait, Result};
+            ///
+            /// /// Every volume is half full.
+            /// struct HalfFull;
+            ///
+            /// #[async_trait]
+            /// impl VolumeApi for HalfFull {
+            ///     async fn get_volume_stats(&self, _volume: &VolumeId) -> Result<VolumeStats> {
+            ///         Ok(VolumeStats { total_bytes: 2 << 30, used_bytes: 1 << 30 })
+            ///     }
+            /// }
+            ///
+            /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<()> {
+            /// let volumes: Arc<dyn VolumeApi> = Arc::new(HalfFull);
+            /// let id = VolumeId::new(r"\\?\Volume{1}\")?;
+            /// assert_eq!(volumes.get_volume_stats(&id).await?.used_bytes, 1 << 30);
+            /// # Ok(()) }
+            /// ```
+            trait VolumeApi;
 
-    /// Mounts `volume` at the folder `target` (idempotent for the same
-    /// volume and folder).
-    async fn mount_volume(&self, volume: &VolumeId, target: &WindowsPath) -> Result<()> {
-        not_implemented(Operation::MountVolume)
-    }
+            /// The volumes on disk `disk`; with `partition`, only those of that
+            /// partition (needs v1beta3; `Some(0)` means all, as on the wire).
+            fn list_volumes_on_disk(&self, disk: u32, partition: Option<u32>) -> Vec<VolumeId>
+                = crate::api::list_volumes_operation(partition);
 
-    /// Flushes `volume` and removes its mount at `target` (`DismountVolume`
-    /// before v1beta3).
-    async fn unmount_volume(&self, volume: &VolumeId, target: &WindowsPath) -> Result<()> {
-        not_implemented(Operation::UnmountVolume)
-    }
+            /// Mounts `volume` at the folder `target` (idempotent for the same
+            /// volume and folder).
+            fn mount_volume(&self, volume: &VolumeId, target: &WindowsPath) -> ()
+                = Operation::MountVolume;
 
-    /// Whether `volume` has a file system (before proxy v1.0: NTFS only).
-    async fn is_volume_formatted(&self, volume: &VolumeId) -> Result<bool> {
-        not_implemented(Operation::IsVolumeFormatted)
-    }
+            /// Flushes `volume` and removes its mount at `target` (`DismountVolume`
+            /// before v1beta3).
+            fn unmount_volume(&self, volume: &VolumeId, target: &WindowsPath) -> ()
+                = Operation::UnmountVolume;
 
-    /// Formats `volume` with NTFS.
-    async fn format_volume(&self, volume: &VolumeId) -> Result<()> {
-        not_implemented(Operation::FormatVolume)
-    }
+            /// Whether `volume` has a file system (before proxy v1.0: NTFS only).
+            fn is_volume_formatted(&self, volume: &VolumeId) -> bool = Operation::IsVolumeFormatted;
 
-    /// Resizes `volume`'s partition to `size_bytes`; 0 means as large as
-    /// possible. Proxies from v1.2 skip growth below 100 MB.
-    async fn resize_volume(&self, volume: &VolumeId, size_bytes: u64) -> Result<()> {
-        not_implemented(Operation::ResizeVolume)
-    }
+            /// Formats `volume` with NTFS.
+            fn format_volume(&self, volume: &VolumeId) -> () = Operation::FormatVolume;
 
-    /// Total and used bytes of `volume` (`VolumeStats` before v1beta3). Needs v1beta1.
-    async fn get_volume_stats(&self, volume: &VolumeId) -> Result<VolumeStats> {
-        not_implemented(Operation::GetVolumeStats)
-    }
+            /// Resizes `volume`'s partition to `size_bytes`; 0 means as large as
+            /// possible. Proxies from v1.2 skip growth below 100 MB.
+            fn resize_volume(&self, volume: &VolumeId, size_bytes: u64) -> ()
+                = Operation::ResizeVolume;
 
-    /// The number of the disk that holds `volume` (`GetVolumeDiskNumber`
-    /// before v1beta3). Needs v1beta1.
-    async fn get_disk_number_from_volume_id(&self, volume: &VolumeId) -> Result<u32> {
-        not_implemented(Operation::GetDiskNumberFromVolumeId)
-    }
+            /// Total and used bytes of `volume` (`VolumeStats` before v1beta3). Needs v1beta1.
+            fn get_volume_stats(&self, volume: &VolumeId) -> VolumeStats
+                = Operation::GetVolumeStats;
 
-    /// The volume mounted at the folder `target` (`GetVolumeIDFromMount`
-    /// before v1beta3). Needs v1beta1.
-    async fn get_volume_id_from_target_path(&self, target: &WindowsPath) -> Result<VolumeId> {
-        not_implemented(Operation::GetVolumeIdFromTargetPath)
-    }
+            /// The number of the disk that holds `volume` (`GetVolumeDiskNumber`
+            /// before v1beta3). Needs v1beta1.
+            fn get_disk_number_from_volume_id(&self, volume: &VolumeId) -> u32
+                = Operation::GetDiskNumberFromVolumeId;
 
-    /// Flushes `volume`'s file system cache to disk. Needs v1beta2.
-    async fn write_volume_cache(&self, volume: &VolumeId) -> Result<()> {
-        not_implemented(Operation::WriteVolumeCache)
-    }
+            /// The volume mounted at the folder `target` (`GetVolumeIDFromMount`
+            /// before v1beta3). Needs v1beta1.
+            fn get_volume_id_from_target_path(&self, target: &WindowsPath) -> VolumeId
+                = Operation::GetVolumeIdFromTargetPath;
 
-    /// The volume that holds `path`, following symlinks up the tree. Needs
-    /// v2alpha1.
-    async fn get_closest_volume_id_from_target_path(&self, path: &WindowsPath) -> Result<VolumeId> {
-        not_implemented(Operation::GetClosestVolumeIdFromTargetPath)
+            /// Flushes `volume`'s file system cache to disk. Needs v1beta2.
+            fn write_volume_cache(&self, volume: &VolumeId) -> () = Operation::WriteVolumeCache;
+
+            /// The volume that holds `path`, following symlinks up the tree. Needs
+            /// v2alpha1.
+            fn get_closest_volume_id_from_target_path(&self, path: &WindowsPath) -> VolumeId
+                = Operation::GetClosestVolumeIdFromTargetPath;
+        }
+    };
+}
+pub(crate) use volume_rpcs;
+
+volume_rpcs!(group_trait);
+
+/// What `list_volumes_on_disk` is: one partition's volumes for a partition
+/// number other than 0 (which needs v1beta3), else the disk's, as on the
+/// wire, where 0 means every partition.
+pub(crate) fn list_volumes_operation(partition: Option<u32>) -> Operation {
+    match partition {
+        Some(p) if p != 0 => Operation::ListVolumesOnPartition,
+        _ => Operation::ListVolumesOnDisk,
     }
 }

@@ -1,8 +1,9 @@
 //! The availability rules, in one place: when the client looks for the
 //! proxy, how long it waits, and when it stops waiting. The client
-//! (`client::lookout` and the call policy), `connect`, and
-//! [`Negotiator::negotiate_waiting`](crate::negotiate::Negotiator::negotiate_waiting)
-//! all follow them. The other timings are not about the proxy's presence:
+//! (`client::lookout` and the call policy), `connect`, and negotiation's
+//! waits ([`Negotiator::negotiate_waiting`](crate::negotiate::Negotiator::negotiate_waiting),
+//! in `negotiate/waiting.rs`) all follow them. The rules know nothing of
+//! negotiation: it uses them, never the other way round. The other timings are not about the proxy's presence:
 //! one connection attempt's timeout and a busy pipe's poll (the
 //! transport), and the delays between sending a call again after its
 //! connection broke (the [`RetryPolicy`](crate::RetryPolicy)).
@@ -31,7 +32,7 @@
 //!   slow [`Pace::slow`] until it is served or gone. What depends on the
 //!   node's release is decided only from such a settled look
 //!   ([`newer_settled_absent`]). `Backend::Automatic` gives the host only
-//!   what a settled proxy lacks ([`negotiate_settled`]).
+//!   what a settled proxy lacks (`negotiate::negotiate_settled`).
 
 mod pace;
 mod presence;
@@ -43,7 +44,7 @@ use std::time::Duration;
 pub(crate) use pace::Pace;
 pub(crate) use presence::ProxyPresence;
 pub(crate) use release::{newer_settled_absent, with_newer_settled_absent};
-pub(crate) use wait::{negotiate_settled, negotiate_waiting, until_served, Found, WaitLimit};
+pub(crate) use wait::{until_served, Found, WaitLimit};
 
 use crate::error::Error;
 

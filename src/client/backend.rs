@@ -3,6 +3,8 @@
 
 use super::Backends;
 use crate::client::health::GroupStatus;
+#[cfg(all(windows, feature = "host-process"))]
+use crate::host::HostBackend;
 
 /// What serves the groups of a [`CsiProxy`](crate::CsiProxy); see
 /// [`CsiProxyBuilder::backend`](crate::CsiProxyBuilder::backend). A driver
@@ -69,7 +71,7 @@ pub(crate) fn has_host_access(in_host_process: bool, elevated: impl FnOnce() -> 
 /// must lie under `working_dirs`.
 #[cfg(all(windows, feature = "host-process"))]
 pub(super) fn host_backends(working_dirs: &[String]) -> Option<Backends> {
-    let host = crate::host::HostGroups::new(working_dirs.to_vec());
+    let host = HostBackend::groups(working_dirs);
     Some(Backends {
         disk: Some(host.disk),
         filesystem: Some(host.filesystem),
@@ -91,7 +93,7 @@ pub(super) fn host_backends(_working_dirs: &[String]) -> Option<Backends> {
 /// count against, as the health report says it.
 #[cfg(all(windows, feature = "host-process"))]
 pub(crate) fn host_calls_stuck(group: crate::ApiGroup) -> Option<GroupStatus> {
-    crate::host::stuck(group).map(|s| GroupStatus::Stuck {
+    HostBackend::stuck(group).map(|s| GroupStatus::Stuck {
         calls: s.calls,
         since: s.since,
         limit: s.limit,
@@ -108,7 +110,7 @@ pub(crate) fn host_calls_stuck(_group: crate::ApiGroup) -> Option<GroupStatus> {
 pub(super) fn this_process_has_host_access() -> bool {
     let in_host_process = std::env::var_os(HOST_PROCESS_MARKER).is_some();
     #[cfg(all(windows, feature = "host-process"))]
-    let elevated = crate::host::process_is_elevated;
+    let elevated = HostBackend::is_elevated;
     #[cfg(not(all(windows, feature = "host-process")))]
     let elevated = || false;
     has_host_access(in_host_process, elevated)

@@ -17,13 +17,13 @@ use super::options::Deadlines;
 use super::CsiProxy;
 use crate::adapter::FromConnection;
 use crate::api::WindowsPath;
-use crate::availability::{
-    is_worth_waiting_for, negotiate_settled, WaitLimit, DEFAULT_WAIT_FOR_PROXY,
-};
+use crate::availability::{is_worth_waiting_for, WaitLimit, DEFAULT_WAIT_FOR_PROXY};
 use crate::capability::Operation;
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
-use crate::negotiate::{Negotiated, NegotiationReport, Negotiator, VersionPolicy};
+use crate::negotiate::{
+    negotiate_settled, Negotiated, NegotiationReport, Negotiator, VersionPolicy,
+};
 use crate::retry::RetryPolicy;
 use crate::transport::Transport;
 use crate::working_dirs::KUBELET_DIR;

@@ -8,6 +8,8 @@ use crate::error::Error;
 use crate::group::ApiGroup;
 use crate::version::ApiVersion;
 
+pub use crate::served_by::ServedBy;
+
 /// The state of every configured group, taken without waiting or sending
 /// anything. See [`CsiProxy::health`](crate::CsiProxy::health).
 #[derive(Clone, Debug)]
@@ -24,38 +26,6 @@ pub struct GroupHealth {
     pub served_by: ServedBy,
     /// Served or not.
     pub status: GroupStatus,
-}
-
-/// What serves a group's calls.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ServedBy {
-    /// CSI Proxy, at the negotiated version.
-    CsiProxy,
-    /// The host itself, in-process (feature `host-process`; see
-    /// [`Backend::Host`](crate::Backend::Host)).
-    Host,
-    /// A backend given to [`CsiProxy::from_backends`](crate::CsiProxy::from_backends)
-    /// (a mock).
-    Given,
-}
-
-impl ServedBy {
-    /// `csi-proxy`, `host` or `given`: the word in logs, spans and metric
-    /// labels.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ServedBy::CsiProxy => "csi-proxy",
-            ServedBy::Host => "host",
-            ServedBy::Given => "given",
-        }
-    }
-}
-
-impl fmt::Display for ServedBy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
-    }
 }
 
 /// Whether a group is served now.

@@ -11,8 +11,9 @@ use crate::version::ApiVersion;
 pub(crate) struct Deadlines {
     pub read: Duration,
     pub mutation: Duration,
-    /// Formatting and resizing a volume take long on old proxies
-    /// (PowerShell), and long for large volumes.
+    /// The slow mutations' (`SlowlyMutates` in `operations!`): formatting
+    /// and resizing a volume take long on old proxies (PowerShell), and
+    /// long for large volumes.
     pub slow_mutation: Duration,
     pub overrides: Vec<(Operation, Duration)>,
 }
@@ -33,10 +34,12 @@ impl Deadlines {
         if let Some(&(_, d)) = self.overrides.iter().find(|(op, _)| *op == operation) {
             return d;
         }
-        match operation {
-            Operation::FormatVolume | Operation::ResizeVolume => self.slow_mutation,
-            op if op.is_mutating() => self.mutation,
-            _ => self.read,
+        if operation.is_slow() {
+            self.slow_mutation
+        } else if operation.is_mutating() {
+            self.mutation
+        } else {
+            self.read
         }
     }
 }

@@ -48,6 +48,13 @@ impl HostDisk {
         }
     }
 
+    /// The same, with another grace for changes whose caller left.
+    #[cfg(test)]
+    pub fn with_mutation_grace(mut self, grace: std::time::Duration) -> Self {
+        self.wmi = self.wmi.with_mutation_grace(grace);
+        self
+    }
+
     /// Runs `work` for `op` on disk `object` (`None`: every disk) on a
     /// blocking thread.
     async fn run<T, F>(&self, op: Op, object: Option<u32>, work: F) -> Result<T>

@@ -12,11 +12,11 @@ use super::on_host::host_error;
 use super::wmi::{
     string, unsigned, wql_string, Requests, Wmi, WmiGroup, WmiObject, WmiValue, STORAGE,
 };
-use crate::adapter::redact;
 use crate::api::{check_name, IscsiApi, IscsiAuth, Secret, TargetPortal};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 use crate::group::ApiGroup;
+use crate::redact::redact;
 
 pub(super) const PORTAL: &str = "MSFT_iSCSITargetPortal";
 pub(super) const TARGET: &str = "MSFT_iSCSITarget";

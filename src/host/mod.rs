@@ -26,11 +26,38 @@ mod wmi;
 use std::sync::Arc;
 
 use crate::api::{DiskApi, FilesystemApi, IscsiApi, SmbApi, SystemApi, VolumeApi};
+use crate::group::ApiGroup;
 
-pub(crate) use in_flight::stuck;
 use links::OsLinks;
 
-/// The groups the host backend serves, over the real host.
+/// The host backend as the rest of the crate sees it: its one way in.
+/// What it serves, which of its calls are stuck, and whether this process
+/// may do host work at all; everything else in `host` is its own.
+pub(crate) struct HostBackend;
+
+impl HostBackend {
+    /// The six groups over the real host; local paths must lie under
+    /// `working_dirs`.
+    pub fn groups(working_dirs: &[String]) -> HostGroups {
+        HostGroups::new(working_dirs.to_vec())
+    }
+
+    /// The host calls of `group` whose callers stopped waiting and that
+    /// still run in this process (any client's), with the process's limit
+    /// they count against.
+    pub fn stuck(group: ApiGroup) -> Option<in_flight::Stuck> {
+        in_flight::stuck(group)
+    }
+
+    /// Whether this process's token is elevated (an administrator, or
+    /// `NT AUTHORITY\SYSTEM`): what storage work on the host needs.
+    pub fn is_elevated() -> bool {
+        process_is_elevated()
+    }
+}
+
+/// The groups the host backend serves, over the real host
+/// ([`HostBackend::groups`]).
 pub(crate) struct HostGroups {
     pub disk: Arc<dyn DiskApi>,
     pub filesystem: Arc<dyn FilesystemApi>,
@@ -42,7 +69,7 @@ pub(crate) struct HostGroups {
 
 impl HostGroups {
     /// The host's groups; local paths must lie under `working_dirs`.
-    pub fn new(working_dirs: Vec<String>) -> Self {
+    fn new(working_dirs: Vec<String>) -> Self {
         let wmi = Arc::new(wmi::OsWmi);
         let reachable = Arc::new(smb::share_answers);
         Self {
@@ -73,7 +100,7 @@ impl HostGroups {
 
 /// Whether this process's token is elevated (an administrator, or
 /// `NT AUTHORITY\SYSTEM`): what storage work on the host needs.
-pub(crate) fn process_is_elevated() -> bool {
+fn process_is_elevated() -> bool {
     use windows::Win32::Foundation::{CloseHandle, HANDLE};
     use windows::Win32::Security::{
         GetTokenInformation, TokenElevation, TOKEN_ELEVATION, TOKEN_QUERY,

@@ -11,11 +11,11 @@ use async_trait::async_trait;
 use super::links::{Entry, Links};
 use super::on_host::{host_error, io_error};
 use super::wmi::{unsigned, wql_string, Requests, Wmi, WmiGroup, WmiObject, WmiValue};
-use crate::adapter::redact;
 use crate::api::{share_root, SmbApi, SmbMapping, SmbRemotePath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 use crate::group::ApiGroup;
+use crate::redact::redact;
 
 pub(super) const NAMESPACE: &str = r"Root\Microsoft\Windows\SMB";
 pub(super) const CLASS: &str = "MSFT_SmbGlobalMapping";

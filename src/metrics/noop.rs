@@ -26,7 +26,7 @@ impl CallSeries {
 
 pub(crate) enum CallVersion {
     Negotiated(#[allow(dead_code)] Option<ApiVersion>),
-    Direct(#[allow(dead_code)] crate::health::ServedBy),
+    Direct(#[allow(dead_code)] crate::served_by::ServedBy),
 }
 
 pub(crate) fn negotiated(_: ApiGroup, _: &'static str) {}

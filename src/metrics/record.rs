@@ -177,7 +177,7 @@ impl CallSeries {
 pub(crate) enum CallVersion {
     Negotiated(Option<ApiVersion>),
     /// A backend given directly (a mock, or the host).
-    Direct(crate::health::ServedBy),
+    Direct(crate::served_by::ServedBy),
 }
 
 impl CallVersion {

@@ -1,27 +1,14 @@
 //! A host change whose answer was lost (the proxy restarted under it, a
-//! deadline passed) may or may not have happened. For a change that is the
-//! same done twice as once, the mounter sends it once more rather than
-//! failing the caller: the SDK waits for the proxy to come back, and the
-//! second answer is the outcome. Changes that are not so (a format) are
-//! looked at before they are sent again.
+//! deadline passed) may or may not have happened: its error
+//! [`may_have_run`](Error::may_have_run). For a change that is the same
+//! done twice as once, the mounter sends it once more rather than failing
+//! the caller: the SDK waits for the proxy to come back, and the second
+//! answer is the outcome. Changes that are not so (a format) are looked at
+//! before they are sent again.
 
 use std::future::Future;
 
 use crate::error::{Error, Result};
-
-/// Whether a failed change may still have happened (or be happening) on
-/// the host: its answer was lost, not refused.
-pub(super) fn outcome_unknown(error: &Error) -> bool {
-    matches!(
-        error,
-        Error::Timeout { .. }
-            | Error::InvalidResponse { .. }
-            | Error::Transport {
-                maybe_sent: true,
-                ..
-            }
-    )
-}
 
 /// Runs `change`, which is the same done twice as once, once more when
 /// its first answer was lost. `done_already` reads the second attempt's
@@ -36,7 +23,7 @@ where
     Fut: Future<Output = Result<T>>,
 {
     match change().await {
-        Err(error) if outcome_unknown(&error) => {
+        Err(error) if error.may_have_run() => {
             tracing::debug!(%error, "the answer was lost: sending the change once more");
             match change().await {
                 Err(error) => done_already(&error).ok_or(error),

@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::again::outcome_unknown;
 use super::journal::TargetRecord;
 use super::{check_volume, Change, DiskAfterUnstage, DiskSelector, Inner, Mounter, Staged};
 use crate::api::{IscsiAuth, Secret, TargetPortal, WindowsPath};
@@ -236,7 +235,7 @@ impl Inner {
         // Refused (a wrong secret, an unknown target): nothing is logged
         // in, and the lease this call took goes again. An answer lost
         // keeps it, for the retry or reconcile.
-        if !outcome_unknown(&error) && !had_lease {
+        if !error.may_have_run() && !had_lease {
             self.journal
                 .update(|records| {
                     let lease = (target_key.clone(), volume.to_owned());

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::again::{idempotent, never, outcome_unknown};
+use super::again::{idempotent, never};
 use super::journal::{key, LinkTo};
 use super::path_state::conflict;
 use super::{Change, Inner, Mounter, PathState};
@@ -102,7 +102,7 @@ impl Inner {
         match self.make_link(staging, target).await {
             Ok(()) => Ok(Change::Changed),
             Err(error) => {
-                if !outcome_unknown(&error) {
+                if !error.may_have_run() {
                     self.journal
                         .update(|records| records.links.remove(&key(target.as_str())))
                         .await?;
@@ -119,7 +119,7 @@ impl Inner {
         let made = match filesystem.create_symlink(staging, target).await {
             // The answer was lost: once more; a link there then is the
             // first attempt's.
-            Err(error) if outcome_unknown(&error) => {
+            Err(error) if error.may_have_run() => {
                 match filesystem.create_symlink(staging, target).await {
                     Err(_) if self.probe(target).await? == Some(true) => Ok(()),
                     again => again,

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::again::{idempotent, never, outcome_unknown};
+use super::again::{idempotent, never};
 use super::disks::DiskSelector;
 use super::journal::{key, StageRecord};
 use super::path_state::conflict;
@@ -273,7 +273,7 @@ impl Inner {
             // Looked at once (the SDK waits for a restarted proxy): a format
             // that finished before its answer was lost is done; one that
             // did not may still run, and waits as above.
-            Err(error) if outcome_unknown(&error) => match api.is_volume_formatted(volume).await {
+            Err(error) if error.may_have_run() => match api.is_volume_formatted(volume).await {
                 Ok(true) => {
                     self.journal
                         .update(|records| records.formats.remove(&id))
@@ -326,7 +326,7 @@ impl Inner {
                 Err(conflict(staging, "there is a directory with files in it"))
             }
             // Its answer was lost, and the volume is not there: once more.
-            None if outcome_unknown(&error) => api.mount_volume(volume, staging).await,
+            None if error.may_have_run() => api.mount_volume(volume, staging).await,
             None => Err(error),
         }
     }

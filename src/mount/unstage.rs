@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::again::{idempotent, never, outcome_unknown};
+use super::again::{idempotent, never};
 use super::journal::{key, LinkTo, UnstageRecord};
 use super::path_state::conflict;
 use super::{Change, Inner, Mounter, PathState};
@@ -200,7 +200,7 @@ impl Inner {
             Err(error) => match self.mounted_volume(staging).await? {
                 None => Ok(()),
                 // Its answer was lost, and the volume is still there.
-                Some(_) if outcome_unknown(&error) => api.unmount_volume(volume, staging).await,
+                Some(_) if error.may_have_run() => api.unmount_volume(volume, staging).await,
                 Some(_) => Err(error),
             },
         }

@@ -4,6 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::group::ApiGroup;
+use crate::served_by::ServedBy;
 use crate::version::ApiVersion;
 
 /// What happened at one endpoint during negotiation.
@@ -63,7 +64,7 @@ pub struct GroupReport {
     /// when it took a group the proxy does not serve
     /// ([`Backend::Automatic`](crate::Backend::Automatic)) or every group
     /// ([`Backend::Host`](crate::Backend::Host)); `None` when nothing does.
-    pub served_by: Option<crate::health::ServedBy>,
+    pub served_by: Option<ServedBy>,
     /// Every endpoint tried, in order.
     pub attempts: Vec<Attempt>,
     /// How long negotiating this group took.
@@ -105,11 +106,11 @@ impl NegotiationReport {
     pub(crate) fn served_by_host(&mut self, groups: &[ApiGroup]) {
         for &group in groups {
             match self.groups.iter_mut().find(|r| r.group == group) {
-                Some(report) => report.served_by = Some(crate::health::ServedBy::Host),
+                Some(report) => report.served_by = Some(ServedBy::Host),
                 None => self.groups.push(GroupReport {
                     group,
                     chosen: None,
-                    served_by: Some(crate::health::ServedBy::Host),
+                    served_by: Some(ServedBy::Host),
                     attempts: Vec::new(),
                     elapsed: Duration::ZERO,
                 }),

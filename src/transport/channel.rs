@@ -27,7 +27,8 @@ use tonic::codegen::http::{Request, Response, Uri};
 
 use super::driver::{Caller, Driver};
 use super::exchange::{BodyPipe, ResponseBody};
-use super::failure::{ConnectionError, PeerStatus};
+use super::failure::PeerStatus;
+use crate::error::ConnectionError;
 
 /// A gRPC channel to one CSI Proxy endpoint: a single HTTP/2 connection
 /// over the pipe or socket that negotiation opened.

@@ -15,7 +15,8 @@ use http_body::{Body as _, Frame};
 use tonic::body::Body;
 
 use super::driver::Caller;
-use super::failure::{ConnectionError, PeerStatus};
+use super::failure::PeerStatus;
+use crate::error::ConnectionError;
 
 /// Writes a request body into its stream. Done once the body has ended (or
 /// the stream can take no more; the response then says why).

@@ -28,16 +28,18 @@ pub use channel::{ProxyChannel, DEFAULT_MAX_RESPONSE_SIZE};
 pub(crate) use connect::faults;
 pub(crate) use connect::{connect, ConnectFailure, ConnectOptions, Timeouts};
 pub use exchange::ResponseBody;
-pub use failure::ConnectionError;
-pub(crate) use failure::{refused_unprocessed, ChannelFailure, PeerStatus};
+pub(crate) use failure::{ChannelFailure, PeerStatus};
 pub(crate) use stream::Inner as StreamInner;
 pub(crate) use stream::IoStream;
 #[cfg(windows)]
 pub(crate) use trust::owner_of_handle;
+pub use trust::ServerTrust;
 #[cfg(all(windows, any(test, feature = "testing")))]
 pub(crate) use trust::{current_user_sid, SecurityAttributes};
 pub(crate) use trust::{report_suspect, report_untrusted};
-pub use trust::{ServerOwner, ServerTrust};
+
+pub use crate::error::ConnectionError;
+pub use crate::server_owner::ServerOwner;
 
 /// The source of a transport failure ([`Error::Transport`]), shared so
 /// that [`Error`] is `Clone`.

@@ -11,10 +11,10 @@
 //! create an object owned by either.
 
 use std::collections::HashSet;
-use std::fmt;
 use std::sync::{LazyLock, Mutex, PoisonError};
 
 use crate::error::{Error, Result};
+use crate::server_owner::ServerOwner;
 
 /// Whom a client trusts to serve CSI Proxy's endpoints: the owners a
 /// named pipe's server (on Windows) or a Unix socket's peer may have.
@@ -158,30 +158,6 @@ impl ServerTrust {
                 *uid == 0 || (self.own_user && Some(*uid) == own_uid()) || self.uids.contains(uid)
             }
             ServerOwner::Unknown(_) => false,
-        }
-    }
-}
-
-/// Who serves an endpoint, as the operating system tells.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ServerOwner {
-    /// The owner of a named pipe, as a SID.
-    Sid(String),
-    /// The user of a Unix socket's peer.
-    Uid(u32),
-    /// The operating system named no owner the client can check (why: a
-    /// pipe without an owner, say): never trusted. An owner that could
-    /// not be read at all is no verdict but a failed attempt, made again.
-    Unknown(String),
-}
-
-impl fmt::Display for ServerOwner {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Sid(sid) => write!(f, "owner {sid}"),
-            Self::Uid(uid) => write!(f, "user {uid}"),
-            Self::Unknown(why) => write!(f, "no owner that can be checked ({why})"),
         }
     }
 }
@@ -538,14 +514,5 @@ mod tests {
             Err(e) => assert_eq!(e.raw_os_error(), Some(233), "{e}"),
             Ok(owner) => panic!("read after the server disconnected: {owner}"),
         }
-    }
-
-    #[test]
-    fn owners_say_who_they_are() {
-        assert_eq!(
-            ServerOwner::Sid("S-1-5-18".into()).to_string(),
-            "owner S-1-5-18"
-        );
-        assert_eq!(ServerOwner::Uid(7).to_string(), "user 7");
     }
 }

@@ -308,12 +308,12 @@ fn every_example_in_the_readme_and_the_guides_runs() {
 #[test]
 fn every_error_kind_word_is_in_the_docs_that_list_them() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let source = std::fs::read_to_string(root.join("src/error.rs")).unwrap();
+    let source = std::fs::read_to_string(root.join("src/error/kind.rs")).unwrap();
     let as_str = source
         .split("pub fn as_str(self) -> &'static str {")
         .nth(1)
         .and_then(|rest| rest.split("\n    }\n").next())
-        .expect("ErrorKind::as_str in src/error.rs");
+        .expect("ErrorKind::as_str in src/error/kind.rs");
     let words: Vec<&str> = as_str
         .lines()
         .filter_map(|line| line.trim().strip_prefix("ErrorKind::"))

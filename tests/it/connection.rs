@@ -174,13 +174,10 @@ async fn answer(
     Seen { path, frames }
 }
 
-async fn connect(transport: &Transport) -> CsiProxy {
-    CsiProxy::builder()
-        .transport(transport.clone())
-        .groups([ApiGroup::Disk])
-        .connect()
-        .await
-        .unwrap()
+/// A default client of `node` for disk only.
+async fn connect(node: &TestNode) -> CsiProxy {
+    let client = node.client_builder().groups([ApiGroup::Disk]);
+    client.connect().await.unwrap()
 }
 
 async fn channel(transport: &Transport) -> ProxyChannel {
@@ -198,7 +195,7 @@ async fn a_unary_request_is_one_data_frame_that_ends_the_stream() {
     let node = TestNode::new();
     let transport = node.transport();
     let server = BareServer::start(&transport, Settings::default()).await;
-    let disk = connect(&transport).await.disk().unwrap();
+    let disk = connect(&node).await.disk().unwrap();
     disk.list_disk_ids().await.unwrap();
     let seen = server.seen();
     assert_eq!(seen.len(), 1, "{seen:?}");
@@ -218,7 +215,7 @@ async fn calls_beyond_the_proxys_stream_limit_wait_for_a_free_stream() {
         ..Settings::default()
     };
     let server = BareServer::start(&transport, settings).await;
-    let disk = connect(&transport).await.disk().unwrap();
+    let disk = connect(&node).await.disk().unwrap();
     let channel = channel(&transport).await;
     let mut calls = tokio::task::JoinSet::new();
     for _ in 0..4 {
@@ -281,7 +278,7 @@ async fn a_response_larger_than_the_flow_control_window_arrives_whole() {
         },
     )
     .await;
-    let disk = connect(&transport).await.disk().unwrap();
+    let disk = connect(&node).await.disk().unwrap();
     let ids = disk.list_disk_ids().await.unwrap();
     assert_eq!(ids.len(), disks as usize);
     assert_eq!(ids[&7].page83, format!("{:0>120}", 7));
@@ -400,7 +397,7 @@ async fn ten_thousand_calls_dropped_at_random_points_leave_nothing_behind() {
         },
     )
     .await;
-    let disk = connect(&transport).await.disk().unwrap();
+    let disk = connect(&node).await.disk().unwrap();
     disk.list_disk_ids().await.unwrap();
     let connections = server.connections.load(Ordering::SeqCst);
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::common::TestNode;
 use bytes::Bytes;
-use csi_proxy_client::testing::listen;
+use csi_proxy_client::testing::{listen, ServerStream};
 use csi_proxy_client::{
     api::{DiskApi, DiskLocation},
     async_trait, ApiGroup, ApiVersion, Backends, CallOptions, CsiProxy, Error, Operation, Result,
@@ -45,65 +45,86 @@ async fn drain_for_a_while(stream: &mut (impl AsyncReadExt + Unpin)) {
     let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
 }
 
-/// A raw endpoint for disk v1; counts the connections it accepted.
-struct RawEndpoint {
-    accepted: Arc<AtomicUsize>,
+/// An endpoint for disk v1 that accepts every connection and serves it on
+/// a task of its own, as `serve` makes of it and of the endpoint's count
+/// (`serve` is called in the accept loop, before the task is spawned).
+struct Endpoint {
+    count: Arc<AtomicUsize>,
     task: tokio::task::JoinHandle<()>,
 }
 
-impl Drop for RawEndpoint {
+impl Drop for Endpoint {
     fn drop(&mut self) {
         self.task.abort();
     }
 }
 
-impl RawEndpoint {
-    async fn start(node: &TestNode, behaviour: Raw) -> Self {
+impl Endpoint {
+    async fn start<F, Fut>(node: &TestNode, mut serve: F) -> Self
+    where
+        F: FnMut(ServerStream, Arc<AtomicUsize>) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
         let mut incoming = listen(&node.transport(), ApiGroup::Disk, ApiVersion::V1)
             .await
             .unwrap();
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let count = accepted.clone();
+        let count = Arc::new(AtomicUsize::new(0));
+        let counter = count.clone();
         let task = tokio::spawn(async move {
-            while let Some(Ok(mut stream)) = incoming.next().await {
-                count.fetch_add(1, Ordering::SeqCst);
-                tokio::spawn(async move {
-                    let mut buf = [0u8; 4096];
-                    match behaviour {
-                        Raw::GoAwayAfterSettings => {
-                            let _ = stream.write_all(&SETTINGS).await;
-                            let _ = stream.write_all(&GOAWAY_NOTHING_PROCESSED).await;
-                            drain_for_a_while(&mut stream).await;
-                        }
-                        Raw::CloseAfterHandshake => {
-                            let _ = stream.write_all(&SETTINGS).await;
-                        }
-                        Raw::Http1 => {
-                            let _ = stream.read(&mut buf).await;
-                            let answer = b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n";
-                            let _ = stream.write_all(answer).await;
-                        }
-                    }
-                });
+            while let Some(Ok(stream)) = incoming.next().await {
+                tokio::spawn(serve(stream, counter.clone()));
             }
         });
-        Self { accepted, task }
+        Self { count, task }
     }
 
-    fn accepted(&self) -> usize {
-        self.accepted.load(Ordering::SeqCst)
+    /// A raw endpoint treating each connection as `behaviour` says; it
+    /// counts the connections it accepted.
+    async fn raw(node: &TestNode, behaviour: Raw) -> Self {
+        Self::start(node, move |mut stream, accepted| {
+            accepted.fetch_add(1, Ordering::SeqCst);
+            async move {
+                let mut buf = [0u8; 4096];
+                match behaviour {
+                    Raw::GoAwayAfterSettings => {
+                        let _ = stream.write_all(&SETTINGS).await;
+                        let _ = stream.write_all(&GOAWAY_NOTHING_PROCESSED).await;
+                        drain_for_a_while(&mut stream).await;
+                    }
+                    Raw::CloseAfterHandshake => {
+                        let _ = stream.write_all(&SETTINGS).await;
+                    }
+                    Raw::Http1 => {
+                        let _ = stream.read(&mut buf).await;
+                        let answer = b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n";
+                        let _ = stream.write_all(answer).await;
+                    }
+                }
+            }
+        })
+        .await
+    }
+
+    /// A bare HTTP/2 server answering each request by `answer`; it counts
+    /// the requests.
+    async fn bare(node: &TestNode, answer: Answer) -> Self {
+        Self::start(node, move |stream, requests| {
+            serve_h2(stream, requests, answer.clone())
+        })
+        .await
+    }
+
+    /// What it counted so far.
+    fn count(&self) -> usize {
+        self.count.load(Ordering::SeqCst)
     }
 }
 
 /// A default client of `node` for disk only, connected while the endpoint
 /// answers.
 async fn disk_client(node: &TestNode) -> CsiProxy {
-    CsiProxy::builder()
-        .transport(node.transport())
-        .groups([ApiGroup::Disk])
-        .connect()
-        .await
-        .unwrap()
+    let client = node.client_builder().groups([ApiGroup::Disk]);
+    client.connect().await.unwrap()
 }
 
 fn alive_tasks() -> usize {
@@ -122,14 +143,14 @@ fn paced_connections(secs: u64) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endpoint_that_says_goaway_at_once_is_neither_spun_on_nor_multiplied() {
     let node = TestNode::new();
-    let endpoint = RawEndpoint::start(&node, Raw::GoAwayAfterSettings).await;
+    let endpoint = Endpoint::raw(&node, Raw::GoAwayAfterSettings).await;
     let proxy = disk_client(&node).await;
     let tasks_at_start = alive_tasks();
 
     // A call: refused unprocessed, or sent on a connection already gone,
     // on the schedule only, and answered with that failure (not sent).
     let hasty = proxy.with_call_options(CallOptions::default().deadline(Duration::from_secs(2)));
-    let before = endpoint.accepted();
+    let before = endpoint.count();
     let err = hasty
         .disk()
         .unwrap()
@@ -146,16 +167,16 @@ async fn an_endpoint_that_says_goaway_at_once_is_neither_spun_on_nor_multiplied(
         ),
         "{err}"
     );
-    let during = endpoint.accepted() - before;
+    let during = endpoint.count() - before;
     assert!(
         during <= paced_connections(2),
         "{during} connections in 2 s"
     );
 
     // Idle: the client looks on its schedule, not in a loop.
-    let before = endpoint.accepted();
+    let before = endpoint.count();
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let idle = endpoint.accepted() - before;
+    let idle = endpoint.count() - before;
     assert!(idle <= paced_connections(3), "{idle} connections in 3 s");
     assert!(idle >= 2, "it keeps looking: {idle}");
     let tasks = alive_tasks();
@@ -168,13 +189,13 @@ async fn an_endpoint_that_says_goaway_at_once_is_neither_spun_on_nor_multiplied(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endpoint_that_closes_after_the_handshake_is_neither_spun_on_nor_multiplied() {
     let node = TestNode::new();
-    let endpoint = RawEndpoint::start(&node, Raw::CloseAfterHandshake).await;
+    let endpoint = Endpoint::raw(&node, Raw::CloseAfterHandshake).await;
     let proxy = disk_client(&node).await;
     let tasks_at_start = alive_tasks();
 
-    let before = endpoint.accepted();
+    let before = endpoint.count();
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let idle = endpoint.accepted() - before;
+    let idle = endpoint.count() - before;
     assert!(idle <= paced_connections(3), "{idle} connections in 3 s");
     let tasks = alive_tasks();
     assert!(
@@ -185,7 +206,7 @@ async fn an_endpoint_that_closes_after_the_handshake_is_neither_spun_on_nor_mult
     // A call ends at its deadline, with the failure it met rather than a
     // bare timeout, having connected on the schedule only.
     let hasty = proxy.with_call_options(CallOptions::default().deadline(Duration::from_secs(1)));
-    let before = endpoint.accepted();
+    let before = endpoint.count();
     let err = hasty
         .disk()
         .unwrap()
@@ -193,7 +214,7 @@ async fn an_endpoint_that_closes_after_the_handshake_is_neither_spun_on_nor_mult
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Transport { .. }), "{err}");
-    let during = endpoint.accepted() - before;
+    let during = endpoint.count() - before;
     assert!(
         during <= paced_connections(1),
         "{during} connections in 1 s"
@@ -203,9 +224,9 @@ async fn an_endpoint_that_closes_after_the_handshake_is_neither_spun_on_nor_mult
 #[tokio::test]
 async fn an_endpoint_that_speaks_http1_is_no_proxy() {
     let node = TestNode::new();
-    let _endpoint = RawEndpoint::start(&node, Raw::Http1).await;
-    let err = CsiProxy::builder()
-        .transport(node.transport())
+    let _endpoint = Endpoint::raw(&node, Raw::Http1).await;
+    let err = node
+        .client_builder()
         .groups([ApiGroup::Disk])
         .require(ApiGroup::Disk)
         .retry(csi_proxy_client::RetryPolicy::none())
@@ -299,45 +320,15 @@ impl Reply {
     }
 }
 
-/// A bare HTTP/2 server on disk v1 answering each request by `answer`;
-/// counts the requests.
-struct BareServer {
-    requests: Arc<AtomicUsize>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for BareServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl BareServer {
-    async fn start(node: &TestNode, answer: Answer) -> Self {
-        let mut incoming = listen(&node.transport(), ApiGroup::Disk, ApiVersion::V1)
-            .await
-            .unwrap();
-        let requests = Arc::new(AtomicUsize::new(0));
-        let count = requests.clone();
-        let task = tokio::spawn(async move {
-            while let Some(Ok(stream)) = incoming.next().await {
-                let (answer, count) = (answer.clone(), count.clone());
-                tokio::spawn(async move {
-                    let Ok(mut connection) = h2::server::handshake(stream).await else {
-                        return;
-                    };
-                    while let Some(Ok((request, respond))) = connection.accept().await {
-                        let n = count.fetch_add(1, Ordering::SeqCst);
-                        tokio::spawn(reply(request, respond, answer(n)));
-                    }
-                });
-            }
-        });
-        Self { requests, task }
-    }
-
-    fn requests(&self) -> usize {
-        self.requests.load(Ordering::SeqCst)
+/// Serves HTTP/2 on `stream`, answering each request by `answer` of its
+/// number, counted in `requests`.
+async fn serve_h2(stream: ServerStream, requests: Arc<AtomicUsize>, answer: Answer) {
+    let Ok(mut connection) = h2::server::handshake(stream).await else {
+        return;
+    };
+    while let Some(Ok((request, respond))) = connection.accept().await {
+        let n = requests.fetch_add(1, Ordering::SeqCst);
+        tokio::spawn(reply(request, respond, answer(n)));
     }
 }
 
@@ -388,7 +379,7 @@ async fn bare_client(node: &TestNode) -> CsiProxy {
 #[tokio::test]
 async fn a_refused_request_is_sent_once_more_whatever_it_does() {
     let node = TestNode::new();
-    let server = BareServer::start(
+    let server = Endpoint::bare(
         &node,
         Arc::new(|n| match n {
             0 => Reply::Reset(h2::Reason::REFUSED_STREAM),
@@ -399,13 +390,13 @@ async fn a_refused_request_is_sent_once_more_whatever_it_does() {
     let proxy = bare_client(&node).await;
     // A mutation: not processed the first time, so safe to send again.
     proxy.disk().unwrap().rescan().await.unwrap();
-    assert_eq!(server.requests(), 2);
+    assert_eq!(server.count(), 2);
 }
 
 #[tokio::test]
 async fn a_request_refused_twice_is_reported_as_not_sent() {
     let node = TestNode::new();
-    let server = BareServer::start(
+    let server = Endpoint::bare(
         &node,
         Arc::new(|_| Reply::Reset(h2::Reason::REFUSED_STREAM)),
     )
@@ -422,7 +413,7 @@ async fn a_request_refused_twice_is_reported_as_not_sent() {
         ),
         "{err}"
     );
-    assert_eq!(server.requests(), 2, "once more, not in a loop");
+    assert_eq!(server.count(), 2, "once more, not in a loop");
 }
 
 /// Reads, after the client's preface, frame after frame until a HEADERS
@@ -452,44 +443,29 @@ async fn read_until_a_request(stream: &mut (impl AsyncReadExt + Unpin)) -> bool 
 #[tokio::test]
 async fn a_request_above_a_goaways_last_stream_is_sent_once_more() {
     let node = TestNode::new();
-    let mut incoming = listen(&node.transport(), ApiGroup::Disk, ApiVersion::V1)
-        .await
-        .unwrap();
-    let requests = Arc::new(AtomicUsize::new(0));
-    let count = requests.clone();
-    let server = tokio::spawn(async move {
-        let mut first = true;
-        while let Some(Ok(mut stream)) = incoming.next().await {
-            let count = count.clone();
-            if std::mem::take(&mut first) {
-                // Takes the request, then says it processed no stream.
-                tokio::spawn(async move {
-                    let _ = stream.write_all(&SETTINGS).await;
-                    if read_until_a_request(&mut stream).await {
-                        count.fetch_add(1, Ordering::SeqCst);
-                        let _ = stream.write_all(&GOAWAY_NOTHING_PROCESSED).await;
-                    }
-                    drain_for_a_while(&mut stream).await;
-                });
-            } else {
-                tokio::spawn(async move {
-                    let Ok(mut connection) = h2::server::handshake(stream).await else {
-                        return;
-                    };
-                    while let Some(Ok((request, respond))) = connection.accept().await {
-                        count.fetch_add(1, Ordering::SeqCst);
-                        tokio::spawn(reply(request, respond, Reply::ok()));
-                    }
-                });
+    let mut first = true;
+    let server = Endpoint::start(&node, move |mut stream, requests| {
+        let first = std::mem::take(&mut first);
+        async move {
+            if !first {
+                return serve_h2(stream, requests, Arc::new(|_| Reply::ok())).await;
             }
+            // Takes the request, then says it processed no stream.
+            let _ = stream.write_all(&SETTINGS).await;
+            if read_until_a_request(&mut stream).await {
+                requests.fetch_add(1, Ordering::SeqCst);
+                let _ = stream.write_all(&GOAWAY_NOTHING_PROCESSED).await;
+            }
+            drain_for_a_while(&mut stream).await;
         }
-    });
+    })
+    .await;
     let proxy = bare_client(&node).await;
     // A mutation: the proxy said it never processed it, so it is safe to
     // send again, on the next connection.
     proxy.disk().unwrap().rescan().await.unwrap();
-    assert_eq!(requests.load(Ordering::SeqCst), 2);
-    server.abort();
+    assert_eq!(server.count(), 2);
+    drop(server);
 }
 
 /// Answers that are no proper gRPC answer, each with what it is.
@@ -561,9 +537,9 @@ fn broken_answers() -> Vec<(&'static str, Reply)> {
 async fn an_answer_the_client_cannot_understand_is_an_invalid_response_not_the_hosts_failure() {
     for (what, answer) in broken_answers() {
         let node = TestNode::new();
-        let server = BareServer::start(&node, Arc::new(move |_| answer.clone())).await;
-        let proxy = CsiProxy::builder()
-            .transport(node.transport())
+        let server = Endpoint::bare(&node, Arc::new(move |_| answer.clone())).await;
+        let proxy = node
+            .client_builder()
             .groups([ApiGroup::Disk])
             .max_response_size(1024)
             .connect()
@@ -586,14 +562,14 @@ async fn an_answer_the_client_cannot_understand_is_an_invalid_response_not_the_h
             err.to_string().contains("outcome is unknown"),
             "{what}: {err}"
         );
-        assert_eq!(server.requests(), 2, "{what}: nothing is sent again");
+        assert_eq!(server.count(), 2, "{what}: nothing is sent again");
     }
 }
 
 #[tokio::test]
 async fn the_proxys_own_status_is_the_hosts_failure() {
     let node = TestNode::new();
-    let _server = BareServer::start(
+    let _server = Endpoint::bare(
         &node,
         Arc::new(|_| {
             Reply::grpc(
@@ -623,14 +599,13 @@ async fn the_size_limit_is_a_setting() {
     let mut body = vec![0u8];
     body.extend((message.len() as u32).to_be_bytes());
     body.extend(message);
-    let _server = BareServer::start(
+    let _server = Endpoint::bare(
         &node,
         Arc::new(move |_| Reply::grpc(body.clone(), vec![("grpc-status", "0")])),
     )
     .await;
     let client = |limit| {
-        CsiProxy::builder()
-            .transport(node.transport())
+        node.client_builder()
             .groups([ApiGroup::Disk])
             .max_response_size(limit)
             .connect()

@@ -3,15 +3,15 @@
 
 use std::time::Duration;
 
+use crate::common::node::FakeNode;
 use crate::common::recorder::LogRecorder;
 use crate::common::scenario::seeded_host;
-use crate::common::slow::serve_slow_volumes;
-use crate::common::TestNode;
+use crate::common::slow::slow_volume_node;
+use crate::common::{every_version, wait_until};
 use csi_proxy_client::metrics::{
     API_VERSION, CALLS_TOTAL, CALL_DURATION_SECONDS, GROUP_SERVED, NEGOTIATIONS_TOTAL,
     VERSION_CHANGES_TOTAL,
 };
-use csi_proxy_client::testing::FakeProxy;
 use csi_proxy_client::{
     api::{Secret, SmbMapping, SmbRemotePath, WindowsPath},
     ApiGroup, ApiVersion as V, CallOptions, CsiProxy, Error, Operation,
@@ -19,10 +19,8 @@ use csi_proxy_client::{
 
 /// A client of `node` for `groups`, requiring the first, as a driver
 /// connects.
-async fn connect(node: &TestNode, groups: &[ApiGroup]) -> CsiProxy {
-    CsiProxy::builder()
-        .transport(node.transport())
-        .groups(groups.iter().copied())
+async fn connect(node: &FakeNode, groups: &[ApiGroup]) -> CsiProxy {
+    (node.client_builder().groups(groups.iter().copied()))
         .require(groups[0])
         .connect()
         .await
@@ -31,15 +29,10 @@ async fn connect(node: &TestNode, groups: &[ApiGroup]) -> CsiProxy {
 
 /// A node whose fake proxy serves `versions` of the seeded host, and a
 /// client of it for `groups`.
-async fn node_serving(
-    versions: &[(ApiGroup, V)],
-    groups: &[ApiGroup],
-) -> (TestNode, FakeProxy, CsiProxy) {
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.serve_all(versions.iter().copied()).await.unwrap();
+async fn node_serving(versions: &[(ApiGroup, V)], groups: &[ApiGroup]) -> (FakeNode, CsiProxy) {
+    let node = FakeNode::serving(versions.iter().copied()).await;
     let proxy = connect(&node, groups).await;
-    (node, fake, proxy)
+    (node, proxy)
 }
 
 fn calls(recorder: &LogRecorder, labels: &[(&str, &str)]) -> u64 {
@@ -66,7 +59,7 @@ async fn each_call_is_counted_and_timed_by_group_version_method_and_outcome() {
     let recorder = LogRecorder::default();
     let _local = metrics::set_default_local_recorder(&recorder);
     let served = [(ApiGroup::Disk, V::V1), (ApiGroup::Smb, V::V1)];
-    let (_node, _fake, proxy) = node_serving(&served, &[ApiGroup::Disk, ApiGroup::Smb]).await;
+    let (_node, proxy) = node_serving(&served, &[ApiGroup::Disk, ApiGroup::Smb]).await;
 
     let disk = proxy.disk().unwrap();
     disk.list_disk_locations().await.unwrap();
@@ -115,7 +108,7 @@ async fn each_call_is_counted_and_timed_by_group_version_method_and_outcome() {
 
 #[tokio::test]
 async fn a_recorder_installed_after_the_first_calls_gets_the_next_ones() {
-    let (_node, _fake, proxy) = node_serving(&[(ApiGroup::Disk, V::V1)], &[ApiGroup::Disk]).await;
+    let (_node, proxy) = node_serving(&[(ApiGroup::Disk, V::V1)], &[ApiGroup::Disk]).await;
     let disk = proxy.disk().unwrap();
     disk.list_disk_ids().await.unwrap();
 
@@ -163,8 +156,7 @@ async fn negotiations_and_the_versions_served_are_recorded_per_group() {
 async fn a_call_past_its_deadline_is_a_timeout() {
     let recorder = LogRecorder::default();
     let _local = metrics::set_default_local_recorder(&recorder);
-    let node = TestNode::new();
-    let (_backend, _fake) = serve_slow_volumes(node.transport(), 5_000).await;
+    let (_backend, node) = slow_volume_node(5_000).await;
     let proxy = connect(&node, &[ApiGroup::Volume]).await;
 
     let volume = csi_proxy_client::api::VolumeId::new("vol-1").unwrap();
@@ -190,8 +182,7 @@ async fn a_call_past_its_deadline_is_a_timeout() {
 async fn a_call_its_caller_stops_waiting_for_is_cancelled() {
     let recorder = LogRecorder::default();
     let _local = metrics::set_default_local_recorder(&recorder);
-    let node = TestNode::new();
-    let (_backend, _fake) = serve_slow_volumes(node.transport(), 5_000).await;
+    let (_backend, node) = slow_volume_node(5_000).await;
     let proxy = connect(&node, &[ApiGroup::Volume]).await;
 
     let volume = csi_proxy_client::api::VolumeId::new("vol-1").unwrap();
@@ -212,7 +203,7 @@ async fn an_operation_the_version_lacks_is_unsupported_and_a_missing_proxy_has_n
     let old = V::V1ALPHA1;
     assert!(Operation::GetDiskState.available_since().unwrap() > old);
     let groups = [ApiGroup::Disk, ApiGroup::Volume];
-    let (_node, _fake, proxy) = node_serving(&[(ApiGroup::Disk, old)], &groups).await;
+    let (_node, proxy) = node_serving(&[(ApiGroup::Disk, old)], &groups).await;
 
     // No volume endpoint: the call waits for one until its deadline (it
     // comes within the grace of a proxy that just appeared).
@@ -250,9 +241,10 @@ async fn a_version_change_is_counted_and_moves_the_version_gauge() {
     let recorder = LogRecorder::default();
     let _local = metrics::set_default_local_recorder(&recorder);
     let served = [(ApiGroup::Volume, V::V1BETA1)];
-    let (_node, mut fake, proxy) = node_serving(&served, &[ApiGroup::Volume]).await;
+    let (mut node, proxy) = node_serving(&served, &[ApiGroup::Volume]).await;
 
-    fake.restart([(ApiGroup::Volume, V::V1), (ApiGroup::Volume, V::V1BETA1)])
+    node.fake
+        .restart([(ApiGroup::Volume, V::V1), (ApiGroup::Volume, V::V1BETA1)])
         .await
         .unwrap();
     proxy
@@ -290,17 +282,12 @@ async fn a_version_change_is_counted_and_moves_the_version_gauge() {
 async fn the_served_gauge_follows_the_connection_and_the_proxys_return_without_any_call() {
     let recorder = LogRecorder::default();
     let _local = metrics::set_default_local_recorder(&recorder);
-    let (_node, mut fake, proxy) =
-        node_serving(&[(ApiGroup::Disk, V::V1)], &[ApiGroup::Disk]).await;
+    let (mut node, proxy) = node_serving(&[(ApiGroup::Disk, V::V1)], &[ApiGroup::Disk]).await;
     let served = || recorder.gauge(GROUP_SERVED, &[("group", "disk")]);
     assert_eq!(served(), Some(1.0));
 
-    fake.stop_all().await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while served() != Some(0.0) {
-        assert!(tokio::time::Instant::now() < deadline, "still served");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    node.fake.stop_all().await;
+    wait_until("the gauge says not served", || served() == Some(0.0)).await;
     assert!(!proxy.is_served(ApiGroup::Disk));
     let v1 = [("group", "disk"), ("version", "v1")];
     assert_eq!(recorder.gauge(API_VERSION, &v1), Some(0.0));
@@ -311,12 +298,8 @@ async fn the_served_gauge_follows_the_connection_and_the_proxys_return_without_a
 
     // Back: the look in the background that finds it is counted, and the
     // gauges follow, still with no call.
-    fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while served() != Some(1.0) {
-        assert!(tokio::time::Instant::now() < deadline, "not found again");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    node.fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
+    wait_until("the gauge says served again", || served() == Some(1.0)).await;
     assert_eq!(recorder.gauge(API_VERSION, &v1), Some(1.0));
     let found = [("group", "disk"), ("result", "served")];
     assert_eq!(recorder.count(NEGOTIATIONS_TOTAL, &found), 2);
@@ -328,11 +311,9 @@ async fn the_served_gauge_follows_the_connection_and_the_proxys_return_without_a
 async fn no_label_ever_carries_a_path_a_secret_or_a_message() {
     let recorder = LogRecorder::default();
     let _local = metrics::set_default_local_recorder(&recorder);
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.serve_everything().await.unwrap();
-    let proxy = CsiProxy::builder()
-        .transport(node.transport())
+    let node = FakeNode::serving(every_version()).await;
+    let proxy = node
+        .client_builder()
         .require(ApiGroup::Filesystem)
         .connect()
         .await

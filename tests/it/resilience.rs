@@ -7,39 +7,30 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::node::FakeNode;
 use crate::common::scenario::seeded_host;
-use crate::common::slow::serve_slow_volumes;
-use crate::common::{wait_until, TestNode};
+use crate::common::slow::slow_volume_node;
+use crate::common::{every_version, wait_until, TestNode};
 use csi_proxy_client::testing::sample::volume;
 use csi_proxy_client::testing::{FakeProxy, StartOrder, Startup};
 use csi_proxy_client::{
     health::{GroupStatus, VersionChange},
-    ApiGroup, ApiVersion as V, CallOptions, CsiProxy, Error, Operation, Result, RetryPolicy,
+    ApiGroup, ApiVersion as V, CallOptions, CsiProxy, CsiProxyBuilder, Error, Operation, Result,
+    RetryPolicy,
 };
 
-/// A client with every default: the tests here hold for what drivers get
-/// without tuning anything.
-async fn client(node: &TestNode) -> CsiProxy {
-    CsiProxy::builder()
-        .transport(node.transport())
-        .connect()
-        .await
-        .unwrap()
+/// A node whose proxy serves `group` at `version`, and a client with every
+/// default: the tests here hold for what drivers get without tuning
+/// anything.
+async fn serving(group: ApiGroup, version: V) -> (FakeNode, CsiProxy) {
+    let node = FakeNode::serving([(group, version)]).await;
+    let proxy = node.client().await;
+    (node, proxy)
 }
 
-/// A node whose proxy serves `group` at `version`, and a default client.
-async fn serving(group: ApiGroup, version: V) -> (TestNode, FakeProxy, CsiProxy) {
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.serve(group, version).await.unwrap();
-    let proxy = client(&node).await;
-    (node, fake, proxy)
-}
-
-/// Connects with `require(Disk)`, waiting up to `wait` for it.
-async fn connect_requiring_disk(node: &TestNode, wait: Duration) -> Result<CsiProxy> {
-    CsiProxy::builder()
-        .transport(node.transport())
+/// Connects `client` with `require(Disk)`, waiting up to `wait` for it.
+async fn connect_requiring_disk(client: CsiProxyBuilder, wait: Duration) -> Result<CsiProxy> {
+    client
         .require(ApiGroup::Disk)
         .wait_for_proxy(wait)
         .connect()
@@ -109,18 +100,16 @@ async fn stop_readers(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_ride_through_fifty_restarts() {
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
     let served = [(ApiGroup::Disk, V::V1)];
-    fake.serve_all(served).await.unwrap();
+    let mut node = FakeNode::serving(served).await;
     // Every restart here cuts a read in flight on purpose, so one read can
     // be cut several times in a row. Re-sending what may have been sent is
     // bounded by the retry policy (3 by default, which guards the proxy
     // against a request that crashes it each time); this test allows more.
     // Outages that are not timed against calls are ridden through with the
     // default policy (the tests below).
-    let proxy = CsiProxy::builder()
-        .transport(node.transport())
+    let proxy = node
+        .client_builder()
         .retry(RetryPolicy::default().with_max_retries(20))
         .connect()
         .await
@@ -131,27 +120,20 @@ async fn reads_ride_through_fifty_restarts() {
     // Each restart comes after a read reached this incarnation of the proxy
     // (however slow the machine), so every restart cuts into live traffic.
     for _ in 0..50 {
-        let before = fake.calls().len();
-        let waited = Instant::now();
-        while fake.calls().len() == before {
-            assert!(
-                waited.elapsed() < Duration::from_secs(10),
-                "no read arrived"
-            );
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        fake.restart(served).await.unwrap();
+        let before = node.fake.calls().len();
+        wait_until("a read arrived", || node.fake.calls().len() != before).await;
+        node.fake.restart(served).await.unwrap();
     }
     tokio::time::sleep(Duration::from_millis(20)).await;
     let ok = stop_readers(&stop, readers).await;
-    assert!(ok > 0 && fake.calls().len() >= 50, "only {ok} reads");
+    assert!(ok > 0 && node.fake.calls().len() >= 50, "only {ok} reads");
     assert_eq!(proxy.version(ApiGroup::Disk), Some(V::V1));
-    assert!(fake.calls().iter().all(|c| c.version == V::V1));
+    assert!(node.fake.calls().iter().all(|c| c.version == V::V1));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_follow_an_upgrade_and_a_downgrade() {
-    let (_node, mut fake, proxy) = serving(ApiGroup::Disk, V::V1BETA2).await;
+    let (mut node, proxy) = serving(ApiGroup::Disk, V::V1BETA2).await;
     assert_eq!(proxy.version(ApiGroup::Disk), Some(V::V1BETA2));
     let mut changes = proxy.version_changes();
 
@@ -159,7 +141,7 @@ async fn calls_follow_an_upgrade_and_a_downgrade() {
     let readers = spawn_readers(&proxy, 4, stop.clone());
     for (set, expected) in [(V::V1, V::V1), (V::V1BETA2, V::V1BETA2), (V::V1, V::V1)] {
         tokio::time::sleep(Duration::from_millis(30)).await;
-        fake.restart([(ApiGroup::Disk, set)]).await.unwrap();
+        node.fake.restart([(ApiGroup::Disk, set)]).await.unwrap();
         // A caller that looked between stop and start saw the group
         // missing (`to: None`); the change that counts names the version.
         let found = async {
@@ -175,9 +157,12 @@ async fn calls_follow_an_upgrade_and_a_downgrade() {
         assert_eq!(found.unwrap(), Some(expected));
         // Every call since the swap went to the one version served now.
         tokio::time::sleep(Duration::from_millis(30)).await;
-        fake.clear_calls();
-        wait_until("calls reach the new version", || !fake.calls().is_empty()).await;
-        let calls = fake.calls();
+        node.fake.clear_calls();
+        wait_until("calls reach the new version", || {
+            !node.fake.calls().is_empty()
+        })
+        .await;
+        let calls = node.fake.calls();
         assert!(calls.iter().all(|c| c.version == expected), "{calls:?}");
         assert_eq!(proxy.version(ApiGroup::Disk), Some(expected));
     }
@@ -187,9 +172,10 @@ async fn calls_follow_an_upgrade_and_a_downgrade() {
 
 #[tokio::test]
 async fn version_changes_are_reported() {
-    let (_node, mut fake, proxy) = serving(ApiGroup::Volume, V::V1BETA1).await;
+    let (mut node, proxy) = serving(ApiGroup::Volume, V::V1BETA1).await;
     let mut changes = proxy.version_changes();
-    fake.restart([(ApiGroup::Volume, V::V1), (ApiGroup::Volume, V::V1BETA1)])
+    node.fake
+        .restart([(ApiGroup::Volume, V::V1), (ApiGroup::Volume, V::V1BETA1)])
         .await
         .unwrap();
     proxy
@@ -215,18 +201,16 @@ async fn version_changes_are_reported() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_driver_started_before_the_proxy_waits_for_the_groups_it_requires() {
-    let node = TestNode::new();
-    let transport = node.transport();
+    let mut node = FakeNode::of(&seeded_host());
+    let client = node.client_builder();
     let late = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_secs(2)).await;
-        let mut fake = FakeProxy::for_host(transport, &seeded_host());
-        fake.serve_all([(ApiGroup::Disk, V::V1), (ApiGroup::Volume, V::V1)])
-            .await
-            .unwrap();
-        fake
+        let served = [(ApiGroup::Disk, V::V1), (ApiGroup::Volume, V::V1)];
+        node.fake.serve_all(served).await.unwrap();
+        node
     });
     let started = Instant::now();
-    let proxy = connect_requiring_disk(&node, Duration::from_secs(10))
+    let proxy = connect_requiring_disk(client, Duration::from_secs(10))
         .await
         .unwrap();
     let waited = started.elapsed();
@@ -234,27 +218,27 @@ async fn a_driver_started_before_the_proxy_waits_for_the_groups_it_requires() {
     // Noticed soon after it came: looks are at most 250 ms apart.
     assert!(waited < Duration::from_secs(4), "{waited:?}");
     assert_eq!(proxy.version(ApiGroup::Disk), Some(V::V1));
-    let _fake = late.await.unwrap();
+    let _node = late.await.unwrap();
     proxy.disk().unwrap().list_disk_ids().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_that_appears_later_is_found_by_its_next_call() {
-    let node = TestNode::new();
+    let mut node = FakeNode::of(&seeded_host());
     let started = Instant::now();
-    let proxy = client(&node).await;
+    let proxy = node.client().await;
     // Nothing required: no wait at connect.
     assert!(started.elapsed() < Duration::from_secs(1));
     assert!(!proxy.is_served(ApiGroup::Disk));
     let disk = proxy.disk().expect("handles exist before the proxy is up");
 
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.serve_all([
-        (ApiGroup::Disk, V::V1BETA2),
-        (ApiGroup::System, V::V1ALPHA1),
-    ])
-    .await
-    .unwrap();
+    node.fake
+        .serve_all([
+            (ApiGroup::Disk, V::V1BETA2),
+            (ApiGroup::System, V::V1ALPHA1),
+        ])
+        .await
+        .unwrap();
     assert!(disk.list_disk_ids().await.unwrap().contains_key(&1));
     assert_eq!(proxy.version(ApiGroup::Disk), Some(V::V1BETA2));
     let system = proxy.system().unwrap();
@@ -265,7 +249,7 @@ async fn a_group_that_appears_later_is_found_by_its_next_call() {
 async fn waiting_for_a_proxy_that_never_comes_ends_with_not_served() {
     let node = TestNode::new();
     let started = Instant::now();
-    let err = connect_requiring_disk(&node, Duration::from_secs(1))
+    let err = connect_requiring_disk(node.client_builder(), Duration::from_secs(1))
         .await
         .unwrap_err();
     let waited = started.elapsed();
@@ -281,7 +265,7 @@ async fn waiting_for_a_proxy_that_never_comes_ends_with_not_served() {
 
     // Zero looks once.
     let started = Instant::now();
-    let err = connect_requiring_disk(&node, Duration::ZERO)
+    let err = connect_requiring_disk(node.client_builder(), Duration::ZERO)
         .await
         .unwrap_err();
     assert!(matches!(err, Error::NotServed { .. }), "{err}");
@@ -290,36 +274,38 @@ async fn waiting_for_a_proxy_that_never_comes_ends_with_not_served() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readers_ride_through_outages_of_seconds_and_an_upgrade() {
-    let (_node, mut fake, proxy) = serving(ApiGroup::Disk, V::V1BETA2).await;
+    let (mut node, proxy) = serving(ApiGroup::Disk, V::V1BETA2).await;
     let mut changes = proxy.version_changes();
     let stop = Arc::new(AtomicBool::new(false));
     let readers = spawn_readers(&proxy, 8, stop.clone());
 
     tokio::time::sleep(Duration::from_millis(500)).await;
-    fake.stop_all().await;
+    node.fake.stop_all().await;
     tokio::time::sleep(Duration::from_secs(3)).await;
-    fake.serve(ApiGroup::Disk, V::V1BETA2).await.unwrap();
+    node.fake.serve(ApiGroup::Disk, V::V1BETA2).await.unwrap();
     tokio::time::sleep(Duration::from_secs(1)).await;
 
-    fake.stop_all().await;
+    node.fake.stop_all().await;
     tokio::time::sleep(Duration::from_secs(10)).await;
     // Back as an upgraded proxy: every disk version, newest first. (A look
     // that lands while a proxy is still creating its endpoints, oldest
     // first, can pick an older version and stay there; see the README.)
-    fake.serve_all(
-        ApiGroup::Disk
-            .versions()
-            .iter()
-            .rev()
-            .map(|&v| (ApiGroup::Disk, v)),
-    )
-    .await
-    .unwrap();
+    node.fake
+        .serve_all(
+            ApiGroup::Disk
+                .versions()
+                .iter()
+                .rev()
+                .map(|&v| (ApiGroup::Disk, v)),
+        )
+        .await
+        .unwrap();
     wait_until("a read on v1", || {
-        fake.calls().iter().any(|c| c.version == V::V1)
+        node.fake.calls().iter().any(|c| c.version == V::V1)
     })
     .await;
-    let returned = fake
+    let returned = node
+        .fake
         .calls()
         .iter()
         .position(|c| c.version == V::V1)
@@ -327,7 +313,7 @@ async fn readers_ride_through_outages_of_seconds_and_an_upgrade() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     stop_readers(&stop, readers).await;
     // After the return, every read went to the version served then.
-    let calls = fake.calls();
+    let calls = node.fake.calls();
     assert!(calls[returned..].iter().all(|c| c.version == V::V1));
     assert_eq!(proxy.version(ApiGroup::Disk), Some(V::V1));
     // Each outage was seen: gone, back, gone, back upgraded.
@@ -345,8 +331,8 @@ async fn readers_ride_through_outages_of_seconds_and_an_upgrade() {
 
 #[tokio::test]
 async fn a_read_waits_for_the_proxy_until_its_deadline_and_no_longer() {
-    let (_node, mut fake, proxy) = serving(ApiGroup::Disk, V::V1).await;
-    fake.stop_all().await;
+    let (mut node, proxy) = serving(ApiGroup::Disk, V::V1).await;
+    node.fake.stop_all().await;
     // Away, not cut off under the call (which would answer with the
     // broken connection).
     wait_until("the connection ended", || !proxy.is_served(ApiGroup::Disk)).await;
@@ -372,37 +358,35 @@ async fn a_read_waits_for_the_proxy_until_its_deadline_and_no_longer() {
 
 #[tokio::test]
 async fn a_call_that_was_certainly_not_sent_goes_on_the_new_connection_without_retries() {
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
-    let proxy = CsiProxy::builder()
-        .transport(node.transport())
+    let mut node = FakeNode::serving([(ApiGroup::Disk, V::V1)]).await;
+    let proxy = node
+        .client_builder()
         .retry(RetryPolicy::none())
         .connect()
         .await
         .unwrap();
     proxy.disk().unwrap().list_disk_ids().await.unwrap();
-    fake.stop_all().await;
+    node.fake.stop_all().await;
     // The old connection has ended: what is sent now was certainly not
     // sent on it. Even a mutation goes, on the new connection.
     wait_until("the connection ended", || {
         proxy.version(ApiGroup::Disk).is_none()
     })
     .await;
-    fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
-    fake.clear_calls();
+    node.fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
+    node.fake.clear_calls();
     proxy.disk().unwrap().rescan().await.unwrap();
-    let calls = fake.calls();
+    let calls = node.fake.calls();
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert_eq!(calls[0].rpc, "Rescan");
 }
 
 #[tokio::test]
 async fn a_proxy_that_comes_back_is_found_without_any_call() {
-    let (_node, mut fake, proxy) = serving(ApiGroup::Disk, V::V1BETA3).await;
+    let (mut node, proxy) = serving(ApiGroup::Disk, V::V1BETA3).await;
     let mut changes = proxy.version_changes();
 
-    fake.stop_all().await;
+    node.fake.stop_all().await;
     wait_until("the connection ended", || !proxy.is_served(ApiGroup::Disk)).await;
     // Gone is told at once; the looks in the background while it is away
     // say nothing more, and the health says not served.
@@ -412,24 +396,24 @@ async fn a_proxy_that_comes_back_is_found_without_any_call() {
 
     // Back, upgraded: found in the background, with no call made, so that
     // a probe reading `health()` sees it.
-    fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
+    node.fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
     wait_until("found again", || proxy.health().is_ready(&[ApiGroup::Disk])).await;
     assert_eq!(proxy.version(ApiGroup::Disk), Some(V::V1));
     assert_eq!(received(&mut changes), [(None, Some(V::V1))]);
-    assert!(fake.calls().is_empty(), "looks send no RPC");
+    assert!(node.fake.calls().is_empty(), "looks send no RPC");
 }
 
 /// An outage with no call at all, as `version_changes()` tells it: gone,
 /// then back, on the same version and on another one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outage_with_no_calls_is_told_whole() {
-    let (_node, mut fake, proxy) = serving(ApiGroup::Disk, V::V1).await;
+    let (mut node, proxy) = serving(ApiGroup::Disk, V::V1).await;
     let mut changes = proxy.version_changes();
     for back in [V::V1, V::V1BETA3] {
         let before = proxy.version(ApiGroup::Disk).unwrap();
-        fake.stop_all().await;
+        node.fake.stop_all().await;
         wait_until("gone", || proxy.version(ApiGroup::Disk).is_none()).await;
-        fake.serve(ApiGroup::Disk, back).await.unwrap();
+        node.fake.serve(ApiGroup::Disk, back).await.unwrap();
         wait_until("back", || proxy.version(ApiGroup::Disk) == Some(back)).await;
         assert_eq!(
             received(&mut changes),
@@ -437,19 +421,15 @@ async fn an_outage_with_no_calls_is_told_whole() {
             "back on {back}"
         );
     }
-    assert!(fake.calls().is_empty(), "no call was made");
+    assert!(node.fake.calls().is_empty(), "no call was made");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_that_disappears_is_reported_and_so_is_its_return() {
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.serve_all([(ApiGroup::Disk, V::V1), (ApiGroup::Volume, V::V1)])
-        .await
-        .unwrap();
-    let proxy = client(&node).await;
+    let mut node = FakeNode::serving([(ApiGroup::Disk, V::V1), (ApiGroup::Volume, V::V1)]).await;
+    let proxy = node.client().await;
     let mut changes = proxy.version_changes();
-    fake.stop(ApiGroup::Disk, V::V1).await;
+    node.fake.stop(ApiGroup::Disk, V::V1).await;
     wait_until("disk is not served", || !proxy.is_served(ApiGroup::Disk)).await;
     assert_eq!(proxy.version(ApiGroup::Disk), None);
     assert_eq!(proxy.version(ApiGroup::Volume), Some(V::V1));
@@ -482,7 +462,7 @@ async fn a_group_that_disappears_is_reported_and_so_is_its_return() {
         other => panic!("{other:?}"),
     }
 
-    fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
+    node.fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
     proxy.disk().unwrap().list_disk_ids().await.unwrap();
     assert!(proxy.is_served(ApiGroup::Disk));
     assert_eq!(
@@ -516,8 +496,8 @@ async fn concurrent_callers_share_one_look_at_a_failing_endpoint() {
         }
     });
     let connect_timeout = Duration::from_millis(200);
-    let proxy = CsiProxy::builder()
-        .transport(node.transport())
+    let proxy = node
+        .client_builder()
         .groups([ApiGroup::Disk])
         .connect_timeout(connect_timeout)
         .connect()
@@ -556,11 +536,7 @@ async fn kill_during<T: Send + 'static>(
     call: impl std::future::Future<Output = Result<T>> + Send + 'static,
 ) -> Result<T> {
     let task = tokio::spawn(call);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while backend_saw() == 0 {
-        assert!(Instant::now() < deadline, "the call never arrived");
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    wait_until("the call arrived", || backend_saw() != 0).await;
     let mut proxy = fake.lock().unwrap().take().unwrap();
     proxy.restart([(ApiGroup::Volume, V::V1)]).await.unwrap();
     *fake.lock().unwrap() = Some(proxy);
@@ -569,10 +545,9 @@ async fn kill_during<T: Send + 'static>(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mutation_cut_off_by_a_crash_is_not_sent_again() {
-    let node = TestNode::new();
-    let (backend, fake) = serve_slow_volumes(node.transport(), 300).await;
-    let proxy = client(&node).await;
-    let fake = Mutex::new(Some(fake));
+    let (backend, node) = slow_volume_node(300).await;
+    let proxy = node.client().await;
+    let fake = Mutex::new(Some(node.fake));
 
     // A mutation in flight when the proxy dies fails, and is not repeated.
     let volumes = proxy.volume().unwrap();
@@ -629,9 +604,8 @@ async fn a_mutation_cut_off_by_a_crash_is_not_sent_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proxy_that_stays_away_is_reported_by_what_the_call_knows() {
-    let node = TestNode::new();
-    let (backend, mut fake) = serve_slow_volumes(node.transport(), 300).await;
-    let proxy = client(&node).await;
+    let (backend, mut node) = slow_volume_node(300).await;
+    let proxy = node.client().await;
 
     // The format may have reached the host: the caller hears of the broken
     // connection, not of the group being gone since.
@@ -640,7 +614,7 @@ async fn a_proxy_that_stays_away_is_reported_by_what_the_call_knows() {
     while backend.formats.load(Ordering::SeqCst) == 0 {
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
-    fake.stop(ApiGroup::Volume, V::V1).await;
+    node.fake.stop(ApiGroup::Volume, V::V1).await;
     let result = format.await.unwrap();
     assert!(
         matches!(
@@ -668,11 +642,7 @@ async fn a_proxy_that_stays_away_is_reported_by_what_the_call_knows() {
 
 #[tokio::test]
 async fn host_failures_are_never_retried() {
-    let node = TestNode::new();
-    let host = seeded_host();
-    let mut fake = FakeProxy::for_host(node.transport(), &host);
-    fake.serve(ApiGroup::System, V::V1ALPHA1).await.unwrap();
-    let proxy = client(&node).await;
+    let (node, proxy) = serving(ApiGroup::System, V::V1ALPHA1).await;
     let err = proxy
         .system()
         .unwrap()
@@ -689,15 +659,14 @@ async fn host_failures_are_never_retried() {
         ),
         "{err}"
     );
-    assert_eq!(fake.calls().len(), 1, "an Unknown answer is final");
+    assert_eq!(node.fake.calls().len(), 1, "an Unknown answer is final");
 }
 
 #[tokio::test]
 async fn a_slow_backend_hits_the_deadline() {
-    let node = TestNode::new();
-    let (backend, _fake) = serve_slow_volumes(node.transport(), 5_000).await;
-    let proxy = CsiProxy::builder()
-        .transport(node.transport())
+    let (backend, node) = slow_volume_node(5_000).await;
+    let proxy = node
+        .client_builder()
         .read_deadline(Duration::from_millis(200))
         .connect()
         .await
@@ -720,20 +689,15 @@ async fn a_slow_backend_hits_the_deadline() {
         other => panic!("{other:?}"),
     }
     // The request was sent all the same, and the host works on regardless.
-    let waited = Instant::now();
-    while backend.formats.load(Ordering::SeqCst) == 0 {
-        assert!(waited.elapsed() < Duration::from_secs(10), "never sent");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    wait_until("sent", || backend.formats.load(Ordering::SeqCst) != 0).await;
     assert_eq!(backend.formats.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]
 async fn a_partition_listing_has_a_deadline_of_its_own() {
-    let node = TestNode::new();
-    let (_backend, _fake) = serve_slow_volumes(node.transport(), 300).await;
-    let proxy = CsiProxy::builder()
-        .transport(node.transport())
+    let (_backend, node) = slow_volume_node(300).await;
+    let proxy = node
+        .client_builder()
         .deadline(Operation::ListVolumesOnPartition, Duration::from_millis(50))
         .connect()
         .await
@@ -752,10 +716,8 @@ async fn a_partition_listing_has_a_deadline_of_its_own() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixty_four_tasks_share_one_client() {
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.serve_everything().await.unwrap();
-    let proxy = client(&node).await;
+    let node = FakeNode::serving(every_version()).await;
+    let proxy = node.client().await;
     let mut tasks = tokio::task::JoinSet::new();
     for task in 0..64u32 {
         let proxy = proxy.clone();
@@ -774,7 +736,7 @@ async fn sixty_four_tasks_share_one_client() {
     while let Some(done) = tasks.join_next().await {
         done.unwrap().unwrap();
     }
-    assert_eq!(fake.calls().len(), 64 * 10 * 2);
+    assert_eq!(node.fake.calls().len(), 64 * 10 * 2);
 }
 
 /// The disk versions, oldest first.
@@ -796,16 +758,17 @@ const SETTLE: Duration = Duration::from_millis(1000 + 1000);
 /// disk v1 within [`SETTLE`] of connecting, and tells the move. Returns
 /// the version the client first adopted.
 async fn settles_on_the_newest(order: StartOrder) -> V {
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.set_startup(Startup::staged(order, Duration::from_millis(80)));
+    let mut node = FakeNode::of(&seeded_host());
+    node.fake
+        .set_startup(Startup::staged(order, Duration::from_millis(80)));
+    let client = node.client_builder();
     let starting = tokio::spawn(async move {
         // The client looks first, and again while the endpoints appear.
         tokio::time::sleep(Duration::from_millis(30)).await;
-        fake.serve_all(disk_versions()).await.unwrap();
-        fake
+        node.fake.serve_all(disk_versions()).await.unwrap();
+        node
     });
-    let proxy = connect_requiring_disk(&node, Duration::from_secs(10))
+    let proxy = connect_requiring_disk(client, Duration::from_secs(10))
         .await
         .unwrap();
     let connected = Instant::now();
@@ -824,10 +787,10 @@ async fn settles_on_the_newest(order: StartOrder) -> V {
         assert_eq!(seen.last(), Some(&(Some(first), Some(V::V1))), "{order:?}");
     }
     // Calls go to the newest version.
-    let fake = starting.await.unwrap();
-    fake.clear_calls();
+    let node = starting.await.unwrap();
+    node.fake.clear_calls();
     proxy.disk().unwrap().list_disk_ids().await.unwrap();
-    assert!(fake.calls().iter().all(|c| c.version == V::V1));
+    assert!(node.fake.calls().iter().all(|c| c.version == V::V1));
     first
 }
 
@@ -864,19 +827,19 @@ async fn volume_stats_asked_while_the_proxy_starts_oldest_first_are_the_total() 
     host.format_volume(&id).await.unwrap();
     let truth = host.volume(&id).unwrap();
     for order in [StartOrder::OldestFirst, StartOrder::Shuffled { seed: 7 }] {
-        let node = TestNode::new();
-        let mut fake = FakeProxy::for_host(node.transport(), &host);
-        fake.set_startup(Startup::staged(order, Duration::from_millis(80)));
+        let mut node = FakeNode::of(&host);
+        node.fake
+            .set_startup(Startup::staged(order, Duration::from_millis(80)));
         let versions: Vec<_> = (ApiGroup::Volume.versions().iter())
             .map(|&v| (ApiGroup::Volume, v))
             .collect();
+        let client = node.client_builder();
         let starting = tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(30)).await;
-            fake.serve_all(versions).await.unwrap();
-            fake
+            node.fake.serve_all(versions).await.unwrap();
+            node
         });
-        let proxy = CsiProxy::builder()
-            .transport(node.transport())
+        let proxy = client
             .require(ApiGroup::Volume)
             .wait_for_proxy(Duration::from_secs(10))
             .connect()
@@ -889,30 +852,29 @@ async fn volume_stats_asked_while_the_proxy_starts_oldest_first_are_the_total() 
             "{order:?}: on {:?}",
             proxy.version(ApiGroup::Volume)
         );
-        starting.await.unwrap().shutdown().await;
+        let node = starting.await.unwrap();
+        node.fake.shutdown().await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_its_first_version_lacks_goes_to_the_newer_one_that_appears() {
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.serve(ApiGroup::Disk, V::V1ALPHA1).await.unwrap();
-    let proxy = connect_requiring_disk(&node, Duration::from_secs(5))
+    let mut node = FakeNode::serving([(ApiGroup::Disk, V::V1ALPHA1)]).await;
+    let proxy = connect_requiring_disk(node.client_builder(), Duration::from_secs(5))
         .await
         .unwrap();
     assert_eq!(proxy.version(ApiGroup::Disk), Some(V::V1ALPHA1));
     let starting = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
-        fake
+        node.fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
+        node
     });
     // v1alpha1 lacks ListDiskIDs: within the grace, the call waits for v1.
     let ids = proxy.disk().unwrap().list_disk_ids().await.unwrap();
     assert!(ids.contains_key(&1));
     assert_eq!(proxy.version(ApiGroup::Disk), Some(V::V1));
-    let fake = starting.await.unwrap();
-    let calls = fake.calls();
+    let node = starting.await.unwrap();
+    let calls = node.fake.calls();
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert_eq!(
         (calls[0].version, calls[0].rpc.as_str()),
@@ -922,7 +884,7 @@ async fn a_call_its_first_version_lacks_goes_to_the_newer_one_that_appears() {
 
 #[tokio::test]
 async fn a_call_its_version_lacks_is_unsupported_once_no_newer_version_came_within_the_grace() {
-    let (_node, fake, proxy) = serving(ApiGroup::Disk, V::V1ALPHA1).await;
+    let (node, proxy) = serving(ApiGroup::Disk, V::V1ALPHA1).await;
     let asked = Instant::now();
     let result = proxy.disk().unwrap().list_disk_ids().await;
     assert!(
@@ -936,7 +898,7 @@ async fn a_call_its_version_lacks_is_unsupported_once_no_newer_version_came_with
         "{result:?}"
     );
     assert!(asked.elapsed() < SETTLE, "{:?}", asked.elapsed());
-    assert!(fake.calls().is_empty());
+    assert!(node.fake.calls().is_empty());
     // Past the grace it is answered at once.
     let asked = Instant::now();
     let again = proxy.disk().unwrap().list_disk_ids().await;
@@ -946,7 +908,7 @@ async fn a_call_its_version_lacks_is_unsupported_once_no_newer_version_came_with
 
 #[tokio::test]
 async fn a_call_with_a_short_deadline_that_its_version_lacks_is_still_told_unsupported() {
-    let (_node, _fake, proxy) = serving(ApiGroup::Disk, V::V1ALPHA1).await;
+    let (_node, proxy) = serving(ApiGroup::Disk, V::V1ALPHA1).await;
     let hasty = proxy.with_call_options(CallOptions::default().deadline(Duration::from_millis(50)));
     let result = hasty.disk().unwrap().list_disk_ids().await;
     assert!(

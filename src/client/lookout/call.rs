@@ -13,9 +13,8 @@ use crate::adapter::FromConnection;
 use crate::availability::{with_newer_settled_absent, Pace, WaitLimit};
 use crate::capability::Operation;
 use crate::client::options::CallOptions;
-use crate::error::{Error, Result};
+use crate::error::{Delivery, Error, Result};
 use crate::metrics::CallTimer;
-use crate::transport::refused_unprocessed;
 
 /// What a call went through, for its answer when its deadline passes.
 #[derive(Default)]
@@ -90,8 +89,11 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
                 Some(api) => {
                     let result = self.attempt(api.clone(), &call, &mut progress).await;
                     match result {
-                        Err(error) if is_connection_failure(&error) => Some(error),
-                        other => return other,
+                        Err(error) => match connection_failure(&error) {
+                            Some(delivery) => Some((error, delivery)),
+                            None => return Err(error),
+                        },
+                        ok => return ok,
                     }
                 }
                 None => None,
@@ -132,13 +134,14 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
     }
 
     /// The slow path: the group is not usable now, or `failure` is the
-    /// connection failure that the last attempt met.
+    /// connection failure that the last attempt met, with what became of
+    /// its request.
     async fn run_slowly<T, F, Fut>(
         &self,
         operation: Operation,
         options: CallOptions,
         call: &F,
-        mut failure: Option<Error>,
+        mut failure: Option<(Error, Delivery)>,
         progress: &mut Progress,
     ) -> Result<T>
     where
@@ -150,12 +153,8 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
         let mut refused_before = false;
         let mut pace = Pace::default();
         loop {
-            if let Some(error) = failure.take() {
-                let failed = Failed {
-                    refused: refused_unprocessed(&error),
-                    certainly_not_sent: error.certainly_not_sent(),
-                };
-                match next_after(failed, may_repeat, refused_before) {
+            if let Some((error, delivery)) = failure.take() {
+                match next_after(delivery, may_repeat, refused_before) {
                     Next::SendAgain => {}
                     Next::SendOnceMore => refused_before = true,
                     Next::Retry => {
@@ -181,8 +180,11 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
                 )
                 .await?;
             match self.attempt(api, call, progress).await {
-                Err(error) if is_connection_failure(&error) => failure = Some(error),
-                other => return other,
+                Err(error) => match connection_failure(&error) {
+                    Some(delivery) => failure = Some((error, delivery)),
+                    None => return Err(error),
+                },
+                ok => return ok,
             }
         }
     }
@@ -248,15 +250,6 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
     }
 }
 
-/// How an attempt's connection failure bears on sending the call again.
-#[derive(Clone, Copy, Debug)]
-struct Failed {
-    /// The proxy refused the request unprocessed.
-    refused: bool,
-    /// The request certainly did not reach the proxy.
-    certainly_not_sent: bool,
-}
-
 /// What a call does after an attempt failed on the connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Next {
@@ -272,28 +265,31 @@ enum Next {
     GiveUp,
 }
 
-/// The retry decision. A request the proxy refused unprocessed goes once
-/// more, whatever it does (a proxy that refuses again is answered so);
-/// one that certainly was not sent goes again; one that may have been
+/// The retry decision, from what became of the request
+/// ([`Error::delivery`]). A request the proxy refused unprocessed goes
+/// once more, whatever it does (a proxy that refuses again is answered
+/// so); one that certainly was not sent goes again; one that may have been
 /// processed goes again only if the operation may be repeated (a read, or
-/// a mutation the caller opted in for), under the retry policy.
-fn next_after(failed: Failed, may_repeat: bool, refused_before: bool) -> Next {
-    match failed {
-        Failed { refused: true, .. } if refused_before => Next::GiveUp,
-        Failed { refused: true, .. } => Next::SendOnceMore,
-        Failed {
-            certainly_not_sent: true,
-            ..
-        } => Next::SendAgain,
-        _ if may_repeat => Next::Retry,
-        _ => Next::GiveUp,
+/// a mutation the caller opted in for), under the retry policy. An answer
+/// is the answer.
+fn next_after(delivery: Delivery, may_repeat: bool, refused_before: bool) -> Next {
+    match delivery {
+        Delivery::RefusedUnprocessed if refused_before => Next::GiveUp,
+        Delivery::RefusedUnprocessed => Next::SendOnceMore,
+        Delivery::NotSent => Next::SendAgain,
+        Delivery::MayHaveRun if may_repeat => Next::Retry,
+        Delivery::MayHaveRun | Delivery::Answered => Next::GiveUp,
     }
 }
 
-/// The connection to the proxy failed or broke. `Unknown` (a host failure)
-/// and every other answer of the proxy are not connection failures.
-fn is_connection_failure(error: &Error) -> bool {
-    matches!(error, Error::Transport { .. })
+/// If an attempt failed on the connection to the proxy
+/// ([`Error::Transport`]): what became of its request, which decides
+/// whether it goes again ([`next_after`]) once the group is served. `None`
+/// for every other failure: `Unknown` (a host failure) and every other
+/// answer of the proxy, an operation the version lacks, a deadline; the
+/// failure is the call's answer.
+fn connection_failure(error: &Error) -> Option<Delivery> {
+    matches!(error, Error::Transport { .. }).then(|| error.delivery())
 }
 
 #[cfg(test)]
@@ -302,31 +298,61 @@ mod tests {
 
     #[test]
     fn the_retry_decision() {
+        use Delivery::*;
         use Next::*;
-        // (refused, certainly not sent, may repeat, refused before) => next
+        // (what became of the request, may repeat, refused before) => next
         let table = [
-            ((true, true, true, false), SendOnceMore),
-            ((true, true, false, false), SendOnceMore),
-            ((true, true, true, true), GiveUp),
-            ((true, true, false, true), GiveUp),
-            ((false, true, true, false), SendAgain),
-            ((false, true, false, false), SendAgain),
-            ((false, true, false, true), SendAgain),
-            ((false, false, true, false), Retry),
-            ((false, false, true, true), Retry),
-            ((false, false, false, false), GiveUp),
-            ((false, false, false, true), GiveUp),
+            ((RefusedUnprocessed, true, false), SendOnceMore),
+            ((RefusedUnprocessed, false, false), SendOnceMore),
+            ((RefusedUnprocessed, true, true), GiveUp),
+            ((RefusedUnprocessed, false, true), GiveUp),
+            ((NotSent, true, false), SendAgain),
+            ((NotSent, false, false), SendAgain),
+            ((NotSent, false, true), SendAgain),
+            ((MayHaveRun, true, false), Retry),
+            ((MayHaveRun, true, true), Retry),
+            ((MayHaveRun, false, false), GiveUp),
+            ((MayHaveRun, false, true), GiveUp),
+            // Never a connection failure's; the answer, were it one.
+            ((Answered, true, false), GiveUp),
+            ((Answered, false, false), GiveUp),
         ];
-        for ((refused, certainly_not_sent, may_repeat, refused_before), next) in table {
-            let failed = Failed {
-                refused,
-                certainly_not_sent,
-            };
+        for ((delivery, may_repeat, refused_before), next) in table {
             assert_eq!(
-                next_after(failed, may_repeat, refused_before),
+                next_after(delivery, may_repeat, refused_before),
                 next,
-                "{failed:?}, may repeat: {may_repeat}, refused before: {refused_before}"
+                "{delivery:?}, may repeat: {may_repeat}, refused before: {refused_before}"
             );
+        }
+    }
+
+    #[test]
+    fn only_a_transport_failure_is_a_connection_failure() {
+        let transport = |maybe_sent| Error::Transport {
+            address: "p".into(),
+            operation: None,
+            maybe_sent,
+            source: std::sync::Arc::new(std::io::Error::other("broken pipe")),
+        };
+        assert_eq!(
+            connection_failure(&transport(true)),
+            Some(Delivery::MayHaveRun)
+        );
+        assert_eq!(
+            connection_failure(&transport(false)),
+            Some(Delivery::NotSent)
+        );
+        let op = Operation::ListDiskIds;
+        for answer in [
+            Error::host(op, crate::error::Code::Unknown, "the device is not ready"),
+            Error::Timeout {
+                operation: op,
+                after: Duration::from_secs(1),
+            },
+            Error::invalid_response(op, "garbled"),
+            Error::connect_timeout("p", Duration::from_secs(1)),
+        ] {
+            assert_eq!(connection_failure(&answer), None, "{answer}");
         }
     }
 }

@@ -90,9 +90,10 @@ impl<A: ?Sized> SlotState<A> {
 
 /// What a look's outcome makes of the group.
 pub(super) fn presence_of<A: ?Sized + FromConnection>(outcome: Result<Connection>) -> Presence<A> {
-    match outcome {
-        Ok(connection) => Presence::Served(Served {
-            api: A::from_connection(&connection),
+    let served = outcome.and_then(|connection| Ok((A::from_connection(&connection)?, connection)));
+    match served {
+        Ok((api, connection)) => Presence::Served(Served {
+            api,
             version: Some(connection.version()),
             channel: Some(connection.channel()),
         }),

@@ -247,11 +247,13 @@ async fn the_system_group_passes_the_conformance_suite() {
 
 /// The host's own WMI (Wine's): a method call through the services this
 /// backend makes itself, with a `uint32` parameter above 2^31 (the hive's
-/// handle), and a failed call's `HRESULT`.
+/// handle), and a failed call's `HRESULT`. Wine's WMI answers a call made
+/// semisynchronously at once, with its output: taken as it is.
 #[test]
 fn method_calls_reach_the_hosts_wmi_through_the_backends_own_services() {
-    use super::wmi::{string, unsigned, Wmi, WmiValue};
+    use super::wmi::{string, unsigned, Limit, Wmi, WmiValue};
 
+    let limit = Limit::within(std::time::Duration::from_secs(60));
     let text = |s: &str| WmiValue::String(s.to_owned());
     let params = vec![
         ("hDefKey", WmiValue::UInt(0x8000_0002)), // HKEY_LOCAL_MACHINE
@@ -269,6 +271,7 @@ fn method_calls_reach_the_hosts_wmi_through_the_backends_own_services() {
             "StdRegProv",
             "GetStringValue",
             params,
+            &limit,
         )
         .unwrap();
     assert_eq!(
@@ -288,9 +291,31 @@ fn method_calls_reach_the_hosts_wmi_through_the_backends_own_services() {
             missing,
             "StopService",
             Vec::new(),
+            &limit,
         )
         .unwrap_err();
     let hresult = failure.hresult.expect("an HRESULT") as u32;
     assert_eq!(hresult & 0xFFFF_0000, 0x8004_0000, "{failure:?}");
     assert_eq!(failure.os_code(), Some(hresult as i32));
+}
+
+/// A query of the host's own WMI (Wine's), made semisynchronously and
+/// waited for in slices; one whose caller has left is given up, a
+/// timeout of its operation.
+#[test]
+fn queries_wait_for_the_hosts_wmi_while_their_caller_waits() {
+    use super::wmi::{string, wmi_error, Limit, Wmi};
+
+    let namespace = r"ROOT\CIMV2";
+    let query = "SELECT Caption FROM Win32_OperatingSystem";
+    let (limit, caller_waits) = Limit::while_caller_waits(std::time::Duration::ZERO);
+    let found = OsWmi.query(namespace, query, &limit).unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(string(&found[0], "Caption").is_some(), "{found:?}");
+
+    drop(caller_waits);
+    let failure = OsWmi.query(namespace, query, &limit).unwrap_err();
+    assert!(failure.gave_up_after.is_some(), "{failure:?}");
+    let error = wmi_error(Operation::GetBiosSerialNumber, failure);
+    assert!(matches!(error, Error::Timeout { .. }), "{error}");
 }

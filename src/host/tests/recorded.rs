@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use wmi::WMIError;
 
-use crate::host::wmi::{Wmi, WmiFailure, WmiObject, WmiValue, PATH};
+use crate::host::wmi::{Limit, Wmi, WmiFailure, WmiObject, WmiValue, PATH};
 
 /// `WBEM_E_INVALID_QUERY`: the stand-in does not understand the query.
 const WBEM_E_INVALID_QUERY: i32 = 0x8004_1017_u32 as i32;
@@ -532,7 +532,7 @@ fn has(object: &WmiObject, property: &str, value: &WmiValue) -> bool {
 }
 
 impl Wmi for RecordedWmi {
-    fn query(&self, namespace: &str, query: &str) -> Result<Vec<WmiObject>, WmiFailure> {
+    fn query(&self, namespace: &str, query: &str, _: &Limit) -> Result<Vec<WmiObject>, WmiFailure> {
         self.log.lock().unwrap().push(format!("query {query}"));
         self.check_namespace(namespace)?;
         let invalid = WmiFailure::from(WMIError::HResultError {
@@ -559,6 +559,7 @@ impl Wmi for RecordedWmi {
         target: &str,
         method: &str,
         params: Vec<(&'static str, WmiValue)>,
+        _: &Limit,
     ) -> Result<WmiObject, WmiFailure> {
         let shown: Vec<String> = params.iter().map(|(n, v)| format!("{n}={v:?}")).collect();
         self.log

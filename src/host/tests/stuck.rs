@@ -1,7 +1,9 @@
 //! Host calls that never return, as a WMI provider's do when it hangs on
 //! a disk or target that does not answer: each group admits a bounded
 //! number, a stuck call is not started again for its object, other groups
-//! go on, and the health report says the group is stuck.
+//! go on, and the health report says the group is stuck. And a WMI request
+//! waited for within its limit, as `OsWmi` waits: given up once its caller
+//! leaves, so its thread goes back and the call is no longer stuck.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -16,12 +18,14 @@ use crate::host::filesystem::HostFilesystem;
 use crate::host::in_flight::apart::apart;
 use crate::host::in_flight::LIMIT_PER_GROUP;
 use crate::host::links::OsLinks;
-use crate::host::wmi::{Wmi, WmiFailure, WmiObject, WmiValue};
+use crate::host::wmi::wait::{self, Rows, Step};
+use crate::host::wmi::{Limit, Wmi, WmiFailure, WmiObject, WmiValue};
 use crate::working_dirs::KUBELET_DIR;
 use crate::{ApiGroup, Backends, CallOptions, CsiProxy, Error};
 
 /// A WMI whose every request waits until the gate opens, then fails as a
-/// missing object.
+/// missing object, whatever its limit: as a request does where nothing
+/// bounds its wait.
 struct HangingWmi {
     gate: Arc<Gate>,
     entered: AtomicUsize,
@@ -64,7 +68,7 @@ impl HangingWmi {
 }
 
 impl Wmi for HangingWmi {
-    fn query(&self, _: &str, _: &str) -> Result<Vec<WmiObject>, WmiFailure> {
+    fn query(&self, _: &str, _: &str, _: &Limit) -> Result<Vec<WmiObject>, WmiFailure> {
         Err(self.hang())
     }
 
@@ -75,6 +79,7 @@ impl Wmi for HangingWmi {
         _: &str,
         _: &str,
         _: Vec<(&'static str, WmiValue)>,
+        _: &Limit,
     ) -> Result<WmiObject, WmiFailure> {
         Err(self.hang())
     }
@@ -241,4 +246,108 @@ async fn the_clients_of_a_process_share_one_limit_per_group() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(second.health().is_ready(&[ApiGroup::Disk]));
+}
+
+/// A WMI whose provider never answers, waited for as `OsWmi` waits: in
+/// slices, within the request's limit.
+#[derive(Default)]
+struct SilentWmi {
+    /// Every wait a request asked for.
+    waits: AtomicUsize,
+}
+
+/// A request to [`SilentWmi`]: nothing ever comes.
+struct Silent<'a>(&'a AtomicUsize);
+
+impl Rows for Silent<'_> {
+    type Row = WmiObject;
+
+    fn next(&mut self, wait: Duration) -> Step<WmiObject> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(wait);
+        Step::Pending
+    }
+}
+
+impl Wmi for SilentWmi {
+    fn query(&self, _: &str, _: &str, limit: &Limit) -> Result<Vec<WmiObject>, WmiFailure> {
+        wait::collect(&mut Silent(&self.waits), limit)
+    }
+
+    fn call(
+        &self,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: Vec<(&'static str, WmiValue)>,
+        limit: &Limit,
+    ) -> Result<WmiObject, WmiFailure> {
+        let output = wait::collect(&mut Silent(&self.waits), limit)?;
+        Ok(output.into_iter().next().unwrap_or_default())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wmi_request_whose_caller_left_gives_its_thread_back() {
+    let wmi = Arc::new(SilentWmi::default());
+    let waits = || wmi.waits.load(Ordering::SeqCst);
+    let backends = apart(|| Backends {
+        disk: Some(Arc::new(HostDisk::new(wmi.clone(), Arc::new(OsDevices)))),
+        ..Backends::default()
+    });
+    let deadline = CallOptions::default().deadline(Duration::from_millis(200));
+    let proxy = CsiProxy::served_directly(backends, ServedBy::Host).with_call_options(deadline);
+    let disks = proxy.disk().unwrap();
+
+    let error = disks.get_disk_stats(1).await.unwrap_err();
+    assert!(matches!(error, Error::Timeout { .. }), "{error}");
+    // Stuck for a moment: the request notices within a slice that its
+    // caller left, gives up, and the thread goes back.
+    let left = Instant::now();
+    while proxy.health().group(ApiGroup::Disk).unwrap().is_stuck() {
+        let most = wait::SLICE + Duration::from_secs(2);
+        assert!(left.elapsed() < most, "still stuck: {}", proxy.health());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // It asks WMI nothing more.
+    let asked = waits();
+    tokio::time::sleep(wait::SLICE + Duration::from_millis(200)).await;
+    assert_eq!(waits(), asked);
+    assert!(proxy.health().is_ready(&[ApiGroup::Disk]));
+    // The same call on the same disk is no longer held off as in
+    // progress: it runs, and times out in turn.
+    let error = disks.get_disk_stats(1).await.unwrap_err();
+    assert!(matches!(error, Error::Timeout { .. }), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_whose_caller_left_keeps_its_disk_in_progress_for_its_grace() {
+    let wmi = Arc::new(SilentWmi::default());
+    let grace = Duration::from_millis(1500);
+    let backends = apart(|| Backends {
+        disk: Some(Arc::new(
+            HostDisk::new(wmi.clone(), Arc::new(OsDevices)).with_mutation_grace(grace),
+        )),
+        ..Backends::default()
+    });
+    let deadline = CallOptions::default().deadline(Duration::from_millis(200));
+    let proxy = CsiProxy::served_directly(backends, ServedBy::Host).with_call_options(deadline);
+    let disks = proxy.disk().unwrap();
+
+    let error = disks.set_disk_state(1, true).await.unwrap_err();
+    assert!(matches!(error, Error::Timeout { .. }), "{error}");
+    let left = Instant::now();
+    // Within its grace the change may still be under way in its provider:
+    // the same change of the same disk is held off.
+    let again = disks.set_disk_state(1, true).await.unwrap_err();
+    assert!(matches!(again, Error::InProgress { .. }), "{again}");
+    assert!(proxy.health().group(ApiGroup::Disk).unwrap().is_stuck());
+    // Then its thread goes back.
+    while proxy.health().group(ApiGroup::Disk).unwrap().is_stuck() {
+        let most = grace + wait::SLICE + Duration::from_secs(2);
+        assert!(left.elapsed() < most, "still stuck: {}", proxy.health());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(left.elapsed() >= grace - Duration::from_millis(300));
 }

@@ -14,20 +14,22 @@
 //! rewritten whole and renamed into place (format 1, which held only
 //! that, is read and rewritten so on first start).
 
+mod file;
+mod read;
 mod records;
 mod table;
 mod text;
 
 use std::collections::VecDeque;
 use std::fs;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::watch;
 
 use crate::error::{Error, Result};
-use text::{COMMIT, HEADER_1, HEADER_2};
+use file::{unusable, JournalFile};
+use text::COMMIT;
 
 pub(crate) use records::{
     Lease, LinkTo, MappingKey, Records, ShareRecord, StageRecord, TargetRecord, UnstageRecord,
@@ -35,10 +37,6 @@ pub(crate) use records::{
 
 /// The file's name in the state folder.
 const FILE_NAME: &str = "mounter-journal";
-/// The file is rewritten whole once it holds more change lines than this
-/// and than twice the records: the rewrite's cost, spread over the changes
-/// since the last one, stays a few lines' worth per change.
-const REWRITE_AFTER_LINES: usize = 4_096;
 /// Failed writes remembered for the callers still to hear of them.
 const FAILURES_KEPT: usize = 16;
 
@@ -223,232 +221,6 @@ impl Shared {
     }
 }
 
-/// The journal's file, open for appending.
-#[derive(Debug)]
-struct JournalFile {
-    path: PathBuf,
-    out: Option<fs::File>,
-    /// Its length up to the end of the last change written.
-    length: u64,
-    /// Change lines written since it was last rewritten whole.
-    lines: usize,
-    /// A failed write could not be cut back: rewrite the file whole.
-    damaged: bool,
-    writes: usize,
-}
-
-impl JournalFile {
-    /// Opens the file at `path`, or makes it; its records. A last change
-    /// left without its `commit` (a crash while it was written) is cut
-    /// off; a file in format 1 is rewritten in format 2.
-    fn open(path: &Path) -> Result<(Self, Records)> {
-        let mut file = Self {
-            path: path.to_owned(),
-            out: None,
-            length: 0,
-            lines: 0,
-            damaged: false,
-            writes: 0,
-        };
-        let text = match fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                file.rewrite("")?;
-                return Ok((file, Records::default()));
-            }
-            Err(e) => return Err(unusable(path, "cannot read it", &e)),
-        };
-        let read = read_text(&text).map_err(|why| Error::Configuration {
-            setting: format!("mounter journal {}", path.display()),
-            reason: format!(
-                "{why}; move it away to start afresh (what it recorded is then forgotten)"
-            ),
-        })?;
-        if read.format == 1 || read.length < text.len() as u64 {
-            if read.format == 2 {
-                tracing::warn!(
-                    journal = %path.display(),
-                    "the mounter journal's last change was cut short (a crash while it was written): it is dropped"
-                );
-            }
-            file.rewrite(&read.records.lines())?;
-        } else {
-            file.length = read.length;
-            file.lines = read.lines;
-        }
-        Ok((file, read.records))
-    }
-
-    fn due_for_rewrite(&self, more: usize, records: usize) -> bool {
-        let lines = self.lines + more;
-        self.damaged || (lines > REWRITE_AFTER_LINES && lines > 2 * records)
-    }
-
-    /// Appends `text` (`count` lines) and syncs it. On failure, the file
-    /// is cut back to where it was.
-    fn append(&mut self, text: &str, count: usize) -> Result<()> {
-        let path = self.path.clone();
-        let fail = |e: &std::io::Error| unusable(&path, "cannot write it", e);
-        let out = match &mut self.out {
-            Some(out) => out,
-            None => {
-                let opened = fs::OpenOptions::new().append(true).open(&self.path);
-                self.out.insert(opened.map_err(|e| fail(&e))?)
-            }
-        };
-        let written = out
-            .write_all(text.as_bytes())
-            .and_then(|()| out.sync_data());
-        self.writes += 1;
-        match written {
-            Ok(()) => {
-                self.length += text.len() as u64;
-                self.lines += count;
-                Ok(())
-            }
-            Err(e) => {
-                // Cut back to the last whole change, through a handle that
-                // may truncate (an append-only one may not, on Windows);
-                // reopened at the next write. When the cut fails, the next
-                // write rewrites the file whole.
-                self.out = None;
-                let cut = fs::OpenOptions::new()
-                    .write(true)
-                    .open(&self.path)
-                    .and_then(|file| file.set_len(self.length));
-                self.damaged = cut.is_err();
-                Err(fail(&e))
-            }
-        }
-    }
-
-    /// Writes `lines` (every record) as the whole file, beside it first,
-    /// then renamed into place: a crash leaves the old file or the new.
-    fn rewrite(&mut self, lines: &str) -> Result<()> {
-        let text = format!("{HEADER_2}\n{lines}{COMMIT}\n");
-        let fresh = self.path.with_extension("new");
-        // Windows renames nothing over a file that is open.
-        self.out = None;
-        let written = (|| {
-            let mut out = fs::File::create(&fresh)?;
-            out.write_all(text.as_bytes())?;
-            out.sync_all()?;
-            fs::rename(&fresh, &self.path)?;
-            sync_folder(&self.path)
-        })();
-        self.writes += 1;
-        written.map_err(|e| unusable(&self.path, "cannot write it", &e))?;
-        self.length = text.len() as u64;
-        self.lines = 0;
-        self.damaged = false;
-        Ok(())
-    }
-
-    /// The records as the file holds them now.
-    fn read_back(&self) -> Result<Records> {
-        let text = fs::read_to_string(&self.path)
-            .map_err(|e| unusable(&self.path, "cannot read it", &e))?;
-        let read = read_text(&text).map_err(|why| Error::Configuration {
-            setting: format!("mounter journal {}", self.path.display()),
-            reason: why,
-        })?;
-        Ok(read.records)
-    }
-}
-
-/// Makes a rename in the file's folder durable (Unix; NTFS journals its
-/// renames itself).
-fn sync_folder(path: &Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    if let Some(folder) = path.parent() {
-        fs::File::open(folder)?.sync_all()?;
-    }
-    #[cfg(not(unix))]
-    let _ = path;
-    Ok(())
-}
-
-fn unusable(path: &Path, what: &str, error: &std::io::Error) -> Error {
-    Error::Configuration {
-        setting: format!("mounter state folder {}", path.display()),
-        reason: format!("{what}: {error}"),
-    }
-}
-
-/// A journal file, read.
-struct Read {
-    records: Records,
-    format: u8,
-    /// Bytes up to the end of the last whole change.
-    length: u64,
-    /// Change lines in them (format 2).
-    lines: usize,
-}
-
-/// Reads a journal file's text: format 1 (the records) or 2 (changes). A
-/// line that does not read is an error, except after the last `commit`,
-/// where a crash may have cut a change short.
-fn read_text(text: &str) -> std::result::Result<Read, String> {
-    let mut lines = text.split_inclusive('\n').enumerate();
-    let format = match lines.next().map(|(_, line)| line.trim_end_matches('\n')) {
-        Some(HEADER_1) => 1,
-        Some(HEADER_2) => 2,
-        _ => {
-            return Err(format!(
-                "its first line is not {HEADER_2:?} (nor {HEADER_1:?})"
-            ))
-        }
-    };
-    let mut read = Read {
-        records: Records::default(),
-        format,
-        length: text.find('\n').map_or(0, |end| end as u64 + 1),
-        lines: 0,
-    };
-    let mut at = read.length;
-    let mut change = Vec::new();
-    for (number, whole) in lines {
-        at += whole.len() as u64;
-        let Some(line) = whole.strip_suffix('\n') else {
-            break; // cut short
-        };
-        let located = |why: String| format!("line {}: {why}: {line:?}", number + 1);
-        if format == 1 {
-            if line.is_empty() {
-                continue;
-            }
-            let fields = text::fields(line);
-            let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
-            let row = text::read_row(&fields).map_err(located)?;
-            read.records.apply(row, true);
-            read.length = at;
-            continue;
-        }
-        if line == COMMIT {
-            for parsed in change.drain(..) {
-                let (present, row) = parsed?;
-                read.records.apply(row, present);
-            }
-            read.lines += 1;
-            read.length = at;
-            continue;
-        }
-        let fields = text::fields(line);
-        let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
-        // Judged at its `commit`: a change cut short may end in anything.
-        let parsed = match fields.split_first() {
-            Some((&"+", row)) => text::read_row(row).map(|row| (true, row)),
-            Some((&"-", row)) => text::read_row(row).map(|row| (false, row)),
-            _ => Err("not a change this version writes".to_owned()),
-        };
-        change.push(parsed.map_err(located));
-        read.lines += 1;
-    }
-    // The rows as they are, without a record of having been touched.
-    read.records.take_changes(read.records.smb_mapping_key);
-    Ok(read)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -459,7 +231,7 @@ mod tests {
         WindowsPath::new(text).unwrap()
     }
 
-    fn sample(records: &mut Records) {
+    pub(super) fn sample(records: &mut Records) {
         let staging = path(r"C:\var\lib\kubelet\plugins\d\pv-1\globalmount");
         let target = path(r"C:\var\lib\kubelet\pods\p\volumes\v\mount");
         let remote = SmbRemotePath::new(r"\\files\share\sub").unwrap();
@@ -493,7 +265,7 @@ mod tests {
         records.add_lease(root, "vol\tid%1", lease);
     }
 
-    fn link_record(n: usize) -> impl FnOnce(&mut Records) {
+    pub(super) fn link_record(n: usize) -> impl FnOnce(&mut Records) {
         move |records| {
             let link = path(&format!(r"C:\pods\p{n}\mount"));
             let to = LinkTo::Local(path(&format!(r"C:\staging\s{n}")));
@@ -566,93 +338,5 @@ mod tests {
         );
         let again = Journal::open(dir.path()).unwrap();
         assert_eq!(again.records().links.len(), 200);
-    }
-
-    #[tokio::test]
-    async fn a_crash_at_any_byte_reads_back_as_before_or_after_a_change() {
-        let dir = tempfile::tempdir().unwrap();
-        let journal = Journal::open(dir.path()).unwrap();
-        let mut states = vec![journal.records()];
-        journal.update(sample).await.unwrap();
-        states.push(journal.records());
-        journal.update(link_record(1)).await.unwrap();
-        states.push(journal.records());
-        journal
-            .update(|records| {
-                records.remove_share(r"\\files\share");
-                records.formats.remove(r"\\?\Volume{1}\");
-            })
-            .await
-            .unwrap();
-        states.push(journal.records());
-        let whole = fs::read(dir.path().join(FILE_NAME)).unwrap();
-        let header = HEADER_2.len() + 1;
-        for cut in header..=whole.len() {
-            let crashed = tempfile::tempdir().unwrap();
-            fs::write(crashed.path().join(FILE_NAME), &whole[..cut]).unwrap();
-            let read = Journal::open(crashed.path()).unwrap().records();
-            assert!(states.contains(&read), "cut at byte {cut} read as {read:?}");
-            // The cut change is gone from the file too: what follows is
-            // appended to whole changes.
-            let reopened = Journal::open(crashed.path()).unwrap();
-            reopened.update(link_record(9)).await.unwrap();
-            let after = Journal::open(crashed.path()).unwrap().records();
-            assert!(after.links.contains_key(&key(r"C:\pods\p9\mount")));
-        }
-    }
-
-    #[tokio::test]
-    async fn a_format_1_journal_is_read_and_rewritten_in_format_2() {
-        let dir = tempfile::tempdir().unwrap();
-        let print = Fingerprint::of("user", "secret").to_text();
-        let text = format!(
-            "{HEADER_1}\n\
-             link\tC:\\pods\\p\\mount\tlocal\tC:\\staging\\s\n\
-             stage\tC:\\staging\\s\t\\\\?\\Volume{{1}}\\\tdisk at LUN 3\n\
-             format\t\\\\?\\Volume{{1}}\\\t1700000000\n\
-             share\t\\\\files\\share\t1\t{print}\n\
-             mapped\t\\\\files\\share\t\\\\files\\share\\a\n\
-             lease\t\\\\files\\share\tpv-a\tC:\\staging\\a\t\\\\files\\share\\a\n"
-        );
-        fs::write(dir.path().join(FILE_NAME), text).unwrap();
-        let journal = Journal::open(dir.path()).unwrap();
-        let records = journal.records();
-        assert_eq!(records.links.len(), 1);
-        assert_eq!(records.stages.len(), 1);
-        assert_eq!(records.formats.values().next(), Some(&1_700_000_000_000));
-        assert!(records.has_lease(r"\\files\share", "pv-a"));
-        assert!(records.is_mapped(r"\\files\share", r"\\files\share\a"));
-        let now = fs::read_to_string(dir.path().join(FILE_NAME)).unwrap();
-        assert!(now.starts_with(HEADER_2), "{now}");
-        assert_eq!(Journal::open(dir.path()).unwrap().records(), records);
-    }
-
-    #[tokio::test]
-    async fn the_file_is_rewritten_when_it_holds_far_more_changes_than_records() {
-        let dir = tempfile::tempdir().unwrap();
-        let journal = Journal::open(dir.path()).unwrap();
-        for _ in 0..REWRITE_AFTER_LINES {
-            journal.update(link_record(1)).await.unwrap();
-            journal
-                .update(|r| r.links.remove(r"c:\pods\p1\mount"))
-                .await
-                .unwrap();
-        }
-        let lines = fs::read_to_string(dir.path().join(FILE_NAME)).unwrap();
-        assert!(lines.lines().count() < REWRITE_AFTER_LINES + 10);
-        assert!(Journal::open(dir.path()).unwrap().records().links.len() == 0);
-    }
-
-    #[test]
-    fn a_damaged_file_is_a_clear_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join(FILE_NAME);
-        fs::write(&file, format!("{HEADER_2}\n+\tlink\tC:\\x\ncommit\n")).unwrap();
-        let error = Journal::open(dir.path()).unwrap_err();
-        assert!(error.to_string().contains("line 2"), "{error}");
-        fs::write(&file, format!("{HEADER_1}\nlink\tC:\\x\n")).unwrap();
-        assert!(Journal::open(dir.path()).is_err());
-        fs::write(&file, "something else\n").unwrap();
-        assert!(Journal::open(dir.path()).is_err());
     }
 }

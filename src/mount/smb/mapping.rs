@@ -267,9 +267,7 @@ pub(super) fn may_have_mapped(error: &Error) -> bool {
                     Some(HostCause::NetworkNameDeleted | HostCause::StaleMapping)
                 )
         }
-        Error::Timeout { .. } | Error::InvalidResponse { .. } => true,
-        Error::Transport { maybe_sent, .. } => *maybe_sent,
-        _ => false,
+        error => error.may_have_run(),
     }
 }
 

@@ -9,7 +9,6 @@ use super::gate::{Held, ShareGate};
 use super::{folder_missing, mapping, share_key, SmbCredentials};
 use crate::api::{SmbMapping, SmbRemotePath, WindowsPath};
 use crate::error::{Error, Result};
-use crate::mount::again::outcome_unknown;
 use crate::mount::fan_out;
 use crate::mount::fingerprint::Fingerprint;
 use crate::mount::journal::{key, Lease, LinkTo, ShareRecord};
@@ -102,7 +101,7 @@ impl Inner {
             }
             Err(error) => error,
         };
-        if outcome_unknown(&error) {
+        if error.may_have_run() {
             // Looked at: the link there, and answering, is the stage done.
             // Otherwise the records stay for the retry (or reconcile).
             if matches!(self.probe(staging).await, Ok(Some(true))) {

@@ -7,7 +7,7 @@ use super::state::{
     key, parent, HostState, PathEntry, NTFS_OVERHEAD, PARTITION_OFFSET, SYSTEM_DRIVE,
 };
 use super::{host_error, FakeHost, FakeVolume};
-use crate::api::{VolumeApi, VolumeId, VolumeStats, WindowsPath};
+use crate::api::{list_volumes_operation, VolumeApi, VolumeId, VolumeStats, WindowsPath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 use crate::testing::ProxyRelease;
@@ -271,12 +271,10 @@ impl VolumeApi for FakeHost {
         disk: u32,
         partition: Option<u32>,
     ) -> Result<Vec<VolumeId>> {
-        let op = match partition {
-            Some(_) => Op::ListVolumesOnPartition,
-            None => Op::ListVolumesOnDisk,
-        };
-        self.host_call(op, move |state| Ok(state.list_volumes(disk, partition)))
-            .await
+        self.host_call(list_volumes_operation(partition), move |state| {
+            Ok(state.list_volumes(disk, partition))
+        })
+        .await
     }
 
     async fn mount_volume(&self, volume: &VolumeId, target: &WindowsPath) -> Result<()> {

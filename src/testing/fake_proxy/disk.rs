@@ -6,9 +6,9 @@ use async_trait::async_trait;
 use tonic::Status;
 
 use super::codec::{decode, disk_id, host, name, reply, wire_bytes, Answer};
-use super::WireServer;
+use super::routing::WireServer;
 use crate::api::{DiskApi, DiskLocation, PROXY_NO_SUCH_PAGE83};
-use crate::capability::Operation as Op;
+use crate::capability::DiskOperation as Op;
 use crate::error::Error;
 use crate::wire::disk::{v1 as numbered, v1alpha1 as alpha, v1beta2 as string_id};
 
@@ -26,7 +26,7 @@ location_to_wire!(string_id, numbered);
 pub(super) struct StringIdDisk(pub Arc<dyn DiskApi>);
 
 #[async_trait]
-impl WireServer for StringIdDisk {
+impl WireServer<Op> for StringIdDisk {
     async fn handle(&self, op: Op, body: &[u8]) -> Answer {
         let api = &self.0;
         match op {
@@ -96,7 +96,6 @@ impl WireServer for StringIdDisk {
                     disk_number: number.to_string(),
                 })
             }
-            _ => Err(super::unroutable(op)),
         }
     }
 }
@@ -104,7 +103,7 @@ impl WireServer for StringIdDisk {
 pub(super) struct NumberedDisk(pub Arc<dyn DiskApi>);
 
 #[async_trait]
-impl WireServer for NumberedDisk {
+impl WireServer<Op> for NumberedDisk {
     async fn handle(&self, op: Op, body: &[u8]) -> Answer {
         let api = &self.0;
         match op {
@@ -154,7 +153,8 @@ impl WireServer for NumberedDisk {
                 let is_online = host!(api.get_disk_state(request.disk_number));
                 reply(numbered::GetDiskStateResponse { is_online })
             }
-            _ => Err(super::unroutable(op)),
+            // Not in this layout.
+            Op::GetDiskNumberByName => Err(super::routing::not_in_layout(op)),
         }
     }
 }

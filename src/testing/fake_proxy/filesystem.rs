@@ -7,15 +7,15 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::codec::{decode, host, path, reply, Answer};
-use super::WireServer;
+use super::routing::WireServer;
 use crate::api::FilesystemApi;
-use crate::capability::Operation as Op;
+use crate::capability::FilesystemOperation as Op;
 use crate::wire::filesystem::{v1beta1 as context, v2alpha1 as plain};
 
 pub(super) struct ContextFilesystem(pub Arc<dyn FilesystemApi>);
 
 #[async_trait]
-impl WireServer for ContextFilesystem {
+impl WireServer<Op> for ContextFilesystem {
     async fn handle(&self, op: Op, body: &[u8]) -> Answer {
         let api = &self.0;
         match op {
@@ -52,7 +52,8 @@ impl WireServer for ContextFilesystem {
                     is_mount_point,
                 })
             }
-            _ => Err(super::unroutable(op)),
+            // Not in this layout.
+            Op::RmdirContents => Err(super::routing::not_in_layout(op)),
         }
     }
 }
@@ -60,7 +61,7 @@ impl WireServer for ContextFilesystem {
 pub(super) struct PlainFilesystem(pub Arc<dyn FilesystemApi>);
 
 #[async_trait]
-impl WireServer for PlainFilesystem {
+impl WireServer<Op> for PlainFilesystem {
     async fn handle(&self, op: Op, body: &[u8]) -> Answer {
         let api = &self.0;
         match op {
@@ -96,7 +97,6 @@ impl WireServer for PlainFilesystem {
                 let is_symlink = host!(api.is_symlink(&path(&request.path)?));
                 reply(plain::IsSymlinkResponse { is_symlink })
             }
-            _ => Err(super::unroutable(op)),
         }
     }
 }

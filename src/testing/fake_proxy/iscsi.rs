@@ -6,9 +6,9 @@ use async_trait::async_trait;
 use tonic::Status;
 
 use super::codec::{decode, host, name, portal, reply, Answer};
-use super::WireServer;
+use super::routing::WireServer;
 use crate::api::{IscsiApi, IscsiAuth, Secret, TargetPortal};
-use crate::capability::Operation as Op;
+use crate::capability::IscsiOperation as Op;
 use crate::wire::iscsi::v1alpha2 as wire;
 
 /// CSI Proxy dereferences the portal without a check and crashes on a
@@ -37,7 +37,7 @@ fn auth(request: &wire::ConnectTargetRequest) -> Result<IscsiAuth, Status> {
 pub(super) struct Iscsi(pub Arc<dyn IscsiApi>);
 
 #[async_trait]
-impl WireServer for Iscsi {
+impl WireServer<Op> for Iscsi {
     async fn handle(&self, op: Op, body: &[u8]) -> Answer {
         let api = &self.0;
         match op {
@@ -101,7 +101,6 @@ impl WireServer for Iscsi {
                 host!(api.set_mutual_chap_secret(&Secret::new(request.mutual_chap_secret)));
                 reply(wire::SetMutualChapSecretResponse {})
             }
-            _ => Err(super::unroutable(op)),
         }
     }
 }

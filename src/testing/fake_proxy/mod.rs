@@ -5,48 +5,24 @@ mod codec;
 mod disk;
 mod filesystem;
 mod iscsi;
+mod routing;
 mod smb;
 mod system;
 mod volume;
 
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
-
-use async_trait::async_trait;
-use tonic::codegen::{http, Body, BoxFuture, Service, StdError};
-use tonic::server::{Grpc, UnaryService};
-use tonic::service::Routes;
-use tonic::Status;
 
 use super::endpoints::{serve_each, Endpoints, ServeOne};
-use super::raw_codec::RawCodec;
 use super::startup::Startup;
 use super::{FakeHost, ProxyRelease};
-use crate::capability::{Operation, Support};
+use crate::capability::Operation;
 use crate::client::Backends;
 use crate::error::{Error, Result};
 use crate::group::ApiGroup;
 use crate::registry::Layout;
 use crate::transport::Transport;
 use crate::version::ApiVersion;
-
-/// The server side of one message layout: decodes a request of `operation`,
-/// calls the backend, encodes the answer.
-#[async_trait]
-trait WireServer: Send + Sync {
-    async fn handle(&self, operation: Operation, body: &[u8]) -> codec::Answer;
-}
-
-/// An operation a layout routes but its server does not handle: a bug of
-/// ours, reported like an unknown method.
-fn unroutable(operation: Operation) -> Status {
-    Status::unimplemented(format!(
-        "{} {} is not served by this layout",
-        operation.group(),
-        operation.name()
-    ))
-}
+use routing::{routes_for, Endpoint};
 
 /// The release a fake proxy stands for, shared with its servers: what
 /// they encode may depend on it.
@@ -64,32 +40,6 @@ impl ReleaseCell {
     pub(super) fn get(&self) -> Option<ProxyRelease> {
         self.0.lock().ok().and_then(|cell| *cell)
     }
-}
-
-/// The server of `layout` on top of `backends`, if the group has a backend.
-fn server_for(
-    layout: Layout,
-    backends: &Backends,
-    release: &ReleaseCell,
-) -> Option<Arc<dyn WireServer>> {
-    Some(match layout {
-        Layout::DiskStringId => Arc::new(disk::StringIdDisk(backends.disk.clone()?)),
-        Layout::DiskNumbered => Arc::new(disk::NumberedDisk(backends.disk.clone()?)),
-        Layout::FilesystemContext => {
-            Arc::new(filesystem::ContextFilesystem(backends.filesystem.clone()?))
-        }
-        Layout::FilesystemPlain => {
-            Arc::new(filesystem::PlainFilesystem(backends.filesystem.clone()?))
-        }
-        Layout::SmbErrorField | Layout::SmbPlain => Arc::new(smb::Smb(backends.smb.clone()?)),
-        Layout::VolumeStringId => Arc::new(volume::StringIdVolume {
-            api: backends.volume.clone()?,
-            release: release.clone(),
-        }),
-        Layout::VolumeNumbered => Arc::new(volume::NumberedVolume(backends.volume.clone()?)),
-        Layout::Iscsi => Arc::new(iscsi::Iscsi(backends.iscsi.clone()?)),
-        Layout::System => Arc::new(system::System(backends.system.clone()?)),
-    })
 }
 
 /// One call a [`FakeProxy`] received.
@@ -250,21 +200,14 @@ impl FakeProxy {
     pub async fn serve(&mut self, group: ApiGroup, version: ApiVersion) -> Result<()> {
         let (backends, calls, release) = (&self.backends, &self.calls, &self.release);
         let make_routes = || {
-            let layout = Layout::of(group, version);
-            let server = server_for(layout, backends, release).ok_or_else(|| {
-                Error::invalid_argument("group", format!("no backend for the {group} group"))
-            })?;
-            let dispatch = Dispatch {
+            let endpoint = Endpoint {
                 group,
                 version,
-                prefix: Arc::from(format!("/{version}.{}/", group.service_name())),
-                server,
                 calls: calls.clone(),
             };
-            Ok(Routes::default()
-                .into_axum_router()
-                .fallback_service(dispatch)
-                .into())
+            routes_for(endpoint, Layout::of(group, version), backends, release).ok_or_else(|| {
+                Error::invalid_argument("group", format!("no backend for the {group} group"))
+            })
         };
         self.endpoints.serve(group, version, make_routes).await
     }
@@ -390,84 +333,5 @@ impl FakeProxy {
 impl ServeOne for FakeProxy {
     async fn serve_one(&mut self, group: ApiGroup, version: ApiVersion) -> Result<()> {
         self.serve(group, version).await
-    }
-}
-
-/// Routes every request of one endpoint to its layout's server.
-#[derive(Clone)]
-struct Dispatch {
-    group: ApiGroup,
-    version: ApiVersion,
-    /// `/<version>.<Service>/`
-    prefix: Arc<str>,
-    server: Arc<dyn WireServer>,
-    calls: Arc<Mutex<Vec<Call>>>,
-}
-
-impl Dispatch {
-    /// The operation whose RPC this version serves under `rpc`.
-    fn operation(&self, rpc: &str) -> Option<Operation> {
-        Operation::of_group(self.group)
-            .find(|op| matches!(op.support(self.version), Support::Native(name) if name == rpc))
-    }
-}
-
-impl<B> Service<http::Request<B>> for Dispatch
-where
-    B: Body + Send + 'static,
-    B::Error: Into<StdError> + Send + 'static,
-{
-    type Response = http::Response<tonic::body::Body>;
-    type Error = Infallible;
-    type Future = BoxFuture<Self::Response, Infallible>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let rpc = request
-            .uri()
-            .path()
-            .strip_prefix(&*self.prefix)
-            .map(str::to_owned);
-        let operation = rpc.as_deref().and_then(|rpc| self.operation(rpc));
-        if let (Some(rpc), Ok(mut calls)) = (&rpc, self.calls.lock()) {
-            calls.push(Call {
-                group: self.group,
-                version: self.version,
-                rpc: rpc.clone(),
-                operation,
-            });
-        }
-        let handler = Handler {
-            operation,
-            server: self.server.clone(),
-        };
-        Box::pin(async move { Ok(Grpc::new(RawCodec).unary(handler, request).await) })
-    }
-}
-
-/// Answers one unary call.
-struct Handler {
-    operation: Option<Operation>,
-    server: Arc<dyn WireServer>,
-}
-
-impl UnaryService<Vec<u8>> for Handler {
-    type Response = Vec<u8>;
-    type Future = BoxFuture<tonic::Response<Vec<u8>>, Status>;
-
-    fn call(&mut self, request: tonic::Request<Vec<u8>>) -> Self::Future {
-        let (operation, server) = (self.operation, self.server.clone());
-        Box::pin(async move {
-            // Like grpc-go for a method the service does not have.
-            let operation = operation.ok_or_else(|| Status::unimplemented("unknown method"))?;
-            let body = request.into_inner();
-            server
-                .handle(operation, &body)
-                .await
-                .map(tonic::Response::new)
-        })
     }
 }

@@ -8,15 +8,15 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::codec::{decode, host, optional_path, reply, share, Answer};
-use super::WireServer;
+use super::routing::WireServer;
 use crate::api::{Secret, SmbApi, SmbMapping};
-use crate::capability::Operation as Op;
+use crate::capability::SmbOperation as Op;
 use crate::wire::smb::v1 as wire;
 
 pub(super) struct Smb(pub Arc<dyn SmbApi>);
 
 #[async_trait]
-impl WireServer for Smb {
+impl WireServer<Op> for Smb {
     async fn handle(&self, op: Op, body: &[u8]) -> Answer {
         match op {
             Op::NewSmbGlobalMapping => {
@@ -37,7 +37,6 @@ impl WireServer for Smb {
                     .remove_smb_global_mapping(&share(&request.remote_path)?));
                 reply(wire::RemoveSmbGlobalMappingResponse {})
             }
-            _ => Err(super::unroutable(op)),
         }
     }
 }

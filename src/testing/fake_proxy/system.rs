@@ -5,16 +5,16 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::codec::{decode, host, name, reply, Answer};
-use super::WireServer;
+use super::routing::WireServer;
 use crate::adapter::system::{start_type_to_wire, status_to_wire};
 use crate::api::SystemApi;
-use crate::capability::Operation as Op;
+use crate::capability::SystemOperation as Op;
 use crate::wire::system::v1alpha1 as wire;
 
 pub(super) struct System(pub Arc<dyn SystemApi>);
 
 #[async_trait]
-impl WireServer for System {
+impl WireServer<Op> for System {
     async fn handle(&self, op: Op, body: &[u8]) -> Answer {
         let api = &self.0;
         match op {
@@ -44,7 +44,6 @@ impl WireServer for System {
                     status: status_to_wire(info.status),
                 })
             }
-            _ => Err(super::unroutable(op)),
         }
     }
 }

@@ -5,9 +5,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::codec::{bytes, decode, disk_id, host, path, reply, volume, wire_bytes, Answer};
-use super::{ReleaseCell, WireServer};
+use super::routing::WireServer;
+use super::ReleaseCell;
 use crate::api::{VolumeApi, VolumeStats};
-use crate::capability::Operation as Op;
+use crate::capability::VolumeOperation as Op;
 use crate::testing::ProxyRelease;
 use crate::wire::volume::{v1beta2 as string_id, v2alpha1 as numbered};
 
@@ -32,7 +33,7 @@ impl StringIdVolume {
 }
 
 #[async_trait]
-impl WireServer for StringIdVolume {
+impl WireServer<Op> for StringIdVolume {
     async fn handle(&self, op: Op, body: &[u8]) -> Answer {
         let api = &self.api;
         match op {
@@ -95,7 +96,10 @@ impl WireServer for StringIdVolume {
                 host!(api.write_volume_cache(&volume(request.volume_id)?));
                 reply(string_id::WriteVolumeCacheResponse {})
             }
-            _ => Err(super::unroutable(op)),
+            // Not in this layout.
+            Op::ListVolumesOnPartition | Op::GetClosestVolumeIdFromTargetPath => {
+                Err(super::routing::not_in_layout(op))
+            }
         }
     }
 }
@@ -103,11 +107,12 @@ impl WireServer for StringIdVolume {
 pub(super) struct NumberedVolume(pub Arc<dyn VolumeApi>);
 
 #[async_trait]
-impl WireServer for NumberedVolume {
+impl WireServer<Op> for NumberedVolume {
     async fn handle(&self, op: Op, body: &[u8]) -> Answer {
         let api = &self.0;
         match op {
-            Op::ListVolumesOnDisk => {
+            // One RPC: a partition number of 0 lists the whole disk.
+            Op::ListVolumesOnDisk | Op::ListVolumesOnPartition => {
                 let request: numbered::ListVolumesOnDiskRequest = decode(body)?;
                 let partition = Some(request.partition_number).filter(|&p| p != 0);
                 let ids = host!(api.list_volumes_on_disk(request.disk_number, partition));
@@ -174,7 +179,6 @@ impl WireServer for NumberedVolume {
                     volume_id: id.to_string(),
                 })
             }
-            _ => Err(super::unroutable(op)),
         }
     }
 }

@@ -1,10 +1,12 @@
 //! A fake node for the tests: a `StubProxy` serving chosen group-versions
 //! on Unix sockets in a temporary directory (or, on Windows, on named pipes
 //! under a prefix of their own), and a client-side helper that calls one
-//! RPC of any group-version through its generated client.
+//! RPC of any group-version through its generated client. A node whose
+//! proxy is a `FakeProxy` instead is a [`node::FakeNode`].
 
 #[rustfmt::skip] // generated (tests/generated_code.rs)
 mod clients;
+pub mod node;
 pub mod recorder;
 pub mod scenario;
 pub mod slow;
@@ -13,7 +15,7 @@ pub use clients::call_one;
 pub use csi_proxy_client::testing::STUB_MESSAGE;
 use csi_proxy_client::testing::{ScriptedServer, StubProxy};
 use csi_proxy_client::{
-    negotiate::VersionPolicy, transport::Transport, ApiGroup, ApiVersion, CsiProxy,
+    negotiate::VersionPolicy, transport::Transport, ApiGroup, ApiVersion, CsiProxy, CsiProxyBuilder,
 };
 
 /// A node with a chosen set of CSI Proxy endpoints.
@@ -93,10 +95,19 @@ impl TestNode {
             .expect("serve the scripted endpoint")
     }
 
+    /// A client of the node, to be set as the test wants.
+    pub fn client_builder(&self) -> CsiProxyBuilder {
+        CsiProxy::builder().transport(self.transport())
+    }
+
+    /// A client of the node with every default.
+    pub async fn client(&self) -> CsiProxy {
+        self.client_builder().connect().await.unwrap()
+    }
+
     /// A client with `group` pinned to `version`.
     pub async fn connect(&self, group: ApiGroup, version: ApiVersion) -> CsiProxy {
-        CsiProxy::builder()
-            .transport(self.transport())
+        self.client_builder()
             .policy(VersionPolicy::default().pin(group, version))
             .groups([group])
             .require(group)

@@ -13,6 +13,8 @@ use csi_proxy_client::{
     ApiGroup, ApiVersion, Backends, Result,
 };
 
+use super::{node::FakeNode, TestNode};
+
 /// A volume backend that takes its time and counts what it was asked.
 #[derive(Default)]
 pub struct SlowVolumes {
@@ -65,4 +67,11 @@ pub async fn serve_slow_volumes(
     let mut fake = FakeProxy::new(transport, backends);
     fake.serve(ApiGroup::Volume, ApiVersion::V1).await.unwrap();
     (backend, fake)
+}
+
+/// A node whose fake proxy is [`serve_slow_volumes`]'s.
+pub async fn slow_volume_node(delay_ms: u64) -> (Arc<SlowVolumes>, FakeNode) {
+    let place = TestNode::new();
+    let (backend, fake) = serve_slow_volumes(place.transport(), delay_ms).await;
+    (backend, FakeNode::on(place, fake))
 }

@@ -2,28 +2,24 @@
 
 use std::time::Duration;
 
-use super::{path, releases, Node, GIB, PAGE83, STAGING, STAGING_2, TARGET, TARGET_2};
+use super::{page83, path, releases, Node, GIB, PAGE83, STAGING, STAGING_2, TARGET, TARGET_2};
 use csi_proxy_client::api::{DiskLocation, FilesystemApi};
 use csi_proxy_client::mount::{Change, DiskAfterUnstage, DiskSelector, Mounter, PathState};
 use csi_proxy_client::testing::{FakeDisk, FakeHost, PathEntry, ProxyRelease};
 use csi_proxy_client::{Code, Error, HostCause, Operation as Op};
-
-fn page83() -> DiskSelector {
-    DiskSelector::page83(PAGE83)
-}
 
 #[tokio::test]
 async fn every_operation_twice_changes_nothing_the_second_time() {
     for release in releases() {
         let node = Node::with_disk(release).await;
         let (staging, target, m) = (path(STAGING), path(TARGET), &node.mounter);
-        let staged = m.stage_disk(&page83(), &staging).await.unwrap();
+        let staged = node.stage(STAGING).await;
         assert_eq!(staged.change, Change::Changed, "{release}");
         assert!(
             staged.partitioned && staged.formatted,
             "{release}: {staged:?}"
         );
-        let again = m.stage_disk(&page83(), &staging).await.unwrap();
+        let again = node.stage(STAGING).await;
         assert_eq!(
             (again.change, again.volume.clone()),
             (Change::Unchanged, staged.volume.clone())
@@ -85,32 +81,19 @@ async fn every_operation_twice_changes_nothing_the_second_time() {
 async fn a_partitioned_disk_is_formatted_and_a_formatted_one_keeps_its_data() {
     let host = FakeHost::builder().partitioned_disk(1, PAGE83, 10 * GIB);
     let node = Node::on(ProxyRelease::LATEST, host).await;
-    let staged = node
-        .mounter
-        .stage_disk(&page83(), &path(STAGING))
-        .await
-        .unwrap();
+    let staged = node.stage(STAGING).await;
     assert!(!staged.partitioned && staged.formatted, "{staged:?}");
     assert_eq!(node.host_calls(Op::PartitionDisk), 0);
 
     // A disk that has a file system, with data on it: mounted as it is.
     let node = Node::with_disk(ProxyRelease::V0_2_2).await;
-    let volume = node
-        .mounter
-        .stage_disk(&page83(), &path(STAGING))
-        .await
-        .unwrap()
-        .volume;
+    let volume = node.stage(STAGING).await.volume;
     node.mounter
         .unstage_disk(&path(STAGING), DiskAfterUnstage::KeepOnline)
         .await
         .unwrap();
     let used = node.host.volume(&volume).unwrap().used_bytes;
-    let staged = node
-        .mounter
-        .stage_disk(&page83(), &path(STAGING_2))
-        .await
-        .unwrap();
+    let staged = node.stage(STAGING_2).await;
     assert_eq!(staged.volume, volume);
     assert!(!staged.formatted && !staged.partitioned, "{staged:?}");
     assert_eq!(
@@ -125,11 +108,7 @@ async fn a_partitioned_disk_is_formatted_and_a_formatted_one_keeps_its_data() {
 async fn a_volume_listed_only_on_the_third_look_is_waited_for() {
     let node = Node::with_disk(ProxyRelease::LATEST).await;
     node.host.hide_new_volumes(1, 2);
-    let staged = node
-        .mounter
-        .stage_disk(&page83(), &path(STAGING))
-        .await
-        .unwrap();
+    let staged = node.stage(STAGING).await;
     assert!(staged.formatted);
     assert_eq!(
         node.host_calls(Op::ListVolumesOnDisk),
@@ -146,11 +125,7 @@ async fn an_offline_disk_is_brought_online_and_a_read_only_one_is_named() {
         FakeHost::builder().disk(1, PAGE83, 10 * GIB).offline(1),
     )
     .await;
-    let staged = node
-        .mounter
-        .stage_disk(&page83(), &path(STAGING))
-        .await
-        .unwrap();
+    let staged = node.stage(STAGING).await;
     assert!(staged.onlined && staged.formatted, "{staged:?}");
     assert!(node.host.disk(1).unwrap().online);
 
@@ -190,11 +165,7 @@ async fn a_staging_link_that_leads_nowhere_is_replaced() {
         PathState::Directory
     );
 
-    let staged = node
-        .mounter
-        .stage_disk(&page83(), &path(STAGING))
-        .await
-        .unwrap();
+    let staged = node.stage(STAGING).await;
     assert_eq!(
         node.host.entry(STAGING),
         Some(PathEntry::MountPoint(staged.volume.clone()))
@@ -266,11 +237,7 @@ async fn a_format_that_outlives_kubelets_deadline_is_joined_by_the_retry() {
         )
         .await;
         assert!(first.is_err(), "kubelet gave up");
-        let retry = node
-            .mounter
-            .stage_disk(&page83(), &path(STAGING))
-            .await
-            .unwrap();
+        let retry = node.stage(STAGING).await;
         assert_eq!(
             retry.change,
             Change::Changed,
@@ -394,10 +361,7 @@ async fn every_disk_selector_finds_its_disk_and_an_ambiguous_one_is_typed() {
 #[tokio::test]
 async fn an_unstage_that_fails_at_offline_is_finished_by_its_retry() {
     let node = Node::with_disk(ProxyRelease::LATEST).await;
-    node.mounter
-        .stage_disk(&page83(), &path(STAGING))
-        .await
-        .unwrap();
+    node.stage(STAGING).await;
     node.fail_next_offline();
     node.mounter
         .unstage_disk(&path(STAGING), DiskAfterUnstage::TakeOffline)
@@ -442,7 +406,7 @@ async fn publish_replaces_an_empty_folder_and_refuses_a_link_elsewhere_or_no_sta
     assert!(matches!(error, Error::NotStaged { .. }), "{error}");
     assert_eq!(node.host.entry(TARGET), None);
 
-    m.stage_disk(&page83(), &staging).await.unwrap();
+    node.stage(STAGING).await;
     node.host.mkdir(&target).await.unwrap(); // kubelet's empty folder
     assert_eq!(m.publish(&staging, &target).await.unwrap(), Change::Changed);
     assert_eq!(
@@ -477,7 +441,7 @@ async fn expand_waits_for_the_disk_and_nothing_to_grow_is_success() {
     for release in ["v1.1.1".parse().unwrap(), ProxyRelease::LATEST] {
         let node = Node::with_disk(release).await;
         let staging = path(STAGING);
-        node.mounter.stage_disk(&page83(), &staging).await.unwrap();
+        node.stage(STAGING).await;
         let error = node
             .mounter
             .expand(&page83(), &staging, Some(20 * GIB))
@@ -511,13 +475,7 @@ async fn stats_are_right_through_the_link_and_the_staging_path_on_every_release(
     for release in [ProxyRelease::V0_2_2, ProxyRelease::LATEST] {
         let node = Node::with_disk(release).await;
         let (staging, target) = (path(STAGING), path(TARGET));
-        let volume = node
-            .mounter
-            .stage_disk(&page83(), &staging)
-            .await
-            .unwrap()
-            .volume;
-        node.mounter.publish(&staging, &target).await.unwrap();
+        let volume = node.stage_and_publish(STAGING, TARGET).await.volume;
         let truth = node.host.volume(&volume).unwrap();
         for at in [&staging, &target] {
             let stats = node.mounter.stats(&page83(), at).await.unwrap();

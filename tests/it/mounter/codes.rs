@@ -9,11 +9,7 @@ use csi_proxy_client::mount::{Change, DiskAfterUnstage, DiskSelector};
 use csi_proxy_client::testing::{FakeDisk, FakeHost, PathEntry, ProxyRelease};
 use csi_proxy_client::{Code, CsiNodeCall, Error, ErrorKind};
 
-use super::{path, releases, Node, GIB, PAGE83, STAGING, STAGING_2, TARGET, TARGET_2};
-
-fn page83() -> DiskSelector {
-    DiskSelector::page83(PAGE83)
-}
+use super::{page83, path, releases, Node, GIB, PAGE83, STAGING, STAGING_2, TARGET, TARGET_2};
 
 /// A disk at `lun` of target 0 on `adapter`.
 fn data_disk(page83: &str, adapter: &str, lun: &str) -> FakeDisk {
@@ -71,7 +67,7 @@ async fn a_publish_with_nothing_staged_answers_failed_precondition() {
         assert_eq!(node.host.entry(TARGET), None, "{release}");
 
         // Staged: the publish goes ahead.
-        m.stage_disk(&page83(), &staging).await.unwrap();
+        node.stage(STAGING).await;
         assert_eq!(m.publish(&staging, &target).await.unwrap(), Change::Changed);
 
         // The volume went from under the staging folder: a repeat answers
@@ -106,7 +102,7 @@ async fn a_conflict_answers_already_exists_only_where_the_spec_lists_it() {
     let (staging, staging_2) = (path(STAGING), path(STAGING_2));
 
     // NodeStageVolume: another volume at the staging path.
-    let staged = m.stage_disk(&page83(), &staging).await.unwrap();
+    let staged = node.stage(STAGING).await;
     let other = m
         .stage_disk(&DiskSelector::lun(2), &staging_2)
         .await

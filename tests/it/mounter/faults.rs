@@ -13,11 +13,12 @@ use std::time::{Duration, Instant};
 
 use csi_proxy_client::api::{Secret, SmbRemotePath};
 use csi_proxy_client::mount::{DiskAfterUnstage, DiskSelector, Mounter, SmbCredentials};
-use csi_proxy_client::testing::{FakeHost, FakeProxy, LocalEndpoints, PathEntry, ProxyRelease};
-use csi_proxy_client::{CsiProxy, Error, Operation as HostOp};
+use csi_proxy_client::testing::{FakeHost, PathEntry, ProxyRelease};
+use csi_proxy_client::{Error, Operation as HostOp};
 use tokio::sync::oneshot;
 
 use super::{path, GIB};
+use crate::common::node::FakeNode;
 
 /// The seeds CI runs (`MOUNTER_FAULT_SEEDS=N` runs 1 to N).
 const CI_SEEDS: u64 = 5;
@@ -518,19 +519,15 @@ struct Driver {
 }
 
 impl Driver {
-    async fn start(endpoints: &LocalEndpoints, state: &std::path::Path) -> Driver {
+    async fn start(node: &FakeNode, state: &std::path::Path) -> Driver {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()
             .unwrap();
-        let (transport, state) = (endpoints.transport(), state.to_owned());
+        let (client, state) = (node.client_builder(), state.to_owned());
         let mounter = runtime.spawn(async move {
-            let proxy = CsiProxy::builder()
-                .transport(transport)
-                .connect()
-                .await
-                .unwrap();
+            let proxy = client.connect().await.unwrap();
             Mounter::builder(proxy, state)
                 .poll_interval(Duration::from_millis(10))
                 .disk_wait(Duration::from_millis(300))
@@ -642,18 +639,15 @@ async fn walk(release: ProxyRelease, seed: u64, ops: usize, run: &mut Run) {
         builder = (builder.share_folder(&smb_remote(vol))).dir(parent(&smb_staging(vol)));
     }
     let host = builder.build();
-    let endpoints = LocalEndpoints::new().unwrap();
-    let mut fake = FakeProxy::for_host(endpoints.transport(), &host);
-    fake.serve_release(release).await.unwrap();
+    let node = FakeNode::at(release, &host).await;
     let state = tempfile::tempdir().unwrap();
-    let driver = Driver::start(&endpoints, state.path()).await;
+    let driver = Driver::start(&node, state.path()).await;
     let mut world = World {
         release,
         seed,
         rng: SplitMix64(seed),
         host,
-        fake,
-        endpoints,
+        node,
         state,
         driver,
         model: Model::default(),
@@ -672,7 +666,7 @@ async fn walk(release: ProxyRelease, seed: u64, ops: usize, run: &mut Run) {
             // reconciles before it serves kubelet.
             world.run.figures.driver_restarts += 1;
             world.driver.kill();
-            world.driver = Driver::start(&world.endpoints, world.state.path()).await;
+            world.driver = Driver::start(&world.node, world.state.path()).await;
         }
         world.run_op(op).await;
         if world.stopped {
@@ -682,7 +676,7 @@ async fn walk(release: ProxyRelease, seed: u64, ops: usize, run: &mut Run) {
         }
     }
     world.driver.kill();
-    world.fake.shutdown().await;
+    world.node.fake.shutdown().await;
 }
 
 struct World<'r> {
@@ -690,8 +684,7 @@ struct World<'r> {
     seed: u64,
     rng: SplitMix64,
     host: FakeHost,
-    fake: FakeProxy,
-    endpoints: LocalEndpoints,
+    node: FakeNode,
     state: tempfile::TempDir,
     driver: Driver,
     model: Model,
@@ -918,7 +911,7 @@ impl World<'_> {
     /// A new driver after one was killed, and its `reconcile` (retried as
     /// a driver's start is, with no fault). Whether it converged.
     async fn restart_after_kill(&mut self) -> bool {
-        self.driver = Driver::start(&self.endpoints, self.state.path()).await;
+        self.driver = Driver::start(&self.node, self.state.path()).await;
         let mut last = String::new();
         for attempt in 0..=RETRIES {
             if attempt > 0 {
@@ -1036,10 +1029,10 @@ impl World<'_> {
             self.driver.kill();
         } else {
             self.run.figures.proxy_restarts += 1;
-            self.fake.stop_all().await;
+            self.node.fake.stop_all().await;
             let down = Duration::from_millis(self.rng.below(20));
             tokio::time::sleep(down).await;
-            self.fake.restart(self.release.served()).await.unwrap();
+            self.node.fake.restart(self.release.served()).await.unwrap();
         }
         drop(go);
     }

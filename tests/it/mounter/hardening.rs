@@ -14,10 +14,6 @@ use csi_proxy_client::{Error, HostCause, Operation as Op};
 
 const ROOT: &str = r"\\files\share";
 
-fn page83() -> DiskSelector {
-    DiskSelector::page83(PAGE83)
-}
-
 fn creds(password: &str) -> SmbCredentials {
     SmbCredentials::new("user", Secret::new(password))
 }
@@ -30,14 +26,14 @@ fn share(sub: &str) -> SmbRemotePath {
 async fn a_stage_after_a_failed_unstage_is_not_undone_by_reconcile() {
     let mut node = Node::with_disk(ProxyRelease::LATEST).await;
     let staging = path(STAGING);
-    node.mounter.stage_disk(&page83(), &staging).await.unwrap();
+    node.stage(STAGING).await;
     node.fail_next_offline();
     node.mounter
         .unstage_disk(&staging, DiskAfterUnstage::TakeOffline)
         .await
         .unwrap_err();
     // kubelet stages the volume again for a new pod.
-    let staged = node.mounter.stage_disk(&page83(), &staging).await.unwrap();
+    let staged = node.stage(STAGING).await;
     node.restart_driver().await;
     let report = node.mounter.reconcile(|_| true).await.unwrap();
     assert!(report.unstages_finished.is_empty(), "{report:?}");
@@ -55,7 +51,7 @@ async fn the_disk_taken_offline_is_the_volumes_own_after_a_renumbering() {
         .disk(2, "Google  pvc-other", 10 * GIB);
     let node = Node::on(ProxyRelease::LATEST, host).await;
     let staging = path(STAGING);
-    node.mounter.stage_disk(&page83(), &staging).await.unwrap();
+    node.stage(STAGING).await;
     // A reboot gave the disks each other's numbers.
     node.host.swap_disk_numbers(1, 2);
     node.mounter
@@ -76,12 +72,7 @@ async fn the_disk_taken_offline_is_the_volumes_own_after_a_renumbering() {
 async fn an_answer_that_does_not_say_not_mounted_stops_the_unstage() {
     let node = Node::with_disk(ProxyRelease::LATEST).await;
     let staging = path(STAGING);
-    let volume = node
-        .mounter
-        .stage_disk(&page83(), &staging)
-        .await
-        .unwrap()
-        .volume;
+    let volume = node.stage(STAGING).await.volume;
     node.host.fail_call(
         Op::GetVolumeIdFromTargetPath,
         1,
@@ -113,7 +104,7 @@ async fn another_volume_at_the_staging_path_is_not_unstaged() {
         .disk(2, "Google  pvc-other", 10 * GIB);
     let node = Node::on(ProxyRelease::LATEST, host).await;
     let staging = path(STAGING);
-    let staged = node.mounter.stage_disk(&page83(), &staging).await.unwrap();
+    let staged = node.stage(STAGING).await;
     // Someone else swapped the volume under the staging path.
     let api = node.mounter.proxy().volume().unwrap();
     api.unmount_volume(&staged.volume, &staging).await.unwrap();
@@ -143,13 +134,7 @@ async fn another_volume_at_the_staging_path_is_not_unstaged() {
 async fn a_publish_repeat_checks_the_volume_is_still_staged() {
     let node = Node::with_disk(ProxyRelease::LATEST).await;
     let (staging, target) = (path(STAGING), path(TARGET));
-    let volume = node
-        .mounter
-        .stage_disk(&page83(), &staging)
-        .await
-        .unwrap()
-        .volume;
-    node.mounter.publish(&staging, &target).await.unwrap();
+    let volume = node.stage_and_publish(STAGING, TARGET).await.volume;
     // The volume went from under the staging folder (an unstage that
     // stopped after its unmount): the pod's link would lead to the node's
     // own disk.
@@ -301,7 +286,7 @@ async fn a_refused_rotation_leaves_the_share_unmapped_until_the_right_one() {
 async fn reconcile_goes_on_past_an_item_it_cannot_finish() {
     let mut node = Node::with_disk(ProxyRelease::LATEST).await;
     let staging = path(STAGING);
-    node.mounter.stage_disk(&page83(), &staging).await.unwrap();
+    node.stage(STAGING).await;
     node.fail_next_offline();
     node.mounter
         .unstage_disk(&staging, DiskAfterUnstage::TakeOffline)
@@ -327,8 +312,7 @@ async fn reconcile_goes_on_past_an_item_it_cannot_finish() {
 #[tokio::test]
 async fn a_change_whose_answer_a_restart_lost_is_sent_once_more() {
     let mut node = Node::with_disk(ProxyRelease::LATEST).await;
-    let staging = path(STAGING);
-    node.mounter.stage_disk(&page83(), &staging).await.unwrap();
+    node.stage(STAGING).await;
     // The offline is under way when the proxy restarts: its answer is lost.
     node.host
         .delay_call(Op::SetDiskState, 1, Duration::from_millis(300));

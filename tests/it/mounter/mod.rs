@@ -15,13 +15,13 @@ mod smb;
 mod storm;
 mod upstream;
 
+use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
+use crate::common::node::FakeNode;
 use csi_proxy_client::api::WindowsPath;
-use csi_proxy_client::mount::Mounter;
-use csi_proxy_client::testing::{
-    FakeHost, FakeHostBuilder, FakeProxy, LocalEndpoints, ProxyRelease, WindowsError,
-};
+use csi_proxy_client::mount::{DiskSelector, Mounter, Staged};
+use csi_proxy_client::testing::{FakeHost, FakeHostBuilder, ProxyRelease, WindowsError};
 use csi_proxy_client::{CsiProxy, Operation};
 
 pub const GIB: u64 = 1 << 30;
@@ -31,14 +31,28 @@ pub const STAGING_2: &str = r"C:\var\lib\kubelet\plugins\kubernetes.io\csi\pd\pv
 pub const TARGET: &str = r"C:\var\lib\kubelet\pods\p1\volumes\kubernetes.io~csi\pv1\mount";
 pub const TARGET_2: &str = r"C:\var\lib\kubelet\pods\p2\volumes\kubernetes.io~csi\pv1\mount";
 
-/// A node: a fake host behind a fake proxy at a release, a client, and a
-/// mounter with its journal in a folder of its own.
+/// A node: a fake host behind a fake proxy at a release (the
+/// [`FakeNode`] it derefs to), and a mounter with its journal in a folder
+/// of its own.
 pub struct Node {
     pub host: FakeHost,
-    pub fake: FakeProxy,
     pub mounter: Mounter,
-    endpoints: LocalEndpoints,
+    node: FakeNode,
     state: tempfile::TempDir,
+}
+
+impl Deref for Node {
+    type Target = FakeNode;
+
+    fn deref(&self) -> &FakeNode {
+        &self.node
+    }
+}
+
+impl DerefMut for Node {
+    fn deref_mut(&mut self) -> &mut FakeNode {
+        &mut self.node
+    }
 }
 
 impl Node {
@@ -50,16 +64,13 @@ impl Node {
             .dir(r"C:\var\lib\kubelet\pods\p1\volumes\kubernetes.io~csi\pv1")
             .dir(r"C:\var\lib\kubelet\pods\p2\volumes\kubernetes.io~csi\pv1")
             .build();
-        let endpoints = LocalEndpoints::new().unwrap();
-        let mut fake = FakeProxy::for_host(endpoints.transport(), &host);
-        fake.serve_release(release).await.unwrap();
+        let node = FakeNode::at(release, &host).await;
         let state = tempfile::tempdir().unwrap();
-        let mounter = mounter(connect(&endpoints).await, state.path());
+        let mounter = mounter(node.client().await, state.path());
         Node {
             host,
-            fake,
             mounter,
-            endpoints,
+            node,
             state,
         }
     }
@@ -69,15 +80,31 @@ impl Node {
         Node::on(release, FakeHost::builder().disk(1, PAGE83, 10 * GIB)).await
     }
 
+    /// kubelet's NodeStageVolume of the disk of [`PAGE83`] at `staging`:
+    /// what the stage found.
+    pub async fn stage(&self, staging: &str) -> Staged {
+        let staged = self.mounter.stage_disk(&page83(), &path(staging)).await;
+        staged.unwrap()
+    }
+
+    /// [`Node::stage`], then NodePublishVolume of the volume at `target`:
+    /// what the stage found.
+    pub async fn stage_and_publish(&self, staging: &str, target: &str) -> Staged {
+        let staged = self.stage(staging).await;
+        let published = self.mounter.publish(&path(staging), &path(target)).await;
+        published.unwrap();
+        staged
+    }
+
     /// The driver restarts: a new client and mounter, the same journal.
     pub async fn restart_driver(&mut self) {
-        self.mounter = mounter(connect(&self.endpoints).await, self.state.path());
+        self.mounter = mounter(self.client().await, self.state.path());
     }
 
     /// A second mounter on the same node with its own journal (another
     /// driver).
     pub async fn other_driver(&self, state: &std::path::Path) -> Mounter {
-        mounter(connect(&self.endpoints).await, state)
+        mounter(self.client().await, state)
     }
 
     /// The journal folder.
@@ -105,12 +132,9 @@ impl Node {
     }
 }
 
-async fn connect(endpoints: &LocalEndpoints) -> CsiProxy {
-    CsiProxy::builder()
-        .transport(endpoints.transport())
-        .connect()
-        .await
-        .unwrap()
+/// The disk of [`PAGE83`].
+pub fn page83() -> DiskSelector {
+    DiskSelector::page83(PAGE83)
 }
 
 /// A mounter with the short waits a test wants.

@@ -2,7 +2,7 @@
 
 use super::{path, Node, GIB, PAGE83, STAGING, STAGING_2, TARGET};
 use csi_proxy_client::api::{FilesystemApi, Secret, SmbRemotePath};
-use csi_proxy_client::mount::{Change, DiskAfterUnstage, DiskSelector, SmbCredentials};
+use csi_proxy_client::mount::{Change, DiskAfterUnstage, SmbCredentials};
 use csi_proxy_client::testing::{FakeHost, ProxyRelease};
 
 const ROOT: &str = r"\\files\share";
@@ -23,14 +23,7 @@ async fn a_reboot_drops_mappings_and_reconcile_clears_the_way_for_kubelet() {
         .stage_smb("pv1", &share, &creds(), &path(STAGING))
         .await
         .unwrap();
-    node.mounter
-        .stage_disk(&DiskSelector::page83(PAGE83), &path(STAGING_2))
-        .await
-        .unwrap();
-    node.mounter
-        .publish(&path(STAGING_2), &path(TARGET))
-        .await
-        .unwrap();
+    node.stage_and_publish(STAGING_2, TARGET).await;
 
     node.host.reboot();
     node.restart_driver().await;
@@ -55,11 +48,7 @@ async fn a_reboot_drops_mappings_and_reconcile_clears_the_way_for_kubelet() {
     assert_eq!(node.host.smb_mappings(), vec![ROOT.to_owned()]);
     // The disk's volume came back unmounted: its stage mounts it again,
     // and the pod's link leads to it once more.
-    let staged = node
-        .mounter
-        .stage_disk(&DiskSelector::page83(PAGE83), &path(STAGING_2))
-        .await
-        .unwrap();
+    let staged = node.stage(STAGING_2).await;
     assert!(staged.change.changed() && !staged.formatted, "{staged:?}");
     assert_eq!(
         node.mounter
@@ -100,10 +89,7 @@ async fn reconcile_drops_the_leases_of_volumes_that_are_gone_and_their_mapping()
 #[tokio::test]
 async fn reconcile_finishes_an_unstage_a_restart_cut_short() {
     let mut node = Node::with_disk(ProxyRelease::LATEST).await;
-    node.mounter
-        .stage_disk(&DiskSelector::page83(PAGE83), &path(STAGING))
-        .await
-        .unwrap();
+    node.stage(STAGING).await;
     node.fail_next_offline();
     node.mounter
         .unstage_disk(&path(STAGING), DiskAfterUnstage::TakeOffline)

@@ -2,9 +2,7 @@
 
 use super::{path, releases, Node, STAGING, STAGING_2, TARGET};
 use csi_proxy_client::api::{Secret, SmbRemotePath};
-use csi_proxy_client::mount::{
-    Change, DiskAfterUnstage, DiskSelector, Mounter, PathState, SmbCredentials,
-};
+use csi_proxy_client::mount::{Change, DiskAfterUnstage, Mounter, PathState, SmbCredentials};
 use csi_proxy_client::testing::{FakeHost, LinkReading, PathEntry, ProxyRelease, SmbMappingStatus};
 use csi_proxy_client::{Code, Error, HostCause, Operation as Op};
 
@@ -370,8 +368,7 @@ async fn one_unstage_works_out_whether_a_disk_or_a_share_is_staged() {
         .share_folder(r"\\files\share\b");
     let node = Node::on(ProxyRelease::LATEST, host).await;
     let (m, disk_at, share_at) = (&node.mounter, path(STAGING), path(STAGING_2));
-    let selector = DiskSelector::page83(super::PAGE83);
-    m.stage_disk(&selector, &disk_at).await.unwrap();
+    node.stage(STAGING).await;
     m.stage_smb("pv-s", &share("b"), &creds("pw"), &share_at)
         .await
         .unwrap();

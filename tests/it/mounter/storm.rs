@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::{path, Node, GIB, PAGE83, STAGING, STAGING_2, TARGET};
 use csi_proxy_client::api::{Secret, SmbRemotePath};
-use csi_proxy_client::mount::{DiskAfterUnstage, DiskSelector, PathState, SmbCredentials};
+use csi_proxy_client::mount::{DiskAfterUnstage, PathState, SmbCredentials};
 use csi_proxy_client::testing::{FakeHost, ProxyRelease};
 use csi_proxy_client::Operation as Op;
 
@@ -183,10 +183,7 @@ async fn a_storm_of_one_share_s_volumes_makes_one_mapping_and_the_last_unstage_r
 #[tokio::test]
 async fn a_stage_need_not_wait_for_reconcile_to_finish_other_records() {
     let mut node = node_with_share(ProxyRelease::LATEST, 0).await;
-    node.mounter
-        .stage_disk(&DiskSelector::page83(PAGE83), &path(STAGING))
-        .await
-        .unwrap();
+    node.stage(STAGING).await;
     node.fail_next_offline();
     node.mounter
         .unstage_disk(&path(STAGING), DiskAfterUnstage::TakeOffline)

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use super::{path, Node, GIB, PAGE83, STAGING, STAGING_2, TARGET};
+use super::{page83, path, Node, GIB, PAGE83, STAGING, STAGING_2, TARGET};
 use csi_proxy_client::api::{FilesystemApi, Secret, SmbRemotePath};
 use csi_proxy_client::mount::{
     Change, DiskAfterUnstage, DiskSelector, Mounter, PathState, SmbCredentials,
@@ -16,10 +16,6 @@ use csi_proxy_client::testing::{FakeHost, LinkReading, PathEntry, ProxyRelease, 
 use csi_proxy_client::{Error, Operation as Op};
 
 const ROOT: &str = r"\\files\share";
-
-fn page83() -> DiskSelector {
-    DiskSelector::page83(PAGE83)
-}
 
 fn share(sub: &str) -> SmbRemotePath {
     SmbRemotePath::new(format!(r"{ROOT}\{sub}")).unwrap()
@@ -184,8 +180,8 @@ async fn staging_volume_b_never_removes_the_mapping_volume_a_uses() {
 async fn a_disk_staged_at_two_paths_stays_online_until_both_are_unstaged() {
     let node = Node::with_disk(ProxyRelease::LATEST).await;
     let (s1, s2, m) = (path(STAGING), path(STAGING_2), &node.mounter);
-    m.stage_disk(&page83(), &s1).await.unwrap();
-    let second = m.stage_disk(&page83(), &s2).await.unwrap();
+    node.stage(STAGING).await;
+    let second = node.stage(STAGING_2).await;
     assert_eq!(second.change, Change::Changed);
     assert_eq!(
         m.unstage_disk(&s1, DiskAfterUnstage::TakeOffline)
@@ -216,8 +212,7 @@ async fn links_are_read_where_they_lead_under_either_reading_of_v1_3() {
     for (release, reading) in link_readings() {
         let node = node_with_share(release, reading).await;
         let (staging, target, m) = (path(STAGING), path(TARGET), &node.mounter);
-        let staged = m.stage_disk(&page83(), &staging).await.unwrap();
-        m.publish(&staging, &target).await.unwrap();
+        let staged = node.stage_and_publish(STAGING, TARGET).await;
         let at = format!("{release} {reading:?}");
         assert_eq!(
             m.inspect(&target).await.unwrap(),
@@ -235,7 +230,7 @@ async fn links_are_read_where_they_lead_under_either_reading_of_v1_3() {
         node.host.set_disk_size(1, 20 * GIB);
         let grown = m.expand(&page83(), &target, Some(20 * GIB)).await.unwrap();
         assert!(grown.grew, "{at}");
-        let again = m.stage_disk(&page83(), &staging).await.unwrap();
+        let again = node.stage(STAGING).await;
         assert_eq!(again.change, Change::Unchanged, "{at}");
         assert_eq!(
             m.publish(&staging, &target).await.unwrap(),
@@ -273,11 +268,10 @@ async fn links_are_read_where_they_lead_under_either_reading_of_v1_3() {
 #[tokio::test]
 async fn a_repeat_right_after_a_call_returned_looks_again() {
     let node = Node::with_disk(ProxyRelease::LATEST).await;
-    let staging = path(STAGING);
-    node.mounter.stage_disk(&page83(), &staging).await.unwrap();
+    node.stage(STAGING).await;
     node.take_rpcs();
     for round in 0..20 {
-        node.mounter.stage_disk(&page83(), &staging).await.unwrap();
+        node.stage(STAGING).await;
         assert!(
             !node.take_rpcs().is_empty(),
             "repeat {round} joined a call that had ended"
@@ -353,8 +347,7 @@ async fn stats_and_expand_answer_only_for_the_volume_staged_there() {
     let node = Node::on(ProxyRelease::LATEST, host).await;
     let other = DiskSelector::page83("Google  pvc-2");
     let (staging, target, m) = (path(STAGING), path(TARGET), &node.mounter);
-    m.stage_disk(&page83(), &staging).await.unwrap();
-    m.publish(&staging, &target).await.unwrap();
+    node.stage_and_publish(STAGING, TARGET).await;
     for at in [&staging, &target] {
         let error = m.stats(&other, at).await.unwrap_err();
         assert!(matches!(error, Error::NotFound { .. }), "{at}: {error}");

@@ -1,0 +1,191 @@
+//! The journal's file: opened (a cut last change dropped, format 1
+//! rewritten), appended to and synced, rewritten whole when long.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::read::read_text;
+use super::records::Records;
+use super::text::{COMMIT, HEADER_2};
+use crate::error::{Error, Result};
+
+/// The file is rewritten whole once it holds more change lines than this
+/// and than twice the records: the rewrite's cost, spread over the changes
+/// since the last one, stays a few lines' worth per change.
+const REWRITE_AFTER_LINES: usize = 4_096;
+
+/// The journal's file, open for appending.
+#[derive(Debug)]
+pub(super) struct JournalFile {
+    path: PathBuf,
+    out: Option<fs::File>,
+    /// Its length up to the end of the last change written.
+    length: u64,
+    /// Change lines written since it was last rewritten whole.
+    lines: usize,
+    /// A failed write could not be cut back: rewrite the file whole.
+    damaged: bool,
+    pub(super) writes: usize,
+}
+
+impl JournalFile {
+    /// Opens the file at `path`, or makes it; its records. A last change
+    /// left without its `commit` (a crash while it was written) is cut
+    /// off; a file in format 1 is rewritten in format 2.
+    pub(super) fn open(path: &Path) -> Result<(Self, Records)> {
+        let mut file = Self {
+            path: path.to_owned(),
+            out: None,
+            length: 0,
+            lines: 0,
+            damaged: false,
+            writes: 0,
+        };
+        let text = match fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                file.rewrite("")?;
+                return Ok((file, Records::default()));
+            }
+            Err(e) => return Err(unusable(path, "cannot read it", &e)),
+        };
+        let read = read_text(&text).map_err(|why| Error::Configuration {
+            setting: format!("mounter journal {}", path.display()),
+            reason: format!(
+                "{why}; move it away to start afresh (what it recorded is then forgotten)"
+            ),
+        })?;
+        if read.format == 1 || read.length < text.len() as u64 {
+            if read.format == 2 {
+                tracing::warn!(
+                    journal = %path.display(),
+                    "the mounter journal's last change was cut short (a crash while it was written): it is dropped"
+                );
+            }
+            file.rewrite(&read.records.lines())?;
+        } else {
+            file.length = read.length;
+            file.lines = read.lines;
+        }
+        Ok((file, read.records))
+    }
+
+    pub(super) fn due_for_rewrite(&self, more: usize, records: usize) -> bool {
+        let lines = self.lines + more;
+        self.damaged || (lines > REWRITE_AFTER_LINES && lines > 2 * records)
+    }
+
+    /// Appends `text` (`count` lines) and syncs it. On failure, the file
+    /// is cut back to where it was.
+    pub(super) fn append(&mut self, text: &str, count: usize) -> Result<()> {
+        let path = self.path.clone();
+        let fail = |e: &std::io::Error| unusable(&path, "cannot write it", e);
+        let out = match &mut self.out {
+            Some(out) => out,
+            None => {
+                let opened = fs::OpenOptions::new().append(true).open(&self.path);
+                self.out.insert(opened.map_err(|e| fail(&e))?)
+            }
+        };
+        let written = out
+            .write_all(text.as_bytes())
+            .and_then(|()| out.sync_data());
+        self.writes += 1;
+        match written {
+            Ok(()) => {
+                self.length += text.len() as u64;
+                self.lines += count;
+                Ok(())
+            }
+            Err(e) => {
+                // Cut back to the last whole change, through a handle that
+                // may truncate (an append-only one may not, on Windows);
+                // reopened at the next write. When the cut fails, the next
+                // write rewrites the file whole.
+                self.out = None;
+                let cut = fs::OpenOptions::new()
+                    .write(true)
+                    .open(&self.path)
+                    .and_then(|file| file.set_len(self.length));
+                self.damaged = cut.is_err();
+                Err(fail(&e))
+            }
+        }
+    }
+
+    /// Writes `lines` (every record) as the whole file, beside it first,
+    /// then renamed into place: a crash leaves the old file or the new.
+    pub(super) fn rewrite(&mut self, lines: &str) -> Result<()> {
+        let text = format!("{HEADER_2}\n{lines}{COMMIT}\n");
+        let fresh = self.path.with_extension("new");
+        // Windows renames nothing over a file that is open.
+        self.out = None;
+        let written = (|| {
+            let mut out = fs::File::create(&fresh)?;
+            out.write_all(text.as_bytes())?;
+            out.sync_all()?;
+            fs::rename(&fresh, &self.path)?;
+            sync_folder(&self.path)
+        })();
+        self.writes += 1;
+        written.map_err(|e| unusable(&self.path, "cannot write it", &e))?;
+        self.length = text.len() as u64;
+        self.lines = 0;
+        self.damaged = false;
+        Ok(())
+    }
+
+    /// The records as the file holds them now.
+    pub(super) fn read_back(&self) -> Result<Records> {
+        let text = fs::read_to_string(&self.path)
+            .map_err(|e| unusable(&self.path, "cannot read it", &e))?;
+        let read = read_text(&text).map_err(|why| Error::Configuration {
+            setting: format!("mounter journal {}", self.path.display()),
+            reason: why,
+        })?;
+        Ok(read.records)
+    }
+}
+
+/// Makes a rename in the file's folder durable (Unix; NTFS journals its
+/// renames itself).
+fn sync_folder(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    if let Some(folder) = path.parent() {
+        fs::File::open(folder)?.sync_all()?;
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
+pub(super) fn unusable(path: &Path, what: &str, error: &std::io::Error) -> Error {
+    Error::Configuration {
+        setting: format!("mounter state folder {}", path.display()),
+        reason: format!("{what}: {error}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::link_record;
+    use super::super::{Journal, FILE_NAME};
+    use super::*;
+
+    #[tokio::test]
+    async fn the_file_is_rewritten_when_it_holds_far_more_changes_than_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::open(dir.path()).unwrap();
+        for _ in 0..REWRITE_AFTER_LINES {
+            journal.update(link_record(1)).await.unwrap();
+            journal
+                .update(|r| r.links.remove(r"c:\pods\p1\mount"))
+                .await
+                .unwrap();
+        }
+        let lines = fs::read_to_string(dir.path().join(FILE_NAME)).unwrap();
+        assert!(lines.lines().count() < REWRITE_AFTER_LINES + 10);
+        assert!(Journal::open(dir.path()).unwrap().records().links.len() == 0);
+    }
+}

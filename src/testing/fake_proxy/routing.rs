@@ -1,0 +1,178 @@
+//! How a fake proxy routes a request: from an endpoint's RPC path to its
+//! group's operation, and to the server of the endpoint's layout.
+
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use async_trait::async_trait;
+use tonic::codegen::{http, Body, BoxFuture, Service, StdError};
+use tonic::server::{Grpc, UnaryService};
+use tonic::service::Routes;
+use tonic::Status;
+
+use super::{codec, disk, filesystem, iscsi, smb, system, volume, Call, ReleaseCell};
+use crate::capability::{GroupOperation, Operation};
+use crate::client::Backends;
+use crate::group::ApiGroup;
+use crate::registry::Layout;
+use crate::testing::raw_codec::RawCodec;
+use crate::version::ApiVersion;
+
+/// The server side of one message layout of a group whose operations are
+/// `O`: decodes a request of `operation`, calls the backend, encodes the
+/// answer. Its match over `O` is exhaustive: an operation the layout lacks
+/// is named in an arm that answers [`not_in_layout`].
+#[async_trait]
+pub(super) trait WireServer<O>: Send + Sync {
+    async fn handle(&self, operation: O, body: &[u8]) -> codec::Answer;
+}
+
+/// What a layout's server answers for an operation none of its versions
+/// has. Routing never gets there (an RPC a version lacks has no route), so
+/// seeing it is a bug of ours, reported like an unknown method.
+pub(super) fn not_in_layout(operation: impl Into<Operation>) -> Status {
+    let operation = operation.into();
+    Status::unimplemented(format!(
+        "{} {} is not served by this layout",
+        operation.group(),
+        operation.name()
+    ))
+}
+
+/// The routes of one endpoint: its layout's server on top of `backends`,
+/// if the group has a backend.
+pub(super) fn routes_for(
+    endpoint: Endpoint,
+    layout: Layout,
+    backends: &Backends,
+    release: &ReleaseCell,
+) -> Option<Routes> {
+    Some(match layout {
+        Layout::DiskStringId => endpoint.routes(disk::StringIdDisk(backends.disk.clone()?)),
+        Layout::DiskNumbered => endpoint.routes(disk::NumberedDisk(backends.disk.clone()?)),
+        Layout::FilesystemContext => {
+            endpoint.routes(filesystem::ContextFilesystem(backends.filesystem.clone()?))
+        }
+        Layout::FilesystemPlain => {
+            endpoint.routes(filesystem::PlainFilesystem(backends.filesystem.clone()?))
+        }
+        Layout::SmbErrorField | Layout::SmbPlain => {
+            endpoint.routes(smb::Smb(backends.smb.clone()?))
+        }
+        Layout::VolumeStringId => endpoint.routes(volume::StringIdVolume {
+            api: backends.volume.clone()?,
+            release: release.clone(),
+        }),
+        Layout::VolumeNumbered => endpoint.routes(volume::NumberedVolume(backends.volume.clone()?)),
+        Layout::Iscsi => endpoint.routes(iscsi::Iscsi(backends.iscsi.clone()?)),
+        Layout::System => endpoint.routes(system::System(backends.system.clone()?)),
+    })
+}
+
+/// One served group-version, before its server is known.
+pub(super) struct Endpoint {
+    pub group: ApiGroup,
+    pub version: ApiVersion,
+    pub calls: Arc<Mutex<Vec<Call>>>,
+}
+
+impl Endpoint {
+    /// Every request of the endpoint routed to `server`, which handles the
+    /// operations `O` of the endpoint's group.
+    fn routes<O: GroupOperation>(self, server: impl WireServer<O> + 'static) -> Routes {
+        let dispatch = Dispatch {
+            group: self.group,
+            version: self.version,
+            prefix: Arc::from(format!("/{}.{}/", self.version, self.group.service_name())),
+            server: Arc::new(server),
+            calls: self.calls,
+        };
+        Routes::default()
+            .into_axum_router()
+            .fallback_service(dispatch)
+            .into()
+    }
+}
+
+/// Routes every request of one endpoint to its layout's server.
+struct Dispatch<O> {
+    group: ApiGroup,
+    version: ApiVersion,
+    /// `/<version>.<Service>/`
+    prefix: Arc<str>,
+    server: Arc<dyn WireServer<O>>,
+    calls: Arc<Mutex<Vec<Call>>>,
+}
+
+impl<O> Clone for Dispatch<O> {
+    fn clone(&self) -> Self {
+        Self {
+            group: self.group,
+            version: self.version,
+            prefix: self.prefix.clone(),
+            server: self.server.clone(),
+            calls: self.calls.clone(),
+        }
+    }
+}
+
+impl<O: GroupOperation, B> Service<http::Request<B>> for Dispatch<O>
+where
+    B: Body + Send + 'static,
+    B::Error: Into<StdError> + Send + 'static,
+{
+    type Response = http::Response<tonic::body::Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Self::Response, Infallible>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let rpc = request
+            .uri()
+            .path()
+            .strip_prefix(&*self.prefix)
+            .map(str::to_owned);
+        let operation = (rpc.as_deref()).and_then(|rpc| O::served_as(self.version, rpc));
+        if let (Some(rpc), Ok(mut calls)) = (&rpc, self.calls.lock()) {
+            calls.push(Call {
+                group: self.group,
+                version: self.version,
+                rpc: rpc.clone(),
+                operation: operation.map(Into::into),
+            });
+        }
+        let handler = Handler {
+            operation,
+            server: self.server.clone(),
+        };
+        Box::pin(async move { Ok(Grpc::new(RawCodec).unary(handler, request).await) })
+    }
+}
+
+/// Answers one unary call.
+struct Handler<O> {
+    operation: Option<O>,
+    server: Arc<dyn WireServer<O>>,
+}
+
+impl<O: GroupOperation> UnaryService<Vec<u8>> for Handler<O> {
+    type Response = Vec<u8>;
+    type Future = BoxFuture<tonic::Response<Vec<u8>>, Status>;
+
+    fn call(&mut self, request: tonic::Request<Vec<u8>>) -> Self::Future {
+        let (operation, server) = (self.operation, self.server.clone());
+        Box::pin(async move {
+            // Like grpc-go for a method the service does not have.
+            let operation = operation.ok_or_else(|| Status::unimplemented("unknown method"))?;
+            let body = request.into_inner();
+            server
+                .handle(operation, &body)
+                .await
+                .map(tonic::Response::new)
+        })
+    }
+}
