@@ -23,7 +23,9 @@ use crate::version::ApiVersion;
 pub use connection::ConnectionError;
 pub use delivery::Delivery;
 pub use kind::ErrorKind;
-pub(crate) use words::{code_name, in_words};
+#[cfg(feature = "csi")]
+pub(crate) use words::code_name;
+pub(crate) use words::in_words;
 use words::{code_text, size_text, tried_text};
 
 /// A gRPC status code, as in [`Error::Host`]: tonic's own type. tonic is
