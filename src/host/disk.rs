@@ -291,7 +291,6 @@ impl DiskApi for HostDisk {
     /// might have been the one.
     async fn get_disk_number_by_name(&self, page83: &str) -> Result<u32> {
         let op = Op::GetDiskNumberByName;
-        crate::api::check_name("disk name", page83)?;
         let page83 = page83.to_owned();
         self.run(op, None, move |host| {
             let (mut found, mut failed) = (None::<u32>, None);

@@ -12,7 +12,7 @@ use super::on_host::host_error;
 use super::wmi::{
     string, unsigned, wql_string, Requests, Wmi, WmiGroup, WmiObject, WmiValue, STORAGE,
 };
-use crate::api::{check_name, IscsiApi, IscsiAuth, Secret, TargetPortal};
+use crate::api::{IscsiApi, IscsiAuth, Secret, TargetPortal};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 use crate::group::ApiGroup;
@@ -155,7 +155,6 @@ fn auth_params(auth: &IscsiAuth) -> Vec<(&'static str, WmiValue)> {
 impl IscsiApi for HostIscsi {
     /// A portal already registered is left as it is.
     async fn add_target_portal(&self, portal: &TargetPortal) -> Result<()> {
-        portal.validate()?;
         let portal = portal.clone();
         self.run(Op::AddTargetPortal, portal_name(&portal), move |host| {
             if host.portal(&portal)?.is_some() {
@@ -169,7 +168,6 @@ impl IscsiApi for HostIscsi {
 
     /// The targets the portal's registration discovered.
     async fn discover_target_portal(&self, portal: &TargetPortal) -> Result<Vec<String>> {
-        portal.validate()?;
         let portal = portal.clone();
         self.run(
             Op::DiscoverTargetPortal,
@@ -184,7 +182,6 @@ impl IscsiApi for HostIscsi {
     }
 
     async fn remove_target_portal(&self, portal: &TargetPortal) -> Result<()> {
-        portal.validate()?;
         let portal = portal.clone();
         self.run(Op::RemoveTargetPortal, portal_name(&portal), move |host| {
             let found = host.registered(&portal)?;
@@ -212,9 +209,6 @@ impl IscsiApi for HostIscsi {
         iqn: &str,
         auth: &IscsiAuth,
     ) -> Result<()> {
-        portal.validate()?;
-        check_name("target IQN", iqn)?;
-        auth.validate()?;
         let (portal, iqn, auth) = (portal.clone(), iqn.to_owned(), auth.clone());
         // The provider's words join errors, and may echo the secret.
         let secret = match &auth {
@@ -240,8 +234,6 @@ impl IscsiApi for HostIscsi {
     /// Ends every session with the target, persistent ones unregistered
     /// first so that they do not come back at boot.
     async fn disconnect_target(&self, portal: &TargetPortal, iqn: &str) -> Result<()> {
-        portal.validate()?;
-        check_name("target IQN", iqn)?;
         let (portal, iqn) = (portal.clone(), iqn.to_owned());
         self.run(
             Op::DisconnectTarget,
@@ -283,8 +275,6 @@ impl IscsiApi for HostIscsi {
 
     /// The disks of every connection of the session, each once.
     async fn get_target_disks(&self, portal: &TargetPortal, iqn: &str) -> Result<Vec<u32>> {
-        portal.validate()?;
-        check_name("target IQN", iqn)?;
         let (portal, iqn) = (portal.clone(), iqn.to_owned());
         let op = Op::GetTargetDisks;
         self.run(op, target_name(&portal, &iqn), move |host| {

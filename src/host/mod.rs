@@ -8,7 +8,9 @@
 //! the caller's wait while the host work may go on, as it does behind a
 //! proxy. With no proxy behind it, this backend is the last check: paths
 //! are held to the working directories as the proxy's server layer holds
-//! them, and input is validated as on the proxy path.
+//! them. Arguments are checked before they get here, as on the proxy
+//! path: every call comes through a `CsiProxy` handle, which runs the
+//! checks of its group's RPC list (`crate::api`).
 
 mod devices;
 mod disk;

@@ -110,7 +110,8 @@ fn remove(wmi: &Requests, mapping: &WmiObject) -> Result<()> {
 /// Creates the global mapping of `root` with the caller's credentials,
 /// requiring encryption (as CSI Proxy does by default).
 fn create(wmi: &Requests, root: &str, mapping: &SmbMapping) -> Result<()> {
-    // The user name is never empty here (`SmbMapping::validate`).
+    // The user name is never empty here: the handle checked the mapping
+    // (`SmbMapping::validate`, in the SMB group's RPC list).
     let credential = credential(&mapping.username, mapping.password.expose());
     let params = vec![
         ("RemotePath", WmiValue::String(root.to_owned())),
@@ -145,7 +146,6 @@ impl SmbApi for HostSmb {
     /// before anything is done (the proxy checks it only after mapping).
     async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
         let op = Op::NewSmbGlobalMapping;
-        mapping.validate()?;
         if let Some(local) = &mapping.local_path {
             crate::working_dirs::check(&self.working_dirs, op, local)?;
         }

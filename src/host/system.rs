@@ -18,7 +18,7 @@ use windows::Win32::System::Services::{
 
 use super::on_host::{host_error, on_host, win32_code, windows_error};
 use super::wmi::{Wmi, WmiGroup, WmiObject, WmiValue};
-use crate::api::{check_name, ServiceInfo, ServiceStatus, StartType, SystemApi};
+use crate::api::{ServiceInfo, ServiceStatus, StartType, SystemApi};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 use crate::group::ApiGroup;
@@ -64,7 +64,6 @@ impl SystemApi for HostSystem {
     /// Waits until it runs; a running service is left as it is.
     async fn start_service(&self, name: &str) -> Result<()> {
         let op = Op::StartService;
-        check_name("service name", name)?;
         let name = name.to_owned();
         on_host(self.wmi.in_flight(), op, name.clone(), move || {
             let service = Service::open(op, &name, SERVICE_START | SERVICE_QUERY_STATUS)?;
@@ -82,7 +81,6 @@ impl SystemApi for HostSystem {
     /// depend on it are stopped first. A stopped service is left as it is.
     async fn stop_service(&self, name: &str, force: bool) -> Result<()> {
         let op = Op::StopService;
-        check_name("service name", name)?;
         let name = name.to_owned();
         on_host(self.wmi.in_flight(), op, name.clone(), move || {
             let access = SERVICE_STOP | SERVICE_QUERY_STATUS | SERVICE_ENUMERATE_DEPENDENTS;
@@ -99,7 +97,6 @@ impl SystemApi for HostSystem {
 
     async fn get_service(&self, name: &str) -> Result<ServiceInfo> {
         let op = Op::GetService;
-        check_name("service name", name)?;
         let name = name.to_owned();
         on_host(self.wmi.in_flight(), op, name.clone(), move || {
             let service = Service::open(op, &name, SERVICE_QUERY_CONFIG | SERVICE_QUERY_STATUS)?;

@@ -7,6 +7,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::common::node::FakeNode;
 use crate::common::scenario::seeded_host;
 use crate::common::{wait_until, TestNode};
 use csi_proxy_client::api::{DiskApi, VolumeApi, VolumeId, WindowsPath};
@@ -92,12 +93,10 @@ async fn newest_behind_a_door(
     opens: Duration,
     delay: Duration,
 ) -> (CsiProxy, Instant, Nodes) {
-    let front = TestNode::new();
-    let back = TestNode::new();
-    let mut old = FakeProxy::for_host(front.transport(), host);
-    old.serve(group, older).await.unwrap();
-    let proxy = CsiProxy::builder()
-        .transport(front.transport())
+    let mut old = FakeNode::of(host);
+    old.fake.serve(group, older).await.unwrap();
+    let proxy = old
+        .client_builder()
         .require(group)
         .wait_for_proxy(Duration::from_secs(5))
         .connect()
@@ -105,19 +104,17 @@ async fn newest_behind_a_door(
         .unwrap();
     let connected = Instant::now();
     assert_eq!(proxy.version(group), Some(older));
-    let mut new = FakeProxy::for_host(back.transport(), host);
-    new.serve(group, newest).await.unwrap();
+    let mut new = FakeNode::of(host);
+    new.fake.serve(group, newest).await.unwrap();
     let door = Door::open(
-        &front.transport(),
-        &back.transport(),
+        old.fake.transport(),
+        new.fake.transport(),
         (group, newest),
         connected + opens,
         delay,
     )
     .await;
     let nodes = Nodes {
-        _front: front,
-        _back: back,
         _old: old,
         new,
         _door: door,
@@ -125,12 +122,10 @@ async fn newest_behind_a_door(
     (proxy, connected, nodes)
 }
 
-/// What a test keeps alive: both nodes, both fake proxies, the door.
+/// What a test keeps alive: both nodes (each with its fake proxy), the door.
 struct Nodes {
-    _front: TestNode,
-    _back: TestNode,
-    _old: FakeProxy,
-    new: FakeProxy,
+    _old: FakeNode,
+    new: FakeNode,
     _door: Door,
 }
 
@@ -155,7 +150,7 @@ async fn a_newer_version_whose_pipe_answers_late_is_adopted_and_waited_for() {
     assert!(matches!(&ids, Ok(ids) if ids.contains_key(&1)), "{ids:?}");
     assert_eq!(proxy.version(ApiGroup::Disk), Some(V::V1));
     assert!(connected.elapsed() < SETTLED, "{:?}", connected.elapsed());
-    let calls = nodes.new.calls();
+    let calls = nodes.new.fake.calls();
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert_eq!(
         (calls[0].version, calls[0].rpc.as_str()),
@@ -227,7 +222,7 @@ async fn a_call_during_the_settling_look_waits_for_it() {
     let ids = proxy.disk().unwrap().list_disk_ids().await;
     assert!(matches!(&ids, Ok(ids) if ids.contains_key(&1)), "{ids:?}");
     assert_eq!(proxy.version(ApiGroup::Disk), Some(V::V1));
-    assert_eq!(nodes.new.calls()[0].rpc, "ListDiskIDs");
+    assert_eq!(nodes.new.fake.calls()[0].rpc, "ListDiskIDs");
 }
 
 /// A host with one formatted volume; the volume and its true size and use.
@@ -287,14 +282,8 @@ async fn volume_stats_asked_during_the_settling_look_are_the_total() {
 #[tokio::test]
 async fn volume_stats_on_v0_2_are_still_read_as_free_space_once_settled() {
     let (host, id, size, used) = host_with_a_volume().await;
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &host);
-    fake.serve_release(ProxyRelease::V0_2_2).await.unwrap();
-    let proxy = CsiProxy::builder()
-        .transport(node.transport())
-        .connect()
-        .await
-        .unwrap();
+    let node = FakeNode::at(ProxyRelease::V0_2_2, &host).await;
+    let proxy = node.client().await;
     assert_eq!(proxy.version(ApiGroup::Volume), Some(V::V1BETA2));
     let stats = proxy.volume().unwrap().get_volume_stats(&id).await.unwrap();
     assert_eq!((stats.total_bytes, stats.used_bytes), (size, used));
@@ -309,11 +298,9 @@ async fn a_stage_while_the_proxy_is_down_says_the_proxy_was_not_there() {
         .disk(1, "pd-1", 10 << 30)
         .dir(r"C:\var\lib\kubelet\plugins\pd\pv1")
         .build();
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &host);
-    fake.serve_release(ProxyRelease::V1_0_0).await.unwrap();
-    let proxy = CsiProxy::builder()
-        .transport(node.transport())
+    let mut node = FakeNode::at(ProxyRelease::V1_0_0, &host).await;
+    let proxy = node
+        .client_builder()
         .read_deadline(Duration::from_millis(600))
         .mutation_deadline(Duration::from_millis(600))
         .connect()
@@ -323,7 +310,7 @@ async fn a_stage_while_the_proxy_is_down_says_the_proxy_was_not_there() {
     let mounter = Mounter::builder(proxy.clone(), state.path())
         .build()
         .unwrap();
-    fake.stop_all().await;
+    node.fake.stop_all().await;
     wait_until("the proxy is gone", || {
         ApiGroup::ALL.iter().all(|&g| !proxy.is_served(g))
     })
@@ -351,22 +338,16 @@ async fn a_stage_while_the_proxy_is_down_says_the_proxy_was_not_there() {
 /// until its deadline answers `NotServed` with every endpoint tried.
 #[tokio::test]
 async fn a_call_whose_deadline_passes_while_the_proxy_is_away_is_not_served() {
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
-    let proxy = CsiProxy::builder()
-        .transport(node.transport())
-        .connect()
-        .await
-        .unwrap();
-    fake.stop_all().await;
+    let mut node = FakeNode::serving([(ApiGroup::Disk, V::V1)]).await;
+    let proxy = node.client().await;
+    node.fake.stop_all().await;
     wait_until("the connection ended", || !proxy.is_served(ApiGroup::Disk)).await;
     let hasty =
         proxy.with_call_options(CallOptions::default().deadline(Duration::from_millis(400)));
     match hasty.disk().unwrap().list_disk_ids().await {
         Err(Error::NotServed { group, tried }) => {
             assert_eq!(group, ApiGroup::Disk);
-            let v1 = node.transport().address(ApiGroup::Disk, V::V1);
+            let v1 = node.fake.transport().address(ApiGroup::Disk, V::V1);
             assert!(tried.contains(&v1), "{tried:?}");
         }
         other => panic!("{other:?}"),
@@ -414,8 +395,8 @@ async fn automatic_gives_the_host_only_what_a_starting_proxy_lacks() {
         ApiGroup::System,
         ApiGroup::Smb,
     ];
-    let proxy = CsiProxy::builder()
-        .transport(node.transport())
+    let proxy = node
+        .client_builder()
         .groups(groups)
         .backend(Backend::Automatic)
         .stand_in_host(on_the_host.backends())
@@ -456,8 +437,8 @@ async fn automatic_told_to_wait_waits_for_a_proxy_that_starts_after_the_driver()
         fake
     });
     let groups = [ApiGroup::Disk, ApiGroup::Filesystem, ApiGroup::Volume];
-    let proxy = CsiProxy::builder()
-        .transport(node.transport())
+    let proxy = node
+        .client_builder()
         .groups(groups)
         .backend(Backend::Automatic)
         .stand_in_host(FakeHost::builder().build().backends())
@@ -478,8 +459,8 @@ async fn automatic_gives_an_absent_proxys_groups_to_the_host_for_the_clients_lif
     let node = TestNode::new();
     let on_the_host = FakeHost::builder().build();
     let asked = Instant::now();
-    let proxy = CsiProxy::builder()
-        .transport(node.transport())
+    let proxy = node
+        .client_builder()
         .backend(Backend::Automatic)
         .stand_in_host(on_the_host.backends())
         .connect()

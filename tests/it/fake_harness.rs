@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::common::node::FakeNode;
 use crate::common::scenario::seeded_host;
 use crate::common::TestNode;
 use csi_proxy_client::testing::conformance::Fixture;
@@ -21,26 +22,22 @@ fn path(p: &str) -> WindowsPath {
 
 /// The same host, directly and through a fake proxy at the newest stable
 /// versions.
-async fn both_ways(host: &FakeHost) -> (CsiProxy, CsiProxy, TestNode, FakeProxy) {
+async fn both_ways(host: &FakeHost) -> (CsiProxy, CsiProxy, FakeNode) {
     both_ways_with(host, VersionPolicy::default()).await
 }
 
 /// The same host, directly and through a fake proxy at the versions
 /// `policy` picks.
-async fn both_ways_with(
-    host: &FakeHost,
-    policy: VersionPolicy,
-) -> (CsiProxy, CsiProxy, TestNode, FakeProxy) {
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), host);
-    fake.serve_everything().await.unwrap();
-    let wired = CsiProxy::builder()
-        .transport(node.transport())
+async fn both_ways_with(host: &FakeHost, policy: VersionPolicy) -> (CsiProxy, CsiProxy, FakeNode) {
+    let mut node = FakeNode::of(host);
+    node.fake.serve_everything().await.unwrap();
+    let wired = node
+        .client_builder()
         .policy(policy)
         .connect()
         .await
         .unwrap();
-    (host.proxy(), wired, node, fake)
+    (host.proxy(), wired, node)
 }
 
 /// Both ways fail alike: a host error with code Unknown and the same text.
@@ -71,7 +68,7 @@ fn assert_same_rejection<T: std::fmt::Debug>(direct: Result<T>, wired: Result<T>
 #[tokio::test]
 async fn the_proxy_rules_hold_directly_and_over_the_wire() {
     let host = seeded_host();
-    let (direct, wired, _node, _fake) = both_ways(&host).await;
+    let (direct, wired, _node) = both_ways(&host).await;
     for proxy in [&direct, &wired] {
         proxy
             .filesystem()
@@ -242,7 +239,7 @@ async fn paths_under_no_mount_belong_to_the_system_volume_when_there_is_one() {
         .disk(1, "d", 10 << 30)
         .dir(r"C:\var\lib\kubelet\pods\p1\mnt")
         .build();
-    let (direct, wired, _node, _fake) = both_ways_with(&host, previews()).await;
+    let (direct, wired, _node) = both_ways_with(&host, previews()).await;
     let system = host.system_volume().unwrap();
     let plain = path(r"C:\var\lib\kubelet\pods\p1");
     for proxy in [&direct, &wired] {
@@ -291,7 +288,7 @@ async fn paths_under_no_mount_belong_to_the_system_volume_when_there_is_one() {
 
     // Without a system disk, no volume holds such a path.
     let bare = FakeHost::builder().dir(r"C:\var\lib\kubelet\pods").build();
-    let (direct, wired, _node, _fake) = both_ways_with(&bare, previews()).await;
+    let (direct, wired, _node) = both_ways_with(&bare, previews()).await;
     let pods = path(r"C:\var\lib\kubelet\pods");
     let message = assert_same_rejection(
         direct
@@ -377,32 +374,25 @@ async fn an_injected_mock_is_served_at_any_version() {
 
 #[tokio::test]
 async fn the_served_set_can_change_like_a_proxy_upgrade() {
-    let node = TestNode::new();
     let host = seeded_host();
-    let mut fake = FakeProxy::for_host(node.transport(), &host);
-    fake.serve_all([(ApiGroup::Disk, V::V1BETA2), (ApiGroup::Volume, V::V1BETA2)])
+    let mut node = FakeNode::of(&host);
+    node.fake
+        .serve_all([(ApiGroup::Disk, V::V1BETA2), (ApiGroup::Volume, V::V1BETA2)])
         .await
         .unwrap();
-    let before = CsiProxy::builder()
-        .transport(node.transport())
-        .connect()
-        .await
-        .unwrap();
+    let before = node.client().await;
     assert_eq!(before.version(ApiGroup::Disk), Some(V::V1BETA2));
 
-    fake.restart([
-        (ApiGroup::Disk, V::V1),
-        (ApiGroup::Disk, V::V1BETA2),
-        (ApiGroup::Volume, V::V1),
-    ])
-    .await
-    .unwrap();
-    assert_eq!(fake.served().len(), 3);
-    let after = CsiProxy::builder()
-        .transport(node.transport())
-        .connect()
+    node.fake
+        .restart([
+            (ApiGroup::Disk, V::V1),
+            (ApiGroup::Disk, V::V1BETA2),
+            (ApiGroup::Volume, V::V1),
+        ])
         .await
         .unwrap();
+    assert_eq!(node.fake.served().len(), 3);
+    let after = node.client().await;
     assert_eq!(after.version(ApiGroup::Disk), Some(V::V1));
     assert_eq!(after.version(ApiGroup::Volume), Some(V::V1));
     after.disk().unwrap().rescan().await.unwrap();
@@ -410,9 +400,9 @@ async fn the_served_set_can_change_like_a_proxy_upgrade() {
 
     #[cfg(unix)]
     {
-        let socket = node.transport().address(ApiGroup::Disk, V::V1);
+        let socket = node.fake.transport().address(ApiGroup::Disk, V::V1);
         assert!(std::path::Path::new(&socket).exists());
-        fake.shutdown().await;
+        node.fake.shutdown().await;
         assert!(
             !std::path::Path::new(&socket).exists(),
             "shutdown removes the sockets"
@@ -423,10 +413,8 @@ async fn the_served_set_can_change_like_a_proxy_upgrade() {
 #[tokio::test]
 async fn unknown_methods_answer_unimplemented_like_grpc_go() {
     // A v1 request sent to a v1beta1 endpoint: the path names another service.
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.serve(ApiGroup::Disk, V::V1BETA1).await.unwrap();
-    let negotiated = csi_proxy_client::negotiate::Negotiator::new(node.transport())
+    let node = FakeNode::serving([(ApiGroup::Disk, V::V1BETA1)]).await;
+    let negotiated = csi_proxy_client::negotiate::Negotiator::new(node.fake.transport().clone())
         .negotiate(&[ApiGroup::Disk])
         .await
         .unwrap();
@@ -449,10 +437,8 @@ async fn unknown_methods_answer_unimplemented_like_grpc_go() {
 
 #[tokio::test]
 async fn old_string_disk_ids_that_are_not_numbers_fail_like_the_proxy() {
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.serve(ApiGroup::Disk, V::V1BETA2).await.unwrap();
-    let negotiated = csi_proxy_client::negotiate::Negotiator::new(node.transport())
+    let node = FakeNode::serving([(ApiGroup::Disk, V::V1BETA2)]).await;
+    let negotiated = csi_proxy_client::negotiate::Negotiator::new(node.fake.transport().clone())
         .negotiate(&[ApiGroup::Disk])
         .await
         .unwrap();

@@ -9,9 +9,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::common::node::FakeNode;
 use csi_proxy_client::api::{SmbRemotePath, WindowsPath};
 use csi_proxy_client::mount::{DiskSelector, Mounter, MounterBuilder};
-use csi_proxy_client::testing::{FakeHost, FakeProxy, LocalEndpoints, ProxyRelease};
+use csi_proxy_client::testing::{FakeHost, ProxyRelease};
 use csi_proxy_client::{
     ApiGroup, ApiVersion, Code, CsiNodeCall, CsiProxy, Error, Operation, Status,
 };
@@ -43,21 +44,15 @@ fn assert_words(message: &str) {
 }
 
 /// A fake node at `release` with one raw 10 GiB disk and kubelet's
-/// folders, a client, and the fake proxy.
-async fn node(release: ProxyRelease) -> (LocalEndpoints, FakeHost, FakeProxy, CsiProxy) {
-    let endpoints = LocalEndpoints::new().unwrap();
+/// folders, its host, and a client.
+async fn node_at(release: ProxyRelease) -> (FakeNode, FakeHost, CsiProxy) {
     let host = FakeHost::builder()
         .disk(1, PAGE83, 10 * GIB)
         .dir(r"C:\var\lib\kubelet\plugins\kubernetes.io\csi\pd\pv1")
         .build();
-    let mut fake = FakeProxy::for_host(endpoints.transport(), &host);
-    fake.serve_release(release).await.unwrap();
-    let proxy = CsiProxy::builder()
-        .transport(endpoints.transport())
-        .connect()
-        .await
-        .unwrap();
-    (endpoints, host, fake, proxy)
+    let node = FakeNode::at(release, &host).await;
+    let proxy = node.client().await;
+    (node, host, proxy)
 }
 
 fn mounter(proxy: CsiProxy, state: &std::path::Path) -> MounterBuilder {
@@ -69,7 +64,7 @@ fn mounter(proxy: CsiProxy, state: &std::path::Path) -> MounterBuilder {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_broken_mid_call_is_told_in_words() {
-    let (_endpoints, host, mut fake, proxy) = node(ProxyRelease::LATEST).await;
+    let (mut node, host, proxy) = node_at(ProxyRelease::LATEST).await;
     // The partition runs on the host when the proxy goes away.
     host.delay_call(Operation::PartitionDisk, 1, Duration::from_secs(2));
     let disk = proxy.disk().unwrap();
@@ -79,7 +74,7 @@ async fn a_connection_broken_mid_call_is_told_in_words() {
         assert!(Instant::now() < deadline, "the call never arrived");
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
-    fake.stop_all().await;
+    node.fake.stop_all().await;
     let error = call.await.unwrap().unwrap_err();
     assert!(
         matches!(
@@ -181,7 +176,7 @@ fn host_failures_name_their_code_in_words() {
 
 #[tokio::test]
 async fn expand_before_the_disk_has_grown_says_what_it_waits_for() {
-    let (_endpoints, host, _fake, proxy) = node(ProxyRelease::LATEST).await;
+    let (_node, host, proxy) = node_at(ProxyRelease::LATEST).await;
     let state = tempfile::tempdir().unwrap();
     let mounter = mounter(proxy, state.path()).build().unwrap();
     let (selector, staging) = (
@@ -221,7 +216,7 @@ async fn expand_before_the_disk_has_grown_says_what_it_waits_for() {
 
 #[tokio::test]
 async fn a_format_that_may_still_run_is_one_sentence() {
-    let (_endpoints, host, _fake, proxy) = node(ProxyRelease::LATEST).await;
+    let (_node, host, proxy) = node_at(ProxyRelease::LATEST).await;
     let state = tempfile::tempdir().unwrap();
     let mounter = mounter(proxy, state.path())
         .format_deadline(Duration::from_millis(50))
@@ -296,7 +291,8 @@ fn sorted(versions: Vec<(ApiGroup, ApiVersion)>) -> Vec<String> {
 
 #[tokio::test]
 async fn upgrade_to_a_release_serves_its_versions_and_follows_its_rules() {
-    let (_endpoints, host, mut fake, proxy) = node(ProxyRelease::LATEST).await;
+    let (mut node, host, proxy) = node_at(ProxyRelease::LATEST).await;
+    let fake = &mut node.fake;
     let newest = unmapped_removal(&proxy).await;
     assert!(newest.contains("not found"), "{newest}");
 

@@ -6,30 +6,21 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::scenario::seeded_host;
+use crate::common::node::FakeNode;
 use crate::common::TestNode;
-use csi_proxy_client::testing::FakeProxy;
 use csi_proxy_client::{api::SmbRemotePath, ApiGroup, ApiVersion as V, CsiProxy, Error};
 
 /// A proxy serving disk v1 and filesystem v1 only, and a default client
 /// of every group.
-async fn disk_and_filesystem_only() -> (TestNode, FakeProxy, CsiProxy) {
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.serve_all([(ApiGroup::Disk, V::V1), (ApiGroup::Filesystem, V::V1)])
-        .await
-        .unwrap();
-    let proxy = CsiProxy::builder()
-        .transport(node.transport())
-        .connect()
-        .await
-        .unwrap();
-    (node, fake, proxy)
+async fn disk_and_filesystem_only() -> (FakeNode, CsiProxy) {
+    let node = FakeNode::serving([(ApiGroup::Disk, V::V1), (ApiGroup::Filesystem, V::V1)]).await;
+    let proxy = node.client().await;
+    (node, proxy)
 }
 
 #[tokio::test]
 async fn a_group_the_node_lacks_is_not_served_at_once() {
-    let (_node, _fake, proxy) = disk_and_filesystem_only().await;
+    let (_node, proxy) = disk_and_filesystem_only().await;
     // Past the grace for a proxy still creating its pipes.
     tokio::time::sleep(Duration::from_secs(1)).await;
 
@@ -69,19 +60,13 @@ async fn a_group_the_node_lacks_is_not_served_at_once() {
 
 #[tokio::test]
 async fn a_group_whose_pipe_comes_within_the_grace_is_waited_for() {
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
-    let proxy = CsiProxy::builder()
-        .transport(node.transport())
-        .connect()
-        .await
-        .unwrap();
+    let mut node = FakeNode::serving([(ApiGroup::Disk, V::V1)]).await;
+    let proxy = node.client().await;
     // The proxy has only just appeared: its SMB pipe follows a moment later.
     let late = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(300)).await;
-        fake.serve(ApiGroup::Smb, V::V1).await.unwrap();
-        fake
+        node.fake.serve(ApiGroup::Smb, V::V1).await.unwrap();
+        node
     });
     let share = SmbRemotePath::new(r"\\server\share").unwrap();
     // Answered by the proxy (the fake host has no such mapping), not by a
@@ -89,19 +74,20 @@ async fn a_group_whose_pipe_comes_within_the_grace_is_waited_for() {
     let result = proxy.smb().unwrap().remove_smb_global_mapping(&share).await;
     assert!(matches!(result, Err(Error::Host { .. })), "{result:?}");
     assert_eq!(proxy.version(ApiGroup::Smb), Some(V::V1));
-    let fake = late.await.unwrap();
-    assert_eq!(fake.calls().last().unwrap().rpc, "RemoveSmbGlobalMapping");
+    let node = late.await.unwrap();
+    assert_eq!(
+        node.fake.calls().last().unwrap().rpc,
+        "RemoveSmbGlobalMapping"
+    );
 }
 
 #[tokio::test]
 async fn a_required_group_is_still_waited_for_at_connect() {
-    let node = TestNode::new();
-    let mut fake = FakeProxy::for_host(node.transport(), &seeded_host());
-    fake.serve(ApiGroup::Disk, V::V1).await.unwrap();
+    let node = FakeNode::serving([(ApiGroup::Disk, V::V1)]).await;
     let wait = Duration::from_millis(600);
     let started = Instant::now();
-    let err = CsiProxy::builder()
-        .transport(node.transport())
+    let err = node
+        .client_builder()
         .require(ApiGroup::Smb)
         .wait_for_proxy(wait)
         .connect()
@@ -118,8 +104,8 @@ async fn of_required_groups_still_missing_the_first_required_is_named() {
         (ApiGroup::Smb, ApiGroup::Disk),
         (ApiGroup::Disk, ApiGroup::Smb),
     ] {
-        let err = CsiProxy::builder()
-            .transport(node.transport())
+        let err = node
+            .client_builder()
             .require(first)
             .require(second)
             .wait_for_proxy(Duration::from_millis(100))
@@ -143,8 +129,7 @@ async fn a_required_endpoint_that_turns_up_broken_ends_the_wait_for_the_others()
     let dir = node.transport().socket_dir().unwrap().to_owned();
     let started = Instant::now();
     let connecting = tokio::spawn(
-        CsiProxy::builder()
-            .transport(node.transport())
+        node.client_builder()
             .require(ApiGroup::Smb)
             .require(ApiGroup::Disk)
             .wait_for_proxy(Duration::from_secs(10))
@@ -175,8 +160,8 @@ async fn an_endpoint_path_that_is_no_socket_is_a_configuration_error_at_once() {
     std::fs::create_dir(dir.join("csi-proxy-volume-v1")).unwrap();
 
     let started = Instant::now();
-    let err = CsiProxy::builder()
-        .transport(node.transport())
+    let err = node
+        .client_builder()
         .require(ApiGroup::Disk)
         .connect()
         .await
@@ -189,11 +174,7 @@ async fn an_endpoint_path_that_is_no_socket_is_a_configuration_error_at_once() {
         other => panic!("{other}"),
     }
     // Without requiring it: the call says so, at once.
-    let proxy = CsiProxy::builder()
-        .transport(node.transport())
-        .connect()
-        .await
-        .unwrap();
+    let proxy = node.client().await;
     let err = proxy
         .volume()
         .unwrap()
@@ -230,8 +211,8 @@ async fn a_connect_attempt_is_bounded_once_by_the_connect_timeout() {
     });
     let timeout = Duration::from_millis(400);
     let started = Instant::now();
-    let err = CsiProxy::builder()
-        .transport(node.transport())
+    let err = node
+        .client_builder()
         .groups([ApiGroup::Disk])
         .require(ApiGroup::Disk)
         .retry(csi_proxy_client::RetryPolicy::none())

@@ -447,7 +447,11 @@ async fn a_portal_wmi_gives_without_a_port_is_an_error_not_a_guess() {
 async fn bad_input_is_refused_before_any_request() {
     let network = network();
     let wmi = recorded(&network);
-    let iscsi = HostIscsi::new(wmi.clone());
+    let proxy = super::through_handles(crate::Backends {
+        iscsi: Some(Arc::new(HostIscsi::new(wmi.clone()))),
+        ..crate::Backends::default()
+    });
+    let iscsi = proxy.iscsi().unwrap();
     let portal = &network.portal;
     let results = [
         iscsi

@@ -100,6 +100,12 @@ fn system() -> HostSystem {
     HostSystem::new(Arc::new(OsWmi))
 }
 
+/// A client whose groups are `backends`, as the host backend is served:
+/// each call through its handle, which checks its arguments first.
+pub(super) fn through_handles(backends: crate::Backends) -> crate::CsiProxy {
+    crate::CsiProxy::served_directly(backends, crate::served_by::ServedBy::Host)
+}
+
 /// A fresh, empty directory under the kubelet directory.
 pub(super) fn fresh_root(name: &str) -> WindowsPath {
     let root = format!(r"{KUBELET_DIR}\host-{name}-{}", std::process::id());
@@ -202,7 +208,12 @@ async fn a_host_failure_carries_the_windows_error_code() {
 
 #[tokio::test]
 async fn an_invalid_service_name_is_refused_before_the_host_is_asked() {
-    match system().start_service("").await {
+    let system = Arc::new(system());
+    let proxy = through_handles(crate::Backends {
+        system: Some(system),
+        ..crate::Backends::default()
+    });
+    match proxy.system().unwrap().start_service("").await {
         Err(Error::InvalidArgument { what, .. }) => assert_eq!(what, "service name"),
         other => panic!("{other:?}"),
     }

@@ -294,7 +294,13 @@ async fn a_blank_user_name_is_refused_before_any_request() {
     let links = Arc::new(LinksInMemory::default());
     let wmi = smb_wmi(Vec::new());
     let anonymous = SmbMapping::new(share(r"\\files\share"), " ", Secret::new(PASSWORD));
-    match smb(&wmi, &links, true)
+    let proxy = super::through_handles(crate::Backends {
+        smb: Some(Arc::new(smb(&wmi, &links, true))),
+        ..crate::Backends::default()
+    });
+    match proxy
+        .smb()
+        .unwrap()
         .new_smb_global_mapping(&anonymous)
         .await
     {
