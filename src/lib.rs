@@ -48,8 +48,9 @@
 //! connection breaks, applies deadlines and retries) and its
 //! [`CsiProxyBuilder`], [`Backend`], [`Backends`] (mocks instead of a
 //! proxy), [`CallOptions`] and [`RetryPolicy`]; [`Error`], its
-//! [`ErrorKind`], [`Result`], and the gRPC [`Code`] and [`Status`] a CSI
-//! service answers; [`ApiGroup`], [`ApiVersion`], [`Operation`] and its
+//! [`ErrorKind`] and its [`Delivery`] (was the request sent, may it have
+//! run), [`Result`], and the gRPC [`Code`] and [`Status`] a CSI service
+//! answers; [`ApiGroup`], [`ApiVersion`], [`Operation`] and its
 //! [`Support`] per version; and [`macro@async_trait`] for mocks. Then, by topic:
 //!
 //! - [`api`]: one stable trait per group ([`api::DiskApi`],
