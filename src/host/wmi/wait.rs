@@ -74,8 +74,10 @@ impl Limit {
         }
     }
 
-    /// Whether a request may still start: not once the limit has passed,
-    /// so that a call whose caller left starts nothing more on the host.
+    /// Whether a request may still start: not once the limit has passed
+    /// (the caller gone and its grace over), so that a call given up starts
+    /// nothing more on the host. Within a change's grace its next steps
+    /// still start: it goes on to its end, as it did before it had a bound.
     pub fn check(&self) -> Result<(), WmiFailure> {
         match self.next_wait() {
             Some(_) => Ok(()),
