@@ -1,5 +1,6 @@
 //! What each wire version can do: the one table of operations, their wire
-//! names per version, and whether they change the host.
+//! names per version, and whether they change the host, made of the RPC
+//! lists of `crate::rpcs`.
 //!
 //! The adapters take their RPC paths and their `Unsupported` errors from
 //! here, and the capability table of docs/versions.md is rendered from it (a test
@@ -31,30 +32,43 @@ impl Support {
     }
 }
 
+/// Makes [`Operation`], its table and the group enums of every group's RPC
+/// list (see `crate::rpcs`): the lists are collected one after another by
+/// [`collect_operations`], then handed here at once.
 macro_rules! operations {
-    ($( $group:ident => $group_operation:ident {
-        $( $(#[$doc:meta])* $op:ident = $name:literal, $effect:ident,
-            [$( $since:ident => $support:expr ),+ $(,)?] );+ $(;)?
-    } )+) => {
+    ($({
+        $(#[$trait_attr:meta])*
+        trait $trait:ident: $group:ident => $group_operation:ident;
+        $(
+            $(#[$attr:meta])*
+            fn $method:ident(&$self:ident $(, $arg:ident: $ty:ty)* $(,)?) -> $answer:ty
+                = $(by $select:expr =>)? {
+                    $( $(#[$doc:meta])* $op:ident = $name:literal, $effect:ident,
+                        [$( $since:ident => $support:expr ),+ $(,)?] );+ $(;)?
+                }
+                $(check $check:block)?
+                $(default $default:block)?;
+        )+
+    })+) => {
         /// Every operation of every group, named after its newest RPC.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[non_exhaustive]
         pub enum Operation {
-            $( $( $(#[$doc])* $op, )+ )+
+            $( $( $( $(#[$doc])* $op, )+ )+ )+
         }
 
         impl Operation {
             /// All operations, grouped by API group.
-            pub const ALL: &'static [Operation] = &[$( $( Operation::$op, )+ )+];
+            pub const ALL: &'static [Operation] = &[$( $( $( Operation::$op, )+ )+ )+];
 
             /// The group the operation belongs to.
             pub const fn group(self) -> ApiGroup {
-                match self { $( $( Operation::$op => ApiGroup::$group, )+ )+ }
+                match self { $( $( $( Operation::$op => ApiGroup::$group, )+ )+ )+ }
             }
 
             /// The operation's name: its RPC name in the newest version.
             pub const fn name(self) -> &'static str {
-                match self { $( $( Operation::$op => $name, )+ )+ }
+                match self { $( $( $( Operation::$op => $name, )+ )+ )+ }
             }
 
             /// Whether the operation changes the host. Such a call is sent
@@ -62,19 +76,25 @@ macro_rules! operations {
             /// proxy, or with
             /// [`CallOptions::retry_mutations`](crate::CallOptions::retry_mutations).
             pub const fn is_mutating(self) -> bool {
-                match self { $( $( Operation::$op => !matches!(Effect::$effect, Effect::Reads), )+ )+ }
+                match self {
+                    $( $( $( Operation::$op => !matches!(Effect::$effect, Effect::Reads), )+ )+ )+
+                }
             }
 
             /// Whether the operation is a mutation that takes long (see
             /// [`Effect::SlowlyMutates`]): its default deadline is longer.
             pub(crate) const fn is_slow(self) -> bool {
-                match self { $( $( Operation::$op => matches!(Effect::$effect, Effect::SlowlyMutates), )+ )+ }
+                match self {
+                    $( $( $( Operation::$op => matches!(Effect::$effect, Effect::SlowlyMutates), )+ )+ )+
+                }
             }
 
             /// How its support changes across versions: from each listed
             /// version on (until the next entry), it is served as given.
             fn history(self) -> &'static [(ApiVersion, Support)] {
-                match self { $( $( Operation::$op => &[$( (ApiVersion::$since, $support), )+], )+ )+ }
+                match self {
+                    $( $( $( Operation::$op => &[$( (ApiVersion::$since, $support), )+], )+ )+ )+
+                }
             }
         }
 
@@ -85,21 +105,44 @@ macro_rules! operations {
             #[derive(Clone, Copy, Debug, PartialEq, Eq)]
             #[cfg_attr(not(feature = "testing"), allow(dead_code))]
             pub(crate) enum $group_operation {
-                $( $op, )+
+                $( $( $op, )+ )+
             }
 
             impl From<$group_operation> for Operation {
                 fn from(operation: $group_operation) -> Self {
-                    match operation { $( $group_operation::$op => Operation::$op, )+ }
+                    match operation { $( $( $group_operation::$op => Operation::$op, )+ )+ }
                 }
             }
 
             impl GroupOperation for $group_operation {
-                const ALL: &'static [Self] = &[$( $group_operation::$op, )+];
+                const ALL: &'static [Self] = &[$( $( $group_operation::$op, )+ )+];
             }
         )+
     };
 }
+
+/// Hands each list of `[...]` in turn the lists collected so far, then
+/// [`operations`] all of them.
+macro_rules! collect_operations {
+    ([$next:ident $(, $rest:ident)*] $($collected:tt)*) => {
+        crate::rpcs::$next!(collect_operations [$($rest),*] $($collected)*);
+    };
+    ([] $($collected:tt)*) => {
+        operations! { $($collected)* }
+    };
+}
+
+/// The operation a method of an RPC list runs as: its one operation, or,
+/// for a method that is several, the one its `by` expression picks.
+macro_rules! operation_of {
+    ([] [$op:ident]) => {
+        $crate::capability::Operation::$op
+    };
+    ([$select:expr] [$($op:ident)+]) => {
+        $select
+    };
+}
+pub(crate) use operation_of;
 
 /// The operations of one group, as their own type (see [`operations!`]).
 #[cfg_attr(not(feature = "testing"), allow(dead_code))]
@@ -127,114 +170,14 @@ enum Effect {
 
 use Support::{Emulated, Native, Unsupported as No};
 
-operations! {
-    Disk => DiskOperation {
-        /// Where each disk sits on its adapter.
-        ListDiskLocations = "ListDiskLocations", Reads, [V1ALPHA1 => Native("ListDiskLocations")];
-        /// Initialise a disk with one partition.
-        PartitionDisk = "PartitionDisk", Mutates, [V1ALPHA1 => Native("PartitionDisk")];
-        /// Rescan the storage buses.
-        Rescan = "Rescan", Mutates, [V1ALPHA1 => Native("Rescan")];
-        /// The page83 and serial number identifiers of each disk.
-        ListDiskIds = "ListDiskIDs", Reads, [V1ALPHA1 => No, V1BETA1 => Native("ListDiskIDs")];
-        /// The size of a disk.
-        GetDiskStats = "GetDiskStats", Reads,
-            [V1ALPHA1 => No, V1BETA1 => Native("DiskStats"), V1BETA3 => Native("GetDiskStats")];
-        /// Bring a disk online or offline.
-        SetDiskState = "SetDiskState", Mutates,
-            [V1ALPHA1 => No, V1BETA2 => Native("SetAttachState"), V1BETA3 => Native("SetDiskState")];
-        /// Whether a disk is online.
-        GetDiskState = "GetDiskState", Reads,
-            [V1ALPHA1 => No, V1BETA2 => Native("GetAttachState"), V1BETA3 => Native("GetDiskState")];
-        /// The disk with a given page83 identifier.
-        GetDiskNumberByName = "GetDiskNumberByName", Reads,
-            [V1ALPHA1 => Native("GetDiskNumberByName"), V1BETA1 => Emulated];
-    }
-    Filesystem => FilesystemOperation {
-        /// Whether a path exists.
-        PathExists = "PathExists", Reads, [V1ALPHA1 => Native("PathExists")];
-        /// Create a directory.
-        Mkdir = "Mkdir", Mutates, [V1ALPHA1 => Native("Mkdir")];
-        /// Remove a directory.
-        Rmdir = "Rmdir", Mutates, [V1ALPHA1 => Native("Rmdir")];
-        /// Remove what a directory holds.
-        RmdirContents = "RmdirContents", Mutates, [V1ALPHA1 => No, V2ALPHA1 => Native("RmdirContents")];
-        /// Create a directory symlink.
-        CreateSymlink = "CreateSymlink", Mutates,
-            [V1ALPHA1 => Native("LinkPath"), V1BETA2 => Native("CreateSymlink")];
-        /// Whether a path is a symlink or mount point.
-        IsSymlink = "IsSymlink", Reads,
-            [V1ALPHA1 => Native("IsMountPoint"), V1BETA2 => Native("IsSymlink")];
-    }
-    Smb => SmbOperation {
-        /// Map an SMB share globally.
-        NewSmbGlobalMapping = "NewSmbGlobalMapping", Mutates, [V1ALPHA1 => Native("NewSmbGlobalMapping")];
-        /// Remove a global SMB mapping.
-        RemoveSmbGlobalMapping = "RemoveSmbGlobalMapping", Mutates,
-            [V1ALPHA1 => Native("RemoveSmbGlobalMapping")];
-    }
-    Volume => VolumeOperation {
-        /// The volumes on a disk.
-        ListVolumesOnDisk = "ListVolumesOnDisk", Reads, [V1ALPHA1 => Native("ListVolumesOnDisk")];
-        /// The volumes of one partition of a disk (`ListVolumesOnDisk` with a partition number).
-        ListVolumesOnPartition = "ListVolumesOnDisk (one partition)", Reads,
-            [V1ALPHA1 => No, V1BETA3 => Native("ListVolumesOnDisk")];
-        /// Mount a volume at a folder.
-        MountVolume = "MountVolume", Mutates, [V1ALPHA1 => Native("MountVolume")];
-        /// Remove a volume's folder mount.
-        UnmountVolume = "UnmountVolume", Mutates,
-            [V1ALPHA1 => Native("DismountVolume"), V1BETA3 => Native("UnmountVolume")];
-        /// Whether a volume has a file system.
-        IsVolumeFormatted = "IsVolumeFormatted", Reads, [V1ALPHA1 => Native("IsVolumeFormatted")];
-        /// Format a volume.
-        FormatVolume = "FormatVolume", SlowlyMutates, [V1ALPHA1 => Native("FormatVolume")];
-        /// Resize a volume.
-        ResizeVolume = "ResizeVolume", SlowlyMutates, [V1ALPHA1 => Native("ResizeVolume")];
-        /// Total and used bytes of a volume.
-        GetVolumeStats = "GetVolumeStats", Reads,
-            [V1ALPHA1 => No, V1BETA1 => Native("VolumeStats"), V1BETA3 => Native("GetVolumeStats")];
-        /// The disk that holds a volume.
-        GetDiskNumberFromVolumeId = "GetDiskNumberFromVolumeID", Reads,
-            [V1ALPHA1 => No, V1BETA1 => Native("GetVolumeDiskNumber"), V1BETA3 => Native("GetDiskNumberFromVolumeID")];
-        /// The volume mounted at a folder.
-        GetVolumeIdFromTargetPath = "GetVolumeIDFromTargetPath", Reads,
-            [V1ALPHA1 => No, V1BETA1 => Native("GetVolumeIDFromMount"), V1BETA3 => Native("GetVolumeIDFromTargetPath")];
-        /// Flush a volume's cache.
-        WriteVolumeCache = "WriteVolumeCache", Mutates, [V1ALPHA1 => No, V1BETA2 => Native("WriteVolumeCache")];
-        /// The volume that holds a path.
-        GetClosestVolumeIdFromTargetPath = "GetClosestVolumeIDFromTargetPath", Reads,
-            [V1ALPHA1 => No, V2ALPHA1 => Native("GetClosestVolumeIDFromTargetPath")];
-    }
-    Iscsi => IscsiOperation {
-        /// Register a target portal.
-        AddTargetPortal = "AddTargetPortal", Mutates, [V1ALPHA1 => Native("AddTargetPortal")];
-        /// The targets a portal offers.
-        DiscoverTargetPortal = "DiscoverTargetPortal", Reads, [V1ALPHA1 => Native("DiscoverTargetPortal")];
-        /// Unregister a target portal.
-        RemoveTargetPortal = "RemoveTargetPortal", Mutates, [V1ALPHA1 => Native("RemoveTargetPortal")];
-        /// The registered target portals.
-        ListTargetPortals = "ListTargetPortals", Reads, [V1ALPHA1 => Native("ListTargetPortals")];
-        /// Log in to a target.
-        ConnectTarget = "ConnectTarget", Mutates, [V1ALPHA1 => Native("ConnectTarget")];
-        /// Log out of a target.
-        DisconnectTarget = "DisconnectTarget", Mutates, [V1ALPHA1 => Native("DisconnectTarget")];
-        /// The disks behind a target.
-        GetTargetDisks = "GetTargetDisks", Reads, [V1ALPHA1 => Native("GetTargetDisks")];
-        /// Set the initiator's mutual CHAP secret.
-        SetMutualChapSecret = "SetMutualChapSecret", Mutates,
-            [V1ALPHA1 => No, V1ALPHA2 => Native("SetMutualChapSecret")];
-    }
-    System => SystemOperation {
-        /// The BIOS serial number.
-        GetBiosSerialNumber = "GetBIOSSerialNumber", Reads, [V1ALPHA1 => Native("GetBIOSSerialNumber")];
-        /// Start a service.
-        StartService = "StartService", Mutates, [V1ALPHA1 => Native("StartService")];
-        /// Stop a service.
-        StopService = "StopService", Mutates, [V1ALPHA1 => Native("StopService")];
-        /// A service's start type and status.
-        GetService = "GetService", Reads, [V1ALPHA1 => Native("GetService")];
-    }
-}
+collect_operations!([
+    disk_rpcs,
+    filesystem_rpcs,
+    smb_rpcs,
+    volume_rpcs,
+    iscsi_rpcs,
+    system_rpcs
+]);
 
 impl Operation {
     /// Whether an older version's answer to it is read by the release that

@@ -1,7 +1,7 @@
 //! The macro that makes a group trait of its RPC list.
 //!
 //! Each group defines its RPCs once, as a list (`disk_rpcs!` in
-//! `disk.rs`, and so on): per method its arguments, its answer, the
+//! `src/rpcs/disk.rs`, and so on): per method its arguments, its answer, the
 //! [`Operation`](crate::Operation) it is (its deadline, retry rule, metrics
 //! label and span all follow from that), the checks its arguments get
 //! before anything is sent, and, rarely, a default body. The list is
@@ -14,17 +14,20 @@
 /// answers [`Error::NotImplemented`](crate::Error::NotImplemented) with the
 /// method's operation, unless the list gives a default.
 macro_rules! group_trait {
-    (
+    ({
         $(#[$trait_attr:meta])*
-        trait $trait:ident;
+        trait $trait:ident: $group:ident => $group_operation:ident;
         $(
             $(#[$attr:meta])*
             fn $method:ident(&$self:ident $(, $arg:ident: $ty:ty)* $(,)?) -> $answer:ty
-                = $operation:expr
-                $(, check $check:expr)?
-                $(, default $default:block)?;
+                = $(by $select:expr =>)? {
+                    $( $(#[$doc:meta])* $op:ident = $name:literal, $effect:ident,
+                        [$( $since:ident => $support:expr ),+ $(,)?] );+ $(;)?
+                }
+                $(check $check:block)?
+                $(default $default:block)?;
         )+
-    ) => {
+    }) => {
         $(#[$trait_attr])*
         #[async_trait::async_trait]
         // The defaults answer `NotImplemented`, whatever the arguments.
@@ -33,7 +36,10 @@ macro_rules! group_trait {
             $(
                 $(#[$attr])*
                 async fn $method(&$self $(, $arg: $ty)*) -> $crate::error::Result<$answer> {
-                    $crate::api::define::group_trait!(@default $operation $(, $default)?)
+                    $crate::api::define::group_trait!(
+                        @default $crate::capability::operation_of!([$($select)?] [$($op)+])
+                        $(, $default)?
+                    )
                 }
             )+
         }

@@ -2,7 +2,6 @@
 
 use super::define::group_trait;
 use super::types::{check_name, Secret};
-use crate::capability::Operation;
 use crate::error::{Error, Result};
 
 /// The port iSCSI portals listen on unless told otherwise.
@@ -84,79 +83,7 @@ impl IscsiAuth {
     }
 }
 
-/// The iscsi group's RPCs, each defined once: its method, its arguments,
-/// its answer, its [`Operation`] and the checks its arguments get before
-/// anything is sent. `iscsi_rpcs!(m)` hands the list to the macro `m`:
-/// [`group_trait`](super::define) makes the trait of it, and the client
-/// its handle.
-macro_rules! iscsi_rpcs {
-    ($then:ident) => {
-        $then! {
-            /// The iSCSI group: the host initiator's portals and target sessions.
-            ///
-            /// ```
-            /// use std::sync::Arc;
-            /// use csi_proxy_client::{api::{IscsiApi, TargetPortal}, async_trait, Result};
-            ///
-            /// /// Every portal offers one target.
-            /// struct OneTarget;
-            ///
-            /// #[async_trait]
-            /// impl IscsiApi for OneTarget {
-            ///     async fn discover_target_portal(&self, _portal: &TargetPortal) -> Result<Vec<String>> {
-            ///         Ok(vec!["iqn.2026-01.example:disk1".into()])
-            ///     }
-            /// }
-            ///
-            /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<()> {
-            /// let iscsi: Arc<dyn IscsiApi> = Arc::new(OneTarget);
-            /// let iqns = iscsi.discover_target_portal(&TargetPortal::new("10.0.0.5")).await?;
-            /// assert_eq!(iqns.len(), 1);
-            /// # Ok(()) }
-            /// ```
-            trait IscsiApi;
-
-            /// Registers `portal` with the initiator.
-            fn add_target_portal(&self, portal: &TargetPortal) -> () = Operation::AddTargetPortal,
-                check portal.validate();
-
-            /// The IQNs of the targets `portal` offers.
-            fn discover_target_portal(&self, portal: &TargetPortal) -> Vec<String>
-                = Operation::DiscoverTargetPortal,
-                check portal.validate();
-
-            /// Unregisters `portal`.
-            fn remove_target_portal(&self, portal: &TargetPortal) -> ()
-                = Operation::RemoveTargetPortal,
-                check portal.validate();
-
-            /// The registered portals.
-            fn list_target_portals(&self) -> Vec<TargetPortal> = Operation::ListTargetPortals;
-
-            /// Logs in to target `iqn` at `portal`.
-            fn connect_target(&self, portal: &TargetPortal, iqn: &str, auth: &IscsiAuth) -> ()
-                = Operation::ConnectTarget,
-                check crate::api::check_target(portal, iqn).and_then(|()| auth.validate());
-
-            /// Logs out of target `iqn` at `portal`.
-            fn disconnect_target(&self, portal: &TargetPortal, iqn: &str) -> ()
-                = Operation::DisconnectTarget,
-                check crate::api::check_target(portal, iqn);
-
-            /// The numbers of the disks behind target `iqn` at `portal`.
-            fn get_target_disks(&self, portal: &TargetPortal, iqn: &str) -> Vec<u32>
-                = Operation::GetTargetDisks,
-                check crate::api::check_target(portal, iqn);
-
-            /// Sets the initiator's secret for mutual CHAP. Needs v1alpha2.
-            fn set_mutual_chap_secret(&self, secret: &Secret) -> ()
-                = Operation::SetMutualChapSecret;
-        }
-    };
-}
-pub(crate) use iscsi_rpcs;
-
-iscsi_rpcs!(group_trait);
+crate::rpcs::iscsi_rpcs!(group_trait);
 
 /// The checks of an RPC that names a target: the portal's and the IQN's.
 pub(crate) fn check_target(portal: &TargetPortal, iqn: &str) -> Result<()> {

@@ -19,23 +19,19 @@ mod system;
 mod types;
 mod volume;
 
-pub(crate) use disk::disk_rpcs;
 pub(crate) use disk::{disk_by_page83, no_disk_with_page83, PROXY_NO_SUCH_PAGE83};
 pub use disk::{DiskApi, DiskIds, DiskLocation};
-pub(crate) use filesystem::filesystem_rpcs;
 pub use filesystem::FilesystemApi;
-pub(crate) use iscsi::{check_target, iscsi_rpcs};
+pub(crate) use iscsi::check_target;
 pub use iscsi::{IscsiApi, IscsiAuth, TargetPortal, DEFAULT_ISCSI_PORT};
 pub(crate) use path::quoted;
 pub use path::{WindowsPath, MAX_PATH};
 pub(crate) use smb::share_root;
-pub(crate) use smb::smb_rpcs;
 pub use smb::{SmbApi, SmbMapping, SmbRemotePath};
-pub(crate) use system::system_rpcs;
 pub use system::{ServiceInfo, ServiceStatus, StartType, SystemApi};
 pub(crate) use types::check_name;
 pub use types::{Secret, VolumeId};
-pub(crate) use volume::{list_volumes_operation, volume_rpcs};
+pub(crate) use volume::list_volumes_operation;
 pub use volume::{VolumeApi, VolumeStats};
 
 /// What a trait method's default answers: the backend (a mock, usually)

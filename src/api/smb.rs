@@ -5,7 +5,6 @@ use std::fmt;
 use super::define::group_trait;
 use super::path::WindowsPath;
 use super::types::{check_name, Secret};
-use crate::capability::Operation;
 use crate::error::{Error, Result};
 
 /// A remote SMB path, `\\server\share` or below it (`/` is accepted for
@@ -106,58 +105,4 @@ impl SmbMapping {
     }
 }
 
-/// The smb group's RPCs, each defined once: its method, its arguments,
-/// its answer, its [`Operation`] and the checks its arguments get before
-/// anything is sent. `smb_rpcs!(m)` hands the list to the macro `m`:
-/// [`group_trait`](super::define) makes the trait of it, and the client
-/// its handle.
-macro_rules! smb_rpcs {
-    ($then:ident) => {
-        $then! {
-            /// The SMB group: global mappings of remote shares.
-            ///
-            /// ```
-            /// use std::sync::{Arc, Mutex};
-            /// use csi_proxy_client::{api::{Secret, SmbApi, SmbMapping, SmbRemotePath}, async_trait, Result};
-            ///
-            /// /// Remembers the shares mapped.
-            /// #[derive(Default)]
-            /// struct Recorder(Mutex<Vec<String>>);
-            ///
-            /// #[async_trait]
-            /// impl SmbApi for Recorder {
-            ///     async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
-            ///         self.0.lock().unwrap().push(mapping.remote_path.to_string());
-            ///         Ok(())
-            ///     }
-            /// }
-            ///
-            /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<()> {
-            /// let smb = Arc::new(Recorder::default());
-            /// let share = SmbRemotePath::new("//files/share")?;
-            /// smb.new_smb_global_mapping(&SmbMapping::new(share, "user", Secret::new("pw"))).await?;
-            /// assert_eq!(smb.0.lock().unwrap()[0], r"\\files\share");
-            /// # Ok(()) }
-            /// ```
-            trait SmbApi;
-
-            /// Maps the share of `mapping.remote_path` globally (its root from CSI
-            /// Proxy v1.1.2, the path itself before; again, if an existing mapping
-            /// is no longer valid), and links `mapping.local_path` to the remote
-            /// path if given. The mapping is made before the link: when the link is
-            /// refused, the mapping stays.
-            fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> ()
-                = Operation::NewSmbGlobalMapping,
-                check mapping.validate();
-
-            /// Removes the global mapping of the share that holds `remote_path` (of
-            /// `remote_path` itself before CSI Proxy v1.1.2). A mapping that does
-            /// not exist is an error.
-            fn remove_smb_global_mapping(&self, remote_path: &SmbRemotePath) -> ()
-                = Operation::RemoveSmbGlobalMapping;
-        }
-    };
-}
-pub(crate) use smb_rpcs;
-
-smb_rpcs!(group_trait);
+crate::rpcs::smb_rpcs!(group_trait);

@@ -4,7 +4,7 @@
 //! adapter is current.
 //!
 //! The methods are not written here: each group's RPC list
-//! (`crate::api`'s `*_rpcs!`) is handed to [`relay!`], so every method is
+//! (`crate::rpcs`) is handed to [`relay!`], so every method is
 //! one call of [`Handle::run`] with the operation the list gives it, whose
 //! deadline, retry rule, metrics label and span apply, after the argument
 //! checks the list gives it.
@@ -19,12 +19,13 @@ use super::lookout::Lookout;
 use super::options::CallOptions;
 use crate::adapter::FromConnection;
 use crate::api::{
-    disk_rpcs, filesystem_rpcs, iscsi_rpcs, smb_rpcs, system_rpcs, volume_rpcs, DiskApi, DiskIds,
-    DiskLocation, FilesystemApi, IscsiApi, IscsiAuth, Secret, ServiceInfo, SmbApi, SmbMapping,
-    SmbRemotePath, SystemApi, TargetPortal, VolumeApi, VolumeId, VolumeStats, WindowsPath,
+    check_name, check_target, list_volumes_operation, DiskApi, DiskIds, DiskLocation,
+    FilesystemApi, IscsiApi, IscsiAuth, Secret, ServiceInfo, SmbApi, SmbMapping, SmbRemotePath,
+    SystemApi, TargetPortal, VolumeApi, VolumeId, VolumeStats, WindowsPath,
 };
-use crate::capability::Operation;
+use crate::capability::{operation_of, Operation};
 use crate::error::Result;
+use crate::rpcs::{disk_rpcs, filesystem_rpcs, iscsi_rpcs, smb_rpcs, system_rpcs, volume_rpcs};
 
 /// A group's lookout with the options of the calls made through it.
 pub(crate) struct Handle<A: ?Sized> {
@@ -49,24 +50,27 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Handle<A> {
 /// argument is reported (span, metrics) as the call's outcome, and nothing
 /// is sent.
 macro_rules! relay {
-    (
+    ({
         $(#[$trait_attr:meta])*
-        trait $trait:ident;
+        trait $trait:ident: $group:ident => $group_operation:ident;
         $(
             $(#[$attr:meta])*
             fn $method:ident(&$self:ident $(, $arg:ident: $ty:ty)* $(,)?) -> $answer:ty
-                = $operation:expr
-                $(, check $check:expr)?
-                $(, default $default:block)?;
+                = $(by $select:expr =>)? {
+                    $( $(#[$doc:meta])* $op:ident = $name:literal, $effect:ident,
+                        [$( $since:ident => $support:expr ),+ $(,)?] );+ $(;)?
+                }
+                $(check $check:block)?
+                $(default $default:block)?;
         )+
-    ) => {
+    }) => {
         #[async_trait]
         impl $trait for Handle<dyn $trait> {
             $(
                 async fn $method(&$self $(, $arg: $ty)*) -> Result<$answer> {
                     $self
-                        .run($operation, |api| async move {
-                            $($check?;)?
+                        .run(operation_of!([$($select)?] [$($op)+]), |api| async move {
+                            $(($check)?;)?
                             api.$method($($arg),*).await
                         })
                         .await

@@ -16,12 +16,17 @@
 //! # }
 //! ```
 
+use async_trait::async_trait;
+
 use crate::api::{
-    IscsiAuth, Secret, SmbMapping, SmbRemotePath, TargetPortal, VolumeId, WindowsPath,
+    DiskApi, FilesystemApi, IscsiApi, SmbApi, SmbRemotePath, SystemApi, TargetPortal, VolumeApi,
+    VolumeId, WindowsPath,
 };
 use crate::capability::Operation;
 use crate::client::CsiProxy;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::group::ApiGroup;
+use crate::rpcs::{disk_rpcs, filesystem_rpcs, iscsi_rpcs, smb_rpcs, system_rpcs, volume_rpcs};
 
 /// The disk the samples name.
 pub const DISK: u32 = 3;
@@ -57,102 +62,156 @@ pub const IQN: &str = "iqn.2026-11.example:target";
 /// Calls `op` on `proxy` with the samples, and drops what it returned on
 /// success.
 pub async fn call(proxy: &CsiProxy, op: Operation) -> Result<()> {
-    use Operation as O;
-    match op {
-        O::ListDiskLocations => proxy.disk()?.list_disk_locations().await.map(drop),
-        O::PartitionDisk => proxy.disk()?.partition_disk(DISK).await,
-        O::Rescan => proxy.disk()?.rescan().await,
-        O::ListDiskIds => proxy.disk()?.list_disk_ids().await.map(drop),
-        O::GetDiskStats => proxy.disk()?.get_disk_stats(DISK).await.map(drop),
-        O::SetDiskState => proxy.disk()?.set_disk_state(DISK, true).await,
-        O::GetDiskState => proxy.disk()?.get_disk_state(DISK).await.map(drop),
-        O::GetDiskNumberByName => proxy
-            .disk()?
-            .get_disk_number_by_name("pd-1")
-            .await
-            .map(drop),
-        O::PathExists => proxy.filesystem()?.path_exists(&path()).await.map(drop),
-        O::Mkdir => proxy.filesystem()?.mkdir(&path()).await,
-        O::Rmdir => proxy.filesystem()?.rmdir(&path(), true).await,
-        O::RmdirContents => proxy.filesystem()?.rmdir_contents(&path()).await,
-        O::CreateSymlink => {
-            proxy
-                .filesystem()?
-                .create_symlink(&path(), &pod_path())
-                .await
+    match op.group() {
+        ApiGroup::Disk => proxy.disk()?.sample_call(op).await,
+        ApiGroup::Filesystem => proxy.filesystem()?.sample_call(op).await,
+        ApiGroup::Smb => proxy.smb()?.sample_call(op).await,
+        ApiGroup::Volume => proxy.volume()?.sample_call(op).await,
+        ApiGroup::Iscsi => proxy.iscsi()?.sample_call(op).await,
+        ApiGroup::System => proxy.system()?.sample_call(op).await,
+    }
+}
+
+/// A call of any of a group's operations with the samples.
+#[async_trait]
+trait SampleCall {
+    async fn sample_call(&self, op: Operation) -> Result<()>;
+}
+
+/// Implements [`SampleCall`] for a group trait from its RPC list: each
+/// argument is the sample of its name in [`by_name`], so a new RPC needs
+/// nothing here unless it names a new argument (which fails to compile).
+macro_rules! sample_call {
+    ({
+        $(#[$trait_attr:meta])*
+        trait $trait:ident: $group:ident => $group_operation:ident;
+        $(
+            $(#[$attr:meta])*
+            fn $method:ident(&$self:ident $(, $arg:ident: $ty:ty)* $(,)?) -> $answer:ty
+                = $(by $select:expr =>)? {
+                    $( $(#[$doc:meta])* $op:ident = $name:literal, $effect:ident,
+                        [$( $since:ident => $support:expr ),+ $(,)?] );+ $(;)?
+                }
+                $(check $check:block)?
+                $(default $default:block)?;
+        )+
+    }) => {
+        #[async_trait]
+        impl SampleCall for dyn $trait {
+            async fn sample_call(&self, op: Operation) -> Result<()> {
+                $(
+                    if matches!(op, $(Operation::$op)|+) {
+                        return self.$method($(by_name::$arg(op)),*).await.map(drop);
+                    }
+                )+
+                // Not one of the group's operations.
+                Err(Error::NotImplemented { operation: op })
+            }
         }
-        O::IsSymlink => proxy.filesystem()?.is_symlink(&pod_path()).await.map(drop),
-        O::NewSmbGlobalMapping => {
-            let mapping = SmbMapping::new(share(), "user", Secret::new("pw"));
-            proxy.smb()?.new_smb_global_mapping(&mapping).await
+    };
+}
+
+disk_rpcs!(sample_call);
+filesystem_rpcs!(sample_call);
+smb_rpcs!(sample_call);
+volume_rpcs!(sample_call);
+iscsi_rpcs!(sample_call);
+system_rpcs!(sample_call);
+
+/// The sample of each argument name of the RPC lists, for the operation
+/// being called.
+mod by_name {
+    use std::sync::LazyLock;
+
+    use super::{DISK, IQN};
+    use crate::api::WindowsPath;
+    use crate::api::{IscsiAuth, Secret, SmbMapping, SmbRemotePath, TargetPortal, VolumeId};
+    use crate::capability::Operation;
+
+    static PATH: LazyLock<WindowsPath> = LazyLock::new(super::path);
+    static POD_PATH: LazyLock<WindowsPath> = LazyLock::new(super::pod_path);
+    static VOLUME: LazyLock<VolumeId> = LazyLock::new(super::volume);
+    static SHARE: LazyLock<SmbRemotePath> = LazyLock::new(super::share);
+    static PORTAL: LazyLock<TargetPortal> = LazyLock::new(super::portal);
+    static MAPPING: LazyLock<SmbMapping> =
+        LazyLock::new(|| SmbMapping::new(super::share(), "user", Secret::new("pw")));
+    static AUTH: LazyLock<IscsiAuth> = LazyLock::new(|| IscsiAuth::OneWayChap {
+        username: "chap-user".into(),
+        secret: Secret::new("chap-secret-1"),
+    });
+    static MUTUAL_SECRET: LazyLock<Secret> = LazyLock::new(|| Secret::new("mutual-1"));
+
+    pub fn disk(_: Operation) -> u32 {
+        DISK
+    }
+
+    /// A partition only for the operation that lists one.
+    pub fn partition(op: Operation) -> Option<u32> {
+        (op == Operation::ListVolumesOnPartition).then_some(2)
+    }
+
+    pub fn online(_: Operation) -> bool {
+        true
+    }
+
+    pub fn force(op: Operation) -> bool {
+        op == Operation::Rmdir
+    }
+
+    pub fn page83(_: Operation) -> &'static str {
+        "pd-1"
+    }
+
+    pub fn path(op: Operation) -> &'static WindowsPath {
+        match op {
+            Operation::IsSymlink => &POD_PATH,
+            _ => &PATH,
         }
-        O::RemoveSmbGlobalMapping => proxy.smb()?.remove_smb_global_mapping(&share()).await,
-        O::ListVolumesOnDisk => proxy
-            .volume()?
-            .list_volumes_on_disk(DISK, None)
-            .await
-            .map(drop),
-        O::ListVolumesOnPartition => proxy
-            .volume()?
-            .list_volumes_on_disk(DISK, Some(2))
-            .await
-            .map(drop),
-        O::MountVolume => proxy.volume()?.mount_volume(&volume(), &path()).await,
-        O::UnmountVolume => proxy.volume()?.unmount_volume(&volume(), &path()).await,
-        O::IsVolumeFormatted => proxy
-            .volume()?
-            .is_volume_formatted(&volume())
-            .await
-            .map(drop),
-        O::FormatVolume => proxy.volume()?.format_volume(&volume()).await,
-        O::ResizeVolume => proxy.volume()?.resize_volume(&volume(), 1 << 30).await,
-        O::GetVolumeStats => proxy.volume()?.get_volume_stats(&volume()).await.map(drop),
-        O::GetDiskNumberFromVolumeId => proxy
-            .volume()?
-            .get_disk_number_from_volume_id(&volume())
-            .await
-            .map(drop),
-        O::GetVolumeIdFromTargetPath => proxy
-            .volume()?
-            .get_volume_id_from_target_path(&path())
-            .await
-            .map(drop),
-        O::WriteVolumeCache => proxy.volume()?.write_volume_cache(&volume()).await,
-        O::GetClosestVolumeIdFromTargetPath => proxy
-            .volume()?
-            .get_closest_volume_id_from_target_path(&path())
-            .await
-            .map(drop),
-        O::AddTargetPortal => proxy.iscsi()?.add_target_portal(&portal()).await,
-        O::DiscoverTargetPortal => proxy
-            .iscsi()?
-            .discover_target_portal(&portal())
-            .await
-            .map(drop),
-        O::RemoveTargetPortal => proxy.iscsi()?.remove_target_portal(&portal()).await,
-        O::ListTargetPortals => proxy.iscsi()?.list_target_portals().await.map(drop),
-        O::ConnectTarget => {
-            let auth = IscsiAuth::OneWayChap {
-                username: "chap-user".into(),
-                secret: Secret::new("chap-secret-1"),
-            };
-            proxy.iscsi()?.connect_target(&portal(), IQN, &auth).await
-        }
-        O::DisconnectTarget => proxy.iscsi()?.disconnect_target(&portal(), IQN).await,
-        O::GetTargetDisks => proxy
-            .iscsi()?
-            .get_target_disks(&portal(), IQN)
-            .await
-            .map(drop),
-        O::SetMutualChapSecret => {
-            proxy
-                .iscsi()?
-                .set_mutual_chap_secret(&Secret::new("mutual-1"))
-                .await
-        }
-        O::GetBiosSerialNumber => proxy.system()?.get_bios_serial_number().await.map(drop),
-        O::StartService => proxy.system()?.start_service("csiproxy").await,
-        O::StopService => proxy.system()?.stop_service("csiproxy", false).await,
-        O::GetService => proxy.system()?.get_service("csiproxy").await.map(drop),
+    }
+
+    /// A staging folder: a volume's mount, a pod's link's target.
+    pub fn target(_: Operation) -> &'static WindowsPath {
+        &PATH
+    }
+
+    pub fn link(_: Operation) -> &'static WindowsPath {
+        &POD_PATH
+    }
+
+    pub fn volume(_: Operation) -> &'static VolumeId {
+        &VOLUME
+    }
+
+    pub fn size_bytes(_: Operation) -> u64 {
+        1 << 30
+    }
+
+    pub fn mapping(_: Operation) -> &'static SmbMapping {
+        &MAPPING
+    }
+
+    pub fn remote_path(_: Operation) -> &'static SmbRemotePath {
+        &SHARE
+    }
+
+    pub fn portal(_: Operation) -> &'static TargetPortal {
+        &PORTAL
+    }
+
+    pub fn iqn(_: Operation) -> &'static str {
+        IQN
+    }
+
+    pub fn auth(_: Operation) -> &'static IscsiAuth {
+        &AUTH
+    }
+
+    pub fn secret(_: Operation) -> &'static Secret {
+        &MUTUAL_SECRET
+    }
+
+    /// A service's name.
+    pub fn name(_: Operation) -> &'static str {
+        "csiproxy"
     }
 }
