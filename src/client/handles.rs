@@ -34,21 +34,21 @@ pub(crate) struct Handle<A: ?Sized> {
 }
 
 impl<A: ?Sized + FromConnection + Send + Sync + 'static> Handle<A> {
-    /// Runs `call` on the group's current adapter as `operation`.
-    async fn run<T, F, Fut>(&self, operation: Operation, call: F) -> Result<T>
+    /// Runs `call` on the group's current adapter as `operation`, unless
+    /// its argument checks refused it (`checked`).
+    async fn run<T, F, Fut>(&self, operation: Operation, checked: Result<()>, call: F) -> Result<T>
     where
         F: Fn(Arc<A>) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        self.lookout.run(operation, self.options, call).await
+        self.lookout.run(operation, self.options, checked, call).await
     }
 }
 
 /// Implements a group trait for its handle from the group's RPC list: each
-/// method checks its arguments, then runs as its operation. The checks
-/// run inside the call, where an adapter's own failures go, so a refused
-/// argument is reported (span, metrics) as the call's outcome, and nothing
-/// is sent.
+/// method checks its arguments, then runs as its operation. A refused
+/// argument is the call's answer at once, before any wait for the proxy,
+/// and is recorded (metrics) as the call's outcome; nothing is sent.
 macro_rules! relay {
     ({
         $(#[$trait_attr:meta])*
@@ -68,9 +68,10 @@ macro_rules! relay {
         impl $trait for Handle<dyn $trait> {
             $(
                 async fn $method(&$self $(, $arg: $ty)*) -> Result<$answer> {
+                    let operation = operation_of!([$($select)?] [$($op)+]);
+                    let checked: Result<()> = Ok(()) $(.and_then(|()| $check))?;
                     $self
-                        .run(operation_of!([$($select)?] [$($op)+]), |api| async move {
-                            $(($check)?;)?
+                        .run(operation, checked, |api| async move {
                             api.$method($($arg),*).await
                         })
                         .await

@@ -3,14 +3,16 @@
 //! get are the same whichever backend serves it.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use csi_proxy_client::api::{
     IscsiAuth, Secret, SmbMapping, SmbRemotePath, TargetPortal, VolumeApi,
 };
-use csi_proxy_client::testing::{FakeHost, FakeProxy};
+use csi_proxy_client::testing::{FakeHost, FakeProxy, ProxyRelease};
 use csi_proxy_client::{ApiGroup, ApiVersion, Backends, CsiProxy, Error, Operation};
 
-use crate::common::TestNode;
+use crate::common::node::FakeNode;
+use crate::common::{wait_until, TestNode};
 
 /// A volume backend that implements nothing.
 struct NoVolumes;
@@ -119,4 +121,34 @@ async fn arguments_are_checked_before_any_backend_sees_them() {
     ] {
         assert_eq!(host.calls_of(op), 0, "{op} reached the host");
     }
+}
+
+#[tokio::test]
+async fn a_refused_argument_is_answered_at_once_while_the_proxy_is_away() {
+    let host = FakeHost::default();
+    let mut node = FakeNode::at(ProxyRelease::V1_3_0, &host).await;
+    let deadline = Duration::from_secs(120);
+    let proxy = node
+        .client_builder()
+        .read_deadline(deadline)
+        .mutation_deadline(deadline)
+        .connect()
+        .await
+        .unwrap();
+    node.fake.stop_all().await;
+    wait_until("the proxy is gone", || !proxy.is_served(ApiGroup::Iscsi)).await;
+
+    // Nothing to wait for: the IQN is refused whether the proxy is there
+    // or not. Before, the call waited for the proxy until its deadline and
+    // answered `NotServed`.
+    let iscsi = proxy.iscsi().unwrap();
+    let portal = TargetPortal::new("10.0.0.5");
+    let call = iscsi.disconnect_target(&portal, "iqn.2026-11.example:t\n1");
+    let outcome = tokio::time::timeout(deadline / 4, call)
+        .await
+        .expect("the call waited for the proxy");
+    assert!(
+        matches!(outcome, Err(Error::InvalidArgument { .. })),
+        "{outcome:?}"
+    );
 }
