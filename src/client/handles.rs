@@ -41,7 +41,9 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Handle<A> {
         F: Fn(Arc<A>) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        self.lookout.run(operation, self.options, checked, call).await
+        self.lookout
+            .run(operation, self.options, checked, call)
+            .await
     }
 }
 
