@@ -31,5 +31,6 @@ mod node_plugin;
 mod partial_proxy;
 mod recipes;
 mod resilience;
+mod rpc_docs;
 mod translation;
 mod wire_layout;
