@@ -13,11 +13,13 @@
 
 pub(crate) mod convert;
 mod disk;
+pub(crate) mod fields;
 mod filesystem;
 mod iscsi;
+pub(crate) mod layout;
 mod smb;
 pub(crate) mod system;
-mod volume;
+pub(crate) mod volume;
 mod wire_client;
 
 use std::sync::Arc;

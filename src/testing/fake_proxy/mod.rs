@@ -5,6 +5,7 @@ mod codec;
 mod disk;
 mod filesystem;
 mod iscsi;
+mod layout;
 mod routing;
 mod smb;
 mod system;

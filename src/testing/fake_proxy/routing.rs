@@ -64,7 +64,9 @@ pub(super) fn routes_for(
             api: backends.volume.clone()?,
             release: release.clone(),
         }),
-        Layout::VolumeNumbered => endpoint.routes(volume::NumberedVolume(backends.volume.clone()?)),
+        Layout::VolumeNumbered => endpoint.routes(volume::NumberedVolume {
+            api: backends.volume.clone()?,
+        }),
         Layout::Iscsi => endpoint.routes(iscsi::Iscsi(backends.iscsi.clone()?)),
         Layout::System => endpoint.routes(system::System(backends.system.clone()?)),
     })
