@@ -85,7 +85,9 @@ macro_rules! operations {
             /// [`Effect::SlowlyMutates`]): its default deadline is longer.
             pub(crate) const fn is_slow(self) -> bool {
                 match self {
-                    $( $( $( Operation::$op => matches!(Effect::$effect, Effect::SlowlyMutates), )+ )+ )+
+                    $( $( $(
+                        Operation::$op => matches!(Effect::$effect, Effect::SlowlyMutates),
+                    )+ )+ )+
                 }
             }
 
@@ -268,9 +270,40 @@ mod tests {
     fn the_documented_capability_table_is_the_code_table() {
         let guide = include_str!("../docs/versions.md");
         let table = capability_table_markdown();
-        assert!(
-            guide.contains(table.trim()),
-            "docs/versions.md's capability table is out of date; replace it with:\n{table}"
+        if guide.contains(table.trim()) {
+            return;
+        }
+        if std::env::var_os("CSI_PROXY_REGENERATE").is_some() {
+            let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/versions.md");
+            std::fs::write(path, with_table(guide, table.trim())).unwrap();
+            panic!("docs/versions.md's capability table was rewritten: run the test again");
+        }
+        panic!(
+            "docs/versions.md's capability table is out of date: run \
+             `CSI_PROXY_REGENERATE=1 cargo test --lib capability`, or replace it with:\n{table}"
+        );
+    }
+
+    /// `guide` with its capability table (from the disk group's heading to
+    /// the end of the system group's table) replaced by `table`.
+    fn with_table(guide: &str, table: &str) -> String {
+        let start = guide.find("**disk**").expect("the disk group's heading");
+        let system = guide
+            .find("**system**")
+            .expect("the system group's heading");
+        let rows = system + guide[system..].find("\n|").expect("the system table");
+        let end = guide[rows..]
+            .find("\n\n")
+            .map_or(guide.len(), |at| rows + at);
+        format!("{}{}{}", &guide[..start], table, &guide[end..])
+    }
+
+    #[test]
+    fn a_stale_capability_table_is_replaced_in_place() {
+        let guide = "Intro.\n\n**disk**\n\n| old |\n\n**system**\n\n| old |\n| row |\n\nAfter.\n";
+        assert_eq!(
+            with_table(guide, "**disk**\n\n| new |"),
+            "Intro.\n\n**disk**\n\n| new |\n\nAfter.\n"
         );
     }
 

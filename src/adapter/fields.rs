@@ -49,8 +49,11 @@ pub(crate) trait AnswerField {
 
     /// The value the client reads from the field `field` of `operation`'s
     /// answer.
-    fn from_answer(operation: Operation, field: &'static str, wire: Self::Wire)
-        -> Result<Self::Value>;
+    fn from_answer(
+        operation: Operation,
+        field: &'static str,
+        wire: Self::Wire,
+    ) -> Result<Self::Value>;
 
     /// The field the fake proxy sends for `value`.
     #[cfg(feature = "testing")]
@@ -101,45 +104,41 @@ impl<T> AnswerField for Plain<T> {
     }
 }
 
-/// A name CSI Proxy takes as it is, but refuses when empty or with control
-/// characters, as the argument checks do: `what` says which name.
-pub(crate) struct Name<const WHAT: u8>;
+/// Names CSI Proxy takes as they are, but refuses when empty or with
+/// control characters, as the argument checks do.
+macro_rules! name_fields {
+    ($($(#[$doc:meta])* $kind:ident = $what:literal;)+) => {$(
+        $(#[$doc])*
+        pub(crate) struct $kind;
 
-/// Which name a [`Name`] is.
-pub(crate) mod name {
-    /// A target's IQN.
-    pub const IQN: u8 = 0;
+        impl RequestField for $kind {
+            type Owned = String;
+            type Arg<'a> = &'a str;
+            type Wire = String;
+
+            fn to_request(arg: &str) -> Result<String> {
+                Ok(arg.to_owned())
+            }
+
+            #[cfg(feature = "testing")]
+            fn from_request(wire: String) -> Result<String, Status> {
+                crate::api::check_name($what, &wire).map_err(|e| refused(e.to_string()))?;
+                Ok(wire)
+            }
+
+            #[cfg(feature = "testing")]
+            fn lend(owned: &String) -> &str {
+                owned
+            }
+        }
+    )+};
+}
+
+name_fields! {
+    /// An iSCSI target's IQN.
+    Iqn = "IQN";
     /// A Windows service's name.
-    pub const SERVICE: u8 = 1;
-}
-
-impl<const WHAT: u8> Name<WHAT> {
-    #[cfg(feature = "testing")]
-    const WHAT: &'static str = match WHAT {
-        name::IQN => "IQN",
-        _ => "service name",
-    };
-}
-
-impl<const WHAT: u8> RequestField for Name<WHAT> {
-    type Owned = String;
-    type Arg<'a> = &'a str;
-    type Wire = String;
-
-    fn to_request(arg: &str) -> Result<String> {
-        Ok(arg.to_owned())
-    }
-
-    #[cfg(feature = "testing")]
-    fn from_request(wire: String) -> Result<String, Status> {
-        crate::api::check_name(Self::WHAT, &wire).map_err(|e| refused(e.to_string()))?;
-        Ok(wire)
-    }
-
-    #[cfg(feature = "testing")]
-    fn lend(owned: &String) -> &str {
-        owned
-    }
+    ServiceName = "service name";
 }
 
 /// A path, as its text. The proxy does not normalize: the fake refuses a
@@ -217,8 +216,14 @@ impl AnswerField for VolumeTexts {
     type Value = Vec<VolumeId>;
     type Wire = Vec<String>;
 
-    fn from_answer(operation: Operation, _: &'static str, wire: Vec<String>) -> Result<Vec<VolumeId>> {
-        wire.into_iter().map(|id| volume_id(operation, id)).collect()
+    fn from_answer(
+        operation: Operation,
+        _: &'static str,
+        wire: Vec<String>,
+    ) -> Result<Vec<VolumeId>> {
+        wire.into_iter()
+            .map(|id| volume_id(operation, id))
+            .collect()
     }
 
     #[cfg(feature = "testing")]
@@ -265,8 +270,11 @@ impl RequestField for DecimalDisk {
     /// Parsed as the proxy parses it.
     #[cfg(feature = "testing")]
     fn from_request(wire: String) -> Result<u32, Status> {
-        wire.parse()
-            .map_err(|_| refused(format!("strconv.ParseUint: parsing {wire:?}: invalid syntax")))
+        wire.parse().map_err(|_| {
+            refused(format!(
+                "strconv.ParseUint: parsing {wire:?}: invalid syntax"
+            ))
+        })
     }
 
     #[cfg(feature = "testing")]

@@ -5,24 +5,10 @@
 //!   `error` field ahead of the payload; `LinkPath` and `IsMountPoint`.
 //! - [`PlainFilesystem`]: v1beta2, v1, v2alpha1.
 
-use async_trait::async_trait;
-
-use super::convert::legacy_error;
-use super::WireClient;
+use super::fields::{PathText, Plain};
+use super::layout::wire_adapter;
 use crate::api::{FilesystemApi, WindowsPath};
-use crate::capability::Operation as Op;
-use crate::error::Result;
-use crate::wire::filesystem::{v1beta1 as context, v2alpha1 as plain};
-
-pub(super) struct ContextFilesystem {
-    wire: WireClient,
-}
-
-impl ContextFilesystem {
-    pub fn new(wire: WireClient) -> Self {
-        Self { wire }
-    }
-}
+use crate::wire::filesystem::v1beta1 as context;
 
 /// Which root an old proxy should check `path` against.
 fn path_context(path: &WindowsPath) -> i32 {
@@ -33,123 +19,78 @@ fn path_context(path: &WindowsPath) -> i32 {
     }
 }
 
-#[async_trait]
-#[deny(clippy::missing_trait_methods)]
-impl FilesystemApi for ContextFilesystem {
-    async fn path_exists(&self, path: &WindowsPath) -> Result<bool> {
-        let request = context::PathExistsRequest {
-            path: path.to_string(),
-            context: path_context(path),
-        };
-        let response: context::PathExistsResponse = self.wire.call(Op::PathExists, request).await?;
-        legacy_error(Op::PathExists, response.error)?;
-        Ok(response.exists)
-    }
+/// The context layout's table (see `super::layout`).
+macro_rules! context_filesystem {
+    ($then:ident $($carry:tt)*) => {
+        $then! { $($carry)* {
+            /// v1alpha1, v1beta1.
+            ContextFilesystem: FilesystemApi in crate::wire::filesystem::v1beta1;
 
-    async fn mkdir(&self, path: &WindowsPath) -> Result<()> {
-        let request = context::MkdirRequest {
-            path: path.to_string(),
-            context: path_context(path),
-        };
-        let response: context::MkdirResponse = self.wire.call(Op::Mkdir, request).await?;
-        legacy_error(Op::Mkdir, response.error)
-    }
-
-    async fn rmdir(&self, path: &WindowsPath, force: bool) -> Result<()> {
-        let request = context::RmdirRequest {
-            path: path.to_string(),
-            context: path_context(path),
-            force,
-        };
-        let response: context::RmdirResponse = self.wire.call(Op::Rmdir, request).await?;
-        legacy_error(Op::Rmdir, response.error)
-    }
-
-    async fn rmdir_contents(&self, _path: &WindowsPath) -> Result<()> {
-        Err(self.wire.unsupported(Op::RmdirContents))
-    }
-
-    async fn create_symlink(&self, target: &WindowsPath, link: &WindowsPath) -> Result<()> {
-        let request = context::LinkPathRequest {
-            source_path: target.to_string(),
-            target_path: link.to_string(),
-        };
-        let response: context::LinkPathResponse =
-            self.wire.call(Op::CreateSymlink, request).await?;
-        legacy_error(Op::CreateSymlink, response.error)
-    }
-
-    async fn is_symlink(&self, path: &WindowsPath) -> Result<bool> {
-        let request = context::IsMountPointRequest {
-            path: path.to_string(),
-        };
-        let response: context::IsMountPointResponse =
-            self.wire.call(Op::IsSymlink, request).await?;
-        legacy_error(Op::IsSymlink, response.error)?;
-        Ok(response.is_mount_point)
-    }
+            fn path_exists(path: &WindowsPath) -> bool
+                = PathExists: PathExistsRequest {
+                    path: path as PathText;
+                    context: path_context(path)
+                }
+                -> PathExistsResponse { exists: Plain<bool> } with legacy error => (exists);
+            fn mkdir(path: &WindowsPath) -> ()
+                = Mkdir: MkdirRequest { path: path as PathText; context: path_context(path) }
+                -> MkdirResponse {} with legacy error => ();
+            fn rmdir(path: &WindowsPath, force: bool) -> ()
+                = Rmdir: RmdirRequest {
+                    path: path as PathText,
+                    force: force as Plain<bool>;
+                    context: path_context(path)
+                }
+                -> RmdirResponse {} with legacy error => ();
+            fn rmdir_contents(path: &WindowsPath) -> () = absent RmdirContents;
+            fn create_symlink(target: &WindowsPath, link: &WindowsPath) -> ()
+                = CreateSymlink: LinkPathRequest {
+                    source_path: target as PathText,
+                    target_path: link as PathText
+                }
+                -> LinkPathResponse {} with legacy error => ();
+            fn is_symlink(path: &WindowsPath) -> bool
+                = IsSymlink: IsMountPointRequest { path: path as PathText }
+                -> IsMountPointResponse { is_mount_point: Plain<bool> } with legacy error
+                => (is_mount_point);
+        } }
+    };
 }
+#[cfg(feature = "testing")] // for the fake proxy
+pub(crate) use context_filesystem;
 
-pub(super) struct PlainFilesystem {
-    wire: WireClient,
+/// The plain layout's table (see `super::layout`).
+macro_rules! plain_filesystem {
+    ($then:ident $($carry:tt)*) => {
+        $then! { $($carry)* {
+            /// v1beta2, v1, v2alpha1.
+            PlainFilesystem: FilesystemApi in crate::wire::filesystem::v2alpha1;
+
+            fn path_exists(path: &WindowsPath) -> bool
+                = PathExists: PathExistsRequest { path: path as PathText }
+                -> PathExistsResponse { exists: Plain<bool> } => (exists);
+            fn mkdir(path: &WindowsPath) -> ()
+                = Mkdir: MkdirRequest { path: path as PathText } -> MkdirResponse {} => ();
+            fn rmdir(path: &WindowsPath, force: bool) -> ()
+                = Rmdir: RmdirRequest { path: path as PathText, force: force as Plain<bool> }
+                -> RmdirResponse {} => ();
+            fn rmdir_contents(path: &WindowsPath) -> ()
+                = RmdirContents: RmdirContentsRequest { path: path as PathText }
+                -> RmdirContentsResponse {} => ();
+            fn create_symlink(target: &WindowsPath, link: &WindowsPath) -> ()
+                = CreateSymlink: CreateSymlinkRequest {
+                    source_path: target as PathText,
+                    target_path: link as PathText
+                }
+                -> CreateSymlinkResponse {} => ();
+            fn is_symlink(path: &WindowsPath) -> bool
+                = IsSymlink: IsSymlinkRequest { path: path as PathText }
+                -> IsSymlinkResponse { is_symlink: Plain<bool> } => (is_symlink);
+        } }
+    };
 }
+#[cfg(feature = "testing")] // for the fake proxy
+pub(crate) use plain_filesystem;
 
-impl PlainFilesystem {
-    pub fn new(wire: WireClient) -> Self {
-        Self { wire }
-    }
-}
-
-#[async_trait]
-#[deny(clippy::missing_trait_methods)]
-impl FilesystemApi for PlainFilesystem {
-    async fn path_exists(&self, path: &WindowsPath) -> Result<bool> {
-        let request = plain::PathExistsRequest {
-            path: path.to_string(),
-        };
-        let response: plain::PathExistsResponse = self.wire.call(Op::PathExists, request).await?;
-        Ok(response.exists)
-    }
-
-    async fn mkdir(&self, path: &WindowsPath) -> Result<()> {
-        let request = plain::MkdirRequest {
-            path: path.to_string(),
-        };
-        let _: plain::MkdirResponse = self.wire.call(Op::Mkdir, request).await?;
-        Ok(())
-    }
-
-    async fn rmdir(&self, path: &WindowsPath, force: bool) -> Result<()> {
-        let request = plain::RmdirRequest {
-            path: path.to_string(),
-            force,
-        };
-        let _: plain::RmdirResponse = self.wire.call(Op::Rmdir, request).await?;
-        Ok(())
-    }
-
-    async fn rmdir_contents(&self, path: &WindowsPath) -> Result<()> {
-        let request = plain::RmdirContentsRequest {
-            path: path.to_string(),
-        };
-        let _: plain::RmdirContentsResponse = self.wire.call(Op::RmdirContents, request).await?;
-        Ok(())
-    }
-
-    async fn create_symlink(&self, target: &WindowsPath, link: &WindowsPath) -> Result<()> {
-        let request = plain::CreateSymlinkRequest {
-            source_path: target.to_string(),
-            target_path: link.to_string(),
-        };
-        let _: plain::CreateSymlinkResponse = self.wire.call(Op::CreateSymlink, request).await?;
-        Ok(())
-    }
-
-    async fn is_symlink(&self, path: &WindowsPath) -> Result<bool> {
-        let request = plain::IsSymlinkRequest {
-            path: path.to_string(),
-        };
-        let response: plain::IsSymlinkResponse = self.wire.call(Op::IsSymlink, request).await?;
-        Ok(response.is_symlink)
-    }
-}
+context_filesystem!(wire_adapter);
+plain_filesystem!(wire_adapter);

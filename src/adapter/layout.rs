@@ -113,7 +113,10 @@ macro_rules! wire_adapter {
                 };
                 #[allow(unused_variables)]
                 let response: $($wire)::+::$response = self.wire.call(operation, request).await?;
-                $(<LegacyError as AnswerField>::from_answer(operation, "error", response.$legacy)?;)?
+                $(
+                    let error = response.$legacy;
+                    <LegacyError as AnswerField>::from_answer(operation, "error", error)?;
+                )?
                 $(
                     let $answer_field = <$answer_kind as AnswerField>::from_answer(
                         operation,

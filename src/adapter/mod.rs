@@ -12,12 +12,12 @@
 //! adapter.
 
 pub(crate) mod convert;
-mod disk;
+pub(crate) mod disk;
 pub(crate) mod fields;
-mod filesystem;
-mod iscsi;
+pub(crate) mod filesystem;
+pub(crate) mod iscsi;
 pub(crate) mod layout;
-mod smb;
+pub(crate) mod smb;
 pub(crate) mod system;
 pub(crate) mod volume;
 mod wire_client;

@@ -1,22 +1,11 @@
 //! The system adapter: v1alpha1 is the only version.
 
-use async_trait::async_trait;
-
-use super::WireClient;
+use super::fields::{AnswerField, Plain, ServiceName};
+use super::layout::wire_adapter;
 use crate::api::{ServiceInfo, ServiceStatus, StartType, SystemApi};
-use crate::capability::Operation as Op;
+use crate::capability::Operation;
 use crate::error::{Error, Result};
 use crate::wire::system::v1alpha1 as wire;
-
-pub(super) struct System {
-    wire: WireClient,
-}
-
-impl System {
-    pub fn new(wire: WireClient) -> Self {
-        Self { wire }
-    }
-}
 
 /// One table per enum, read both ways: by the client adapter and by the
 /// fake proxy's server side.
@@ -65,53 +54,78 @@ enum_table!(
     ]
 );
 
-#[async_trait]
-#[deny(clippy::missing_trait_methods)]
-impl SystemApi for System {
-    async fn get_bios_serial_number(&self) -> Result<String> {
-        let response: wire::GetBiosSerialNumberResponse = self
-            .wire
-            .call(Op::GetBiosSerialNumber, wire::GetBiosSerialNumberRequest {})
-            .await?;
-        Ok(response.serial_number)
-    }
+/// An enum's number in an answer, read by its table.
+macro_rules! enum_field {
+    ($kind:ident, $stable:ident, $from_wire:ident, $to_wire:ident, $what:literal) => {
+        pub(crate) struct $kind;
 
-    async fn start_service(&self, name: &str) -> Result<()> {
-        let request = wire::StartServiceRequest {
-            name: name.to_owned(),
-        };
-        let _: wire::StartServiceResponse = self.wire.call(Op::StartService, request).await?;
-        Ok(())
-    }
+        impl AnswerField for $kind {
+            type Value = $stable;
+            type Wire = i32;
 
-    async fn stop_service(&self, name: &str, force: bool) -> Result<()> {
-        let request = wire::StopServiceRequest {
-            name: name.to_owned(),
-            force,
-        };
-        let _: wire::StopServiceResponse = self.wire.call(Op::StopService, request).await?;
-        Ok(())
-    }
+            fn from_answer(operation: Operation, _: &'static str, wire: i32) -> Result<$stable> {
+                $from_wire(wire).ok_or_else(|| {
+                    Error::invalid_response(
+                        operation,
+                        format!(concat!("unknown ", $what, " {}"), wire),
+                    )
+                })
+            }
 
-    async fn get_service(&self, name: &str) -> Result<ServiceInfo> {
-        let request = wire::GetServiceRequest {
-            name: name.to_owned(),
-        };
-        let response: wire::GetServiceResponse = self.wire.call(Op::GetService, request).await?;
-        Ok(ServiceInfo {
-            display_name: response.display_name,
-            start_type: start_type_from_wire(response.start_type).ok_or_else(|| {
-                Error::invalid_response(
-                    Op::GetService,
-                    format!("unknown start type {}", response.start_type),
-                )
-            })?,
-            status: status_from_wire(response.status).ok_or_else(|| {
-                Error::invalid_response(
-                    Op::GetService,
-                    format!("unknown service status {}", response.status),
-                )
-            })?,
-        })
-    }
+            #[cfg(feature = "testing")]
+            fn to_answer(value: $stable) -> i32 {
+                $to_wire(value)
+            }
+        }
+    };
 }
+
+enum_field!(
+    StartTypeNumber,
+    StartType,
+    start_type_from_wire,
+    start_type_to_wire,
+    "start type"
+);
+enum_field!(
+    StatusNumber,
+    ServiceStatus,
+    status_from_wire,
+    status_to_wire,
+    "service status"
+);
+
+/// The layout's table (see `super::layout`).
+macro_rules! system_layout {
+    ($then:ident $($carry:tt)*) => {
+        $then! { $($carry)* {
+            /// v1alpha1, the only version.
+            System: SystemApi in crate::wire::system::v1alpha1;
+
+            fn get_bios_serial_number() -> String
+                = GetBiosSerialNumber: GetBiosSerialNumberRequest {}
+                -> GetBiosSerialNumberResponse { serial_number: Plain<String> } => (serial_number);
+            fn start_service(name: &str) -> ()
+                = StartService: StartServiceRequest { name: name as ServiceName }
+                -> StartServiceResponse {} => ();
+            fn stop_service(name: &str, force: bool) -> ()
+                = StopService: StopServiceRequest {
+                    name: name as ServiceName,
+                    force: force as Plain<bool>
+                }
+                -> StopServiceResponse {} => ();
+            fn get_service(name: &str) -> ServiceInfo
+                = GetService: GetServiceRequest { name: name as ServiceName }
+                -> GetServiceResponse {
+                    display_name: Plain<String>,
+                    start_type: StartTypeNumber,
+                    status: StatusNumber
+                }
+                => (ServiceInfo { display_name, start_type, status });
+        } }
+    };
+}
+#[cfg(feature = "testing")] // for the fake proxy
+pub(crate) use system_layout;
+
+system_layout!(wire_adapter);

@@ -25,7 +25,9 @@
 
 use super::convert::byte_count;
 use super::fields::{AnswerField, RequestField};
-use super::fields::{Bytes, DecimalDisk, PartitionNumber, PathText, Plain, VolumeText, VolumeTexts, WideDisk};
+use super::fields::{
+    Bytes, DecimalDisk, PartitionNumber, PathText, Plain, VolumeText, VolumeTexts, WideDisk,
+};
 use super::layout::wire_adapter;
 use crate::api::{list_volumes_operation, VolumeApi, VolumeId, VolumeStats, WindowsPath};
 use crate::availability::newer_settled_absent;
@@ -43,10 +45,16 @@ macro_rules! string_id_volume {
             fn list_volumes_on_disk(disk: u32, partition: Option<u32>) -> Vec<VolumeId>
                 = by hand list_volumes: ListVolumesOnDisk | ListVolumesOnPartition;
             fn mount_volume(volume: &VolumeId, target: &WindowsPath) -> ()
-                = MountVolume: MountVolumeRequest { volume_id: volume as VolumeText, path: target as PathText }
+                = MountVolume: MountVolumeRequest {
+                    volume_id: volume as VolumeText,
+                    path: target as PathText
+                }
                 -> MountVolumeResponse {} => ();
             fn unmount_volume(volume: &VolumeId, target: &WindowsPath) -> ()
-                = UnmountVolume: DismountVolumeRequest { volume_id: volume as VolumeText, path: target as PathText }
+                = UnmountVolume: DismountVolumeRequest {
+                    volume_id: volume as VolumeText,
+                    path: target as PathText
+                }
                 -> DismountVolumeResponse {} => ();
             fn is_volume_formatted(volume: &VolumeId) -> bool
                 = IsVolumeFormatted: IsVolumeFormattedRequest { volume_id: volume as VolumeText }
@@ -55,12 +63,17 @@ macro_rules! string_id_volume {
                 = FormatVolume: FormatVolumeRequest { volume_id: volume as VolumeText }
                 -> FormatVolumeResponse {} => ();
             fn resize_volume(volume: &VolumeId, size_bytes: u64) -> ()
-                = ResizeVolume: ResizeVolumeRequest { volume_id: volume as VolumeText, size: size_bytes as Bytes }
+                = ResizeVolume: ResizeVolumeRequest {
+                    volume_id: volume as VolumeText,
+                    size: size_bytes as Bytes
+                }
                 -> ResizeVolumeResponse {} => ();
             fn get_volume_stats(volume: &VolumeId) -> VolumeStats
                 = by hand volume_stats: GetVolumeStats;
             fn get_disk_number_from_volume_id(volume: &VolumeId) -> u32
-                = GetDiskNumberFromVolumeId: VolumeDiskNumberRequest { volume_id: volume as VolumeText }
+                = GetDiskNumberFromVolumeId: VolumeDiskNumberRequest {
+                    volume_id: volume as VolumeText
+                }
                 -> VolumeDiskNumberResponse { disk_number: WideDisk } => (disk_number);
             fn get_volume_id_from_target_path(target: &WindowsPath) -> VolumeId
                 = GetVolumeIdFromTargetPath: VolumeIdFromMountRequest { mount: target as PathText }
@@ -73,6 +86,7 @@ macro_rules! string_id_volume {
         } }
     };
 }
+#[cfg(feature = "testing")] // for the fake proxy
 pub(crate) use string_id_volume;
 
 /// The numbered layout's table (see `super::layout`).
@@ -134,6 +148,7 @@ macro_rules! numbered_volume {
         } }
     };
 }
+#[cfg(feature = "testing")] // for the fake proxy
 pub(crate) use numbered_volume;
 
 string_id_volume!(wire_adapter);

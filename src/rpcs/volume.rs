@@ -39,7 +39,8 @@ macro_rules! volume_rpcs {
                     /// The volumes on a disk.
                     ListVolumesOnDisk = "ListVolumesOnDisk", Reads,
                         [V1ALPHA1 => Native("ListVolumesOnDisk")];
-                    /// The volumes of one partition of a disk (`ListVolumesOnDisk` with a partition number).
+                    /// The volumes of one partition of a disk (`ListVolumesOnDisk` with a
+                    /// partition number).
                     ListVolumesOnPartition = "ListVolumesOnDisk (one partition)", Reads,
                         [V1ALPHA1 => No, V1BETA3 => Native("ListVolumesOnDisk")]
                 };

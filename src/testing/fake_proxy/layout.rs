@@ -9,26 +9,26 @@
 /// as `api`) from a layout's table: `numbered_volume!(wire_server
 /// NumberedVolume: VolumeOperation)`.
 macro_rules! wire_server {
-    ($server:ident: $group_operation:ident {
+    ($server:ident: $group:ident {
         $(#[$doc:meta])*
         $layout:ident: $api:ident in $($wire:ident)::+;
         $($entries:tt)*
     }) => {
-        // The names the arms and the method share, made here once: each
-        // step of the macro would make its own.
+        // The names the arms and the method share are made here, once:
+        // each step of the macro would make its own.
         super::layout::wire_server!(
-            @arms [self op body api] $server $group_operation [$($wire)::+] [] $($entries)*
+            @arms [self op body api $server $group] [$($wire)::+] [] $($entries)*
         );
     };
-    (@arms [$this:ident $op:ident $body:ident $api:ident]
-        $server:ident $group_operation:ident $wire:tt [$($done:tt)*]
+    (@arms [$this:ident $op:ident $body:ident $api:ident $server:ident $group:ident]
+        $wire:tt [$($done:tt)*]
     ) => {
         #[async_trait::async_trait]
-        impl super::routing::WireServer<$crate::capability::$group_operation> for $server {
+        impl super::routing::WireServer<$crate::capability::$group> for $server {
             #[allow(unused_parens, unused_variables)]
             async fn handle(
                 &$this,
-                $op: $crate::capability::$group_operation,
+                $op: $crate::capability::$group,
                 $body: &[u8],
             ) -> super::codec::Answer {
                 #[allow(unused_imports)]
@@ -40,26 +40,35 @@ macro_rules! wire_server {
             }
         }
     };
-    (@arms [$this:ident $operation:ident $body:ident $api:ident] $server:ident $group_operation:ident $wire:tt [$($done:tt)*]
-        fn $m:ident($($arg:ident: $ty:ty),* $(,)?) -> $answer_type:ty = absent $op:ident;
+    (@arms [$this:ident $op:ident $body:ident $api:ident $server:ident $group:ident]
+        $wire:tt [$($done:tt)*]
+        fn $m:ident($($arg:ident: $ty:ty),* $(,)?) -> $answer_type:ty = absent $absent:ident;
         $($rest:tt)*
     ) => {
-        super::layout::wire_server!(@arms [$this $operation $body $api] $server $group_operation $wire [$($done)*
-            $crate::capability::$group_operation::$op => Err(super::routing::not_in_layout($operation)),
-        ] $($rest)*);
+        super::layout::wire_server!(
+            @arms [$this $op $body $api $server $group] $wire [$($done)*
+                $crate::capability::$group::$absent => {
+                    Err(super::routing::not_in_layout($op))
+                }
+            ] $($rest)*
+        );
     };
-    (@arms [$this:ident $operation:ident $body:ident $api:ident] $server:ident $group_operation:ident $wire:tt [$($done:tt)*]
+    (@arms [$this:ident $op:ident $body:ident $api:ident $server:ident $group:ident]
+        $wire:tt [$($done:tt)*]
         fn $m:ident($($arg:ident: $ty:ty),* $(,)?) -> $answer_type:ty
-            = by hand $hand:ident: $($op:ident)|+;
+            = by hand $hand:ident: $($served:ident)|+;
         $($rest:tt)*
     ) => {
-        super::layout::wire_server!(@arms [$this $operation $body $api] $server $group_operation $wire [$($done)*
-            $($crate::capability::$group_operation::$op)|+ => $this.$hand($operation, $body).await,
-        ] $($rest)*);
+        super::layout::wire_server!(
+            @arms [$this $op $body $api $server $group] $wire [$($done)*
+                $($crate::capability::$group::$served)|+ => $this.$hand($op, $body).await,
+            ] $($rest)*
+        );
     };
-    (@arms [$this:ident $operation:ident $body:ident $api:ident] $server:ident $group_operation:ident [$($wire:ident)::+] [$($done:tt)*]
+    (@arms [$this:ident $op:ident $body:ident $api:ident $server:ident $group:ident]
+        [$($wire:ident)::+] [$($done:tt)*]
         fn $m:ident($($arg:ident: $ty:ty),* $(,)?) -> $answer_type:ty
-            = $op:ident: $request:ident {
+            = $mapped:ident: $request:ident {
                 $($field:ident: $value:ident as $kind:ty),*
                 $(; $($client_field:ident: $client_value:expr),+)?
             }
@@ -68,18 +77,20 @@ macro_rules! wire_server {
             => $answer:tt;
         $($rest:tt)*
     ) => {
-        super::layout::wire_server!(@arms [$this $operation $body $api] $server $group_operation [$($wire)::+] [$($done)*
-            $crate::capability::$group_operation::$op => {
-                let request: $($wire)::+::$request = super::codec::decode($body)?;
-                $(let $value = <$kind as RequestField>::from_request(request.$field)?;)*
-                $(let $value = <$kind as RequestField>::lend(&$value);)*
-                let $answer = super::codec::host!($api.$m($($arg),*));
-                super::codec::reply($($wire)::+::$response {
-                    $($answer_field: <$answer_kind as AnswerField>::to_answer($answer_field),)*
-                    $($legacy: <LegacyError as AnswerField>::to_answer(()),)?
-                })
-            }
-        ] $($rest)*);
+        super::layout::wire_server!(
+            @arms [$this $op $body $api $server $group] [$($wire)::+] [$($done)*
+                $crate::capability::$group::$mapped => {
+                    let request: $($wire)::+::$request = super::codec::decode($body)?;
+                    $(let $value = <$kind as RequestField>::from_request(request.$field)?;)*
+                    $(let $value = <$kind as RequestField>::lend(&$value);)*
+                    let $answer = super::codec::host!($api.$m($($arg),*));
+                    super::codec::reply($($wire)::+::$response {
+                        $($answer_field: <$answer_kind as AnswerField>::to_answer($answer_field),)*
+                        $($legacy: <LegacyError as AnswerField>::to_answer(()),)?
+                    })
+                }
+            ] $($rest)*
+        );
     };
 }
 pub(super) use wire_server;

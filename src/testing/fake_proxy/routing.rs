@@ -49,17 +49,24 @@ pub(super) fn routes_for(
     release: &ReleaseCell,
 ) -> Option<Routes> {
     Some(match layout {
-        Layout::DiskStringId => endpoint.routes(disk::StringIdDisk(backends.disk.clone()?)),
-        Layout::DiskNumbered => endpoint.routes(disk::NumberedDisk(backends.disk.clone()?)),
-        Layout::FilesystemContext => {
-            endpoint.routes(filesystem::ContextFilesystem(backends.filesystem.clone()?))
-        }
-        Layout::FilesystemPlain => {
-            endpoint.routes(filesystem::PlainFilesystem(backends.filesystem.clone()?))
-        }
-        Layout::SmbErrorField | Layout::SmbPlain => {
-            endpoint.routes(smb::Smb(backends.smb.clone()?))
-        }
+        Layout::DiskStringId => endpoint.routes(disk::StringIdDisk {
+            api: backends.disk.clone()?,
+        }),
+        Layout::DiskNumbered => endpoint.routes(disk::NumberedDisk {
+            api: backends.disk.clone()?,
+        }),
+        Layout::FilesystemContext => endpoint.routes(filesystem::ContextFilesystem {
+            api: backends.filesystem.clone()?,
+        }),
+        Layout::FilesystemPlain => endpoint.routes(filesystem::PlainFilesystem {
+            api: backends.filesystem.clone()?,
+        }),
+        Layout::SmbErrorField => endpoint.routes(smb::ErrorFieldSmb {
+            api: backends.smb.clone()?,
+        }),
+        Layout::SmbPlain => endpoint.routes(smb::PlainSmb {
+            api: backends.smb.clone()?,
+        }),
         Layout::VolumeStringId => endpoint.routes(volume::StringIdVolume {
             api: backends.volume.clone()?,
             release: release.clone(),
@@ -67,8 +74,12 @@ pub(super) fn routes_for(
         Layout::VolumeNumbered => endpoint.routes(volume::NumberedVolume {
             api: backends.volume.clone()?,
         }),
-        Layout::Iscsi => endpoint.routes(iscsi::Iscsi(backends.iscsi.clone()?)),
-        Layout::System => endpoint.routes(system::System(backends.system.clone()?)),
+        Layout::Iscsi => endpoint.routes(iscsi::Iscsi {
+            api: backends.iscsi.clone()?,
+        }),
+        Layout::System => endpoint.routes(system::System {
+            api: backends.system.clone()?,
+        }),
     })
 }
 

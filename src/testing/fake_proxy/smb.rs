@@ -1,42 +1,56 @@
-//! Server side of both SMB layouts. Their requests are the same messages;
-//! their answers differ only by the legacy `error` field, which this server
+//! Server side of both SMB layouts, made of the adapters' tables
+//! (`src/adapter/smb.rs`). Their requests are the same messages; their
+//! answers differ only by the legacy `error` field, which this server
 //! (like CSI Proxy from v1.0) never fills, so the answers are the same
 //! bytes too.
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-
-use super::codec::{decode, host, optional_path, reply, share, Answer};
-use super::routing::WireServer;
+use super::codec::{decode, host, reply, Answer};
+use super::layout::wire_server;
+use crate::adapter::fields::*;
+use crate::adapter::smb::{error_field_smb, plain_smb};
 use crate::api::{Secret, SmbApi, SmbMapping};
 use crate::capability::SmbOperation as Op;
 use crate::wire::smb::v1 as wire;
 
-pub(super) struct Smb(pub Arc<dyn SmbApi>);
+pub(super) struct ErrorFieldSmb {
+    pub api: Arc<dyn SmbApi>,
+}
 
-#[async_trait]
-impl WireServer<Op> for Smb {
-    async fn handle(&self, op: Op, body: &[u8]) -> Answer {
-        match op {
-            Op::NewSmbGlobalMapping => {
-                let request: wire::NewSmbGlobalMappingRequest = decode(body)?;
-                let mapping = SmbMapping {
-                    remote_path: share(&request.remote_path)?,
-                    local_path: optional_path(&request.local_path)?,
-                    username: request.username,
-                    password: Secret::new(request.password),
-                };
-                host!(self.0.new_smb_global_mapping(&mapping));
-                reply(wire::NewSmbGlobalMappingResponse {})
-            }
-            Op::RemoveSmbGlobalMapping => {
-                let request: wire::RemoveSmbGlobalMappingRequest = decode(body)?;
-                host!(self
-                    .0
-                    .remove_smb_global_mapping(&share(&request.remote_path)?));
-                reply(wire::RemoveSmbGlobalMappingResponse {})
-            }
-        }
+error_field_smb!(wire_server ErrorFieldSmb: SmbOperation);
+
+impl ErrorFieldSmb {
+    async fn new_mapping(&self, _: Op, body: &[u8]) -> Answer {
+        new_mapping(&*self.api, body).await
     }
+}
+
+pub(super) struct PlainSmb {
+    pub api: Arc<dyn SmbApi>,
+}
+
+plain_smb!(wire_server PlainSmb: SmbOperation);
+
+impl PlainSmb {
+    async fn new_mapping(&self, _: Op, body: &[u8]) -> Answer {
+        new_mapping(&*self.api, body).await
+    }
+}
+
+/// One argument, four fields, in both layouts.
+async fn new_mapping(api: &dyn SmbApi, body: &[u8]) -> Answer {
+    let request: wire::NewSmbGlobalMappingRequest = decode(body)?;
+    let local_path = match request.local_path.as_str() {
+        "" => None,
+        _ => Some(PathText::from_request(request.local_path)?),
+    };
+    let mapping = SmbMapping {
+        remote_path: ShareText::from_request(request.remote_path)?,
+        local_path,
+        username: request.username,
+        password: Secret::new(request.password),
+    };
+    host!(api.new_smb_global_mapping(&mapping));
+    reply(wire::NewSmbGlobalMappingResponse {})
 }

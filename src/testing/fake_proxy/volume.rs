@@ -69,7 +69,9 @@ impl NumberedVolume {
     async fn list_volumes(&self, _: Op, body: &[u8]) -> Answer {
         let request: numbered::ListVolumesOnDiskRequest = decode(body)?;
         let partition = PartitionNumber::from_request(request.partition_number)?;
-        let ids = host!(self.api.list_volumes_on_disk(request.disk_number, partition));
+        let ids = host!(self
+            .api
+            .list_volumes_on_disk(request.disk_number, partition));
         reply(numbered::ListVolumesOnDiskResponse {
             volume_ids: VolumeTexts::to_answer(ids),
         })
