@@ -7,6 +7,7 @@
 //! checks that the two agree).
 
 use std::fmt;
+use std::time::Duration;
 
 use crate::group::ApiGroup;
 use crate::version::ApiVersion;
@@ -91,6 +92,18 @@ macro_rules! operations {
                 }
             }
 
+            /// Its default deadline, by its effect: a read's 30 s, a
+            /// mutation's 2 min, a slow mutation's 10 min (see
+            /// [`Effect::SlowlyMutates`]). The client's deadlines start from
+            /// these, and the host backend lets a change whose caller left go
+            /// on this long in its provider.
+            #[cfg_attr(not(all(windows, feature = "host-process")), allow(dead_code))]
+            pub(crate) const fn default_deadline(self) -> Duration {
+                match self {
+                    $( $( $( Operation::$op => Effect::$effect.default_deadline(), )+ )+ )+
+                }
+            }
+
             /// How its support changes across versions: from each listed
             /// version on (until the next entry), it is served as given.
             fn history(self) -> &'static [(ApiVersion, Support)] {
@@ -168,6 +181,29 @@ enum Effect {
     /// A mutation that takes long on old proxies (PowerShell) and for
     /// large volumes: formatting and resizing a volume.
     SlowlyMutates,
+}
+
+/// The default deadlines, by [`Effect`].
+pub(crate) mod default_deadline {
+    use std::time::Duration;
+
+    /// An operation that reads.
+    pub const READ: Duration = Duration::from_secs(30);
+    /// An operation that changes the host.
+    pub const MUTATION: Duration = Duration::from_secs(120);
+    /// A slow change: a format, a resize.
+    pub const SLOW_MUTATION: Duration = Duration::from_secs(600);
+}
+
+impl Effect {
+    #[cfg_attr(not(all(windows, feature = "host-process")), allow(dead_code))]
+    const fn default_deadline(self) -> Duration {
+        match self {
+            Effect::Reads => default_deadline::READ,
+            Effect::Mutates => default_deadline::MUTATION,
+            Effect::SlowlyMutates => default_deadline::SLOW_MUTATION,
+        }
+    }
 }
 
 use Support::{Emulated, Native, Unsupported as No};

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::capability::Operation;
+use crate::capability::{default_deadline, Operation};
 use crate::group::ApiGroup;
 use crate::version::ApiVersion;
 
@@ -21,9 +21,9 @@ pub(crate) struct Deadlines {
 impl Default for Deadlines {
     fn default() -> Self {
         Self {
-            read: Duration::from_secs(30),
-            mutation: Duration::from_secs(120),
-            slow_mutation: Duration::from_secs(600),
+            read: default_deadline::READ,
+            mutation: default_deadline::MUTATION,
+            slow_mutation: default_deadline::SLOW_MUTATION,
             overrides: Vec::new(),
         }
     }
@@ -106,5 +106,13 @@ mod tests {
         assert!(d.of(Operation::Mkdir) > d.of(Operation::ListDiskIds));
         d.overrides.push((Operation::Mkdir, Duration::from_secs(1)));
         assert_eq!(d.of(Operation::Mkdir), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn the_defaults_are_the_operation_table_s() {
+        let d = Deadlines::default();
+        for &op in Operation::ALL {
+            assert_eq!(d.of(op), op.default_deadline(), "{op}");
+        }
     }
 }

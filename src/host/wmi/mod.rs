@@ -99,8 +99,9 @@ pub(crate) struct WmiGroup {
     wmi: Arc<dyn Wmi>,
     namespace: &'static str,
     in_flight: Arc<InFlight>,
-    /// How long a change goes on after its caller left.
-    mutation_grace: Duration,
+    /// How long a change goes on after its caller left, if not its
+    /// default deadline (tests).
+    mutation_grace: Option<Duration>,
 }
 
 impl WmiGroup {
@@ -110,14 +111,14 @@ impl WmiGroup {
             wmi,
             namespace,
             in_flight: InFlight::of_process(group),
-            mutation_grace: wait::MUTATION_GRACE,
+            mutation_grace: None,
         }
     }
 
     /// The same, with another grace for changes whose caller left.
     #[cfg(test)]
     pub fn with_mutation_grace(mut self, grace: Duration) -> Self {
-        self.mutation_grace = grace;
+        self.mutation_grace = Some(grace);
         self
     }
 
@@ -130,7 +131,9 @@ impl WmiGroup {
     /// Runs `work` for `op` on `object` (a disk, a volume, a share...;
     /// empty for the whole group) on a blocking thread (see `on_host`),
     /// with its requests. They wait for WMI while the caller waits, and a
-    /// change ([`Operation::is_mutating`]) for [`wait::MUTATION_GRACE`]
+    /// change ([`Operation::is_mutating`]) for its default deadline
+    /// ([`Operation::default_deadline`]: 2 minutes, 10 for a format or a
+    /// resize)
     /// after: then a request WMI has not answered is given up within a
     /// [`wait::SLICE`], no other is started, and the thread goes back.
     pub async fn run<T, F>(
@@ -148,7 +151,7 @@ impl WmiGroup {
         // A change may still be under way in its provider: it keeps its
         // object in progress a while longer (see `wait`).
         let grace = if op.is_mutating() {
-            self.mutation_grace
+            self.mutation_grace.unwrap_or(op.default_deadline())
         } else {
             Duration::ZERO
         };

@@ -5,7 +5,8 @@
 //! between them checks its [`Limit`]: once its caller has stopped waiting
 //! (its deadline passed, or it was cancelled), a call that reads is given
 //! up and its thread goes back, instead of waiting for the provider for
-//! good. A call that changes the host goes on for [`MUTATION_GRACE`] more:
+//! good. A call that changes the host goes on a while more (its
+//! operation's default deadline: 2 minutes, 10 for a format or a resize):
 //! its provider may still be working (a format, a partition), and while
 //! its thread waits, the call keeps its object in progress, so that the
 //! same change is not started on it again beside it.
@@ -19,12 +20,6 @@ use super::failure::WmiFailure;
 /// The longest one wait for WMI lasts before the request checks its
 /// [`Limit`] again: how late, at most, it notices that its caller left.
 pub(crate) const SLICE: Duration = Duration::from_secs(1);
-
-/// How long a call that changes the host goes on after its caller left:
-/// the default deadline of the slowest mutations (a format, a resize). A
-/// provider still silent by then is taken as hung, and its thread goes
-/// back.
-pub(crate) const MUTATION_GRACE: Duration = Duration::from_secs(600);
 
 /// How long a WMI request may wait for WMI: while its caller waits for it
 /// and `grace` after, and, if set, until a time of its own.
