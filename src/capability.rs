@@ -77,31 +77,13 @@ macro_rules! operations {
             /// proxy, or with
             /// [`CallOptions::retry_mutations`](crate::CallOptions::retry_mutations).
             pub const fn is_mutating(self) -> bool {
-                match self {
-                    $( $( $( Operation::$op => !matches!(Effect::$effect, Effect::Reads), )+ )+ )+
-                }
+                !matches!(self.effect(), Effect::Reads)
             }
 
-            /// Whether the operation is a mutation that takes long (see
-            /// [`Effect::SlowlyMutates`]): its default deadline is longer.
-            pub(crate) const fn is_slow(self) -> bool {
-                match self {
-                    $( $( $(
-                        Operation::$op => matches!(Effect::$effect, Effect::SlowlyMutates),
-                    )+ )+ )+
-                }
-            }
-
-            /// Its default deadline, by its effect: a read's 30 s, a
-            /// mutation's 2 min, a slow mutation's 10 min (see
-            /// [`Effect::SlowlyMutates`]). The client's deadlines start from
-            /// these, and the host backend lets a change whose caller left go
-            /// on this long in its provider.
-            #[cfg_attr(not(all(windows, feature = "host-process")), allow(dead_code))]
-            pub(crate) const fn default_deadline(self) -> Duration {
-                match self {
-                    $( $( $( Operation::$op => Effect::$effect.default_deadline(), )+ )+ )+
-                }
+            /// What it does to the host, which picks its retry rule and
+            /// its default deadline.
+            pub(crate) const fn effect(self) -> Effect {
+                match self { $( $( $( Operation::$op => Effect::$effect, )+ )+ )+ }
             }
 
             /// How its support changes across versions: from each listed
@@ -156,6 +138,13 @@ macro_rules! operation_of {
     ([$select:expr] [$($op:ident)+]) => {
         $select
     };
+    ([] [$($op:ident)+]) => {
+        compile_error!(concat!(
+            "a method of several operations (",
+            $(stringify!($op), " ",)+
+            ") picks one: `= by <expression> => { rows }`"
+        ))
+    };
 }
 pub(crate) use operation_of;
 
@@ -175,7 +164,8 @@ pub(crate) trait GroupOperation: Copy + Into<Operation> + Send + Sync + 'static 
 }
 
 /// Whether an operation changes the host, and how long it may take.
-enum Effect {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Effect {
     Reads,
     Mutates,
     /// A mutation that takes long on old proxies (PowerShell) and for
@@ -183,25 +173,15 @@ enum Effect {
     SlowlyMutates,
 }
 
-/// The default deadlines, by [`Effect`].
-pub(crate) mod default_deadline {
-    use std::time::Duration;
-
-    /// An operation that reads.
-    pub const READ: Duration = Duration::from_secs(30);
-    /// An operation that changes the host.
-    pub const MUTATION: Duration = Duration::from_secs(120);
-    /// A slow change: a format, a resize.
-    pub const SLOW_MUTATION: Duration = Duration::from_secs(600);
-}
-
 impl Effect {
-    #[cfg_attr(not(all(windows, feature = "host-process")), allow(dead_code))]
-    const fn default_deadline(self) -> Duration {
+    /// The default deadline of the operations of this effect. The client's
+    /// deadlines start from it, and the host backend lets a change whose
+    /// caller left go on this long in its provider.
+    pub(crate) const fn default_deadline(self) -> Duration {
         match self {
-            Effect::Reads => default_deadline::READ,
-            Effect::Mutates => default_deadline::MUTATION,
-            Effect::SlowlyMutates => default_deadline::SLOW_MUTATION,
+            Effect::Reads => Duration::from_secs(30),
+            Effect::Mutates => Duration::from_secs(120),
+            Effect::SlowlyMutates => Duration::from_secs(600),
         }
     }
 }

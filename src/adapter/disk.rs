@@ -56,7 +56,8 @@ impl AnswerField for StringIdLocations {
 }
 
 /// Disk identifiers keyed by decimal strings, each a map with the keys
-/// `page83` and `serialNumber` (left out when empty, as the proxy does).
+/// `page83` and `serialNumber` (the fake proxy leaves out an empty serial
+/// number, as the proxy does).
 pub(crate) struct StringIdDiskIds;
 
 impl AnswerField for StringIdDiskIds {

@@ -139,6 +139,8 @@ name_fields! {
     Iqn = "IQN";
     /// A Windows service's name.
     ServiceName = "service name";
+    /// A disk's page 0x83 identifier.
+    DiskName = "disk name";
 }
 
 /// A path, as its text. The proxy does not normalize: the fake refuses a

@@ -88,7 +88,8 @@ impl AnswerField for Portals {
 }
 
 /// The layout's table (see `super::layout`): v1alpha1 and v1alpha2 share
-/// every message.
+/// every message. The IQN comes before the portal: the fake proxy refuses
+/// a bad IQN first, as it always has.
 macro_rules! iscsi_layout {
     ($then:ident $($carry:tt)*) => {
         $then! { $($carry)* {

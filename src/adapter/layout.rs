@@ -36,9 +36,12 @@
 //!     = by hand list_volumes: ListVolumesOnDisk | ListVolumesOnPartition;
 //! ```
 //!
-//! The methods come in the trait's order; each side's match and impl is
-//! exhaustive, so a method or an operation the table misses does not
-//! build.
+//! The methods come in the trait's order. A method the table misses
+//! fails clippy on the adapter (`missing_trait_methods`: the trait's
+//! default would answer `NotImplemented`) and the build of the server,
+//! whose match over the group's operations is exhaustive. The server
+//! reads a request's fields in the table's order, which is the order in
+//! which it refuses bad ones.
 
 /// Makes a layout's adapter of its table: the struct (over a
 /// [`WireClient`](super::WireClient)) and its group trait, one method per
@@ -93,10 +96,10 @@ macro_rules! wire_adapter {
     (@methods $layout:ident $api:ident [$($wire:ident)::+] [$($done:tt)*]
         fn $m:ident($($arg:ident: $ty:ty),* $(,)?) -> $answer_type:ty
             = $op:ident: $request:ident {
-                $($field:ident: $value:ident as $kind:ty),*
-                $(; $($client_field:ident: $client_value:expr),+)?
+                $($field:ident: $value:ident as $kind:ty),* $(,)?
+                $(; $($client_field:ident: $client_value:expr),+ $(,)?)?
             }
-            -> $response:ident { $($answer_field:ident: $answer_kind:ty),* }
+            -> $response:ident { $($answer_field:ident: $answer_kind:ty),* $(,)? }
             $(with legacy $legacy:ident)?
             => $answer:tt;
         $($rest:tt)*
@@ -115,7 +118,7 @@ macro_rules! wire_adapter {
                 let response: $($wire)::+::$response = self.wire.call(operation, request).await?;
                 $(
                     let error = response.$legacy;
-                    <LegacyError as AnswerField>::from_answer(operation, "error", error)?;
+                    <LegacyError as AnswerField>::from_answer(operation, stringify!($legacy), error)?;
                 )?
                 $(
                     let $answer_field = <$answer_kind as AnswerField>::from_answer(

@@ -173,8 +173,8 @@ impl StringIdVolume {
             disk_id: DecimalDisk::to_request(disk)?,
         };
         let response: string_id::ListVolumesOnDiskResponse =
-            self.wire.call(operation, request).await?;
-        VolumeTexts::from_answer(operation, "volume_ids", response.volume_ids)
+            self.wire.call(Op::ListVolumesOnDisk, request).await?;
+        VolumeTexts::from_answer(Op::ListVolumesOnDisk, "volume_ids", response.volume_ids)
     }
 
     /// `volume_size` is the free space or the total, by release.

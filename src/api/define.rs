@@ -5,10 +5,12 @@
 //! [`Operation`](crate::Operation) it is (its deadline, retry rule, metrics
 //! label and span all follow from that), the checks its arguments get
 //! before anything is sent, and, rarely, a default body. The list is
-//! handed to a macro: [`group_trait`] here makes the public trait, and the
+//! handed to a macro: [`group_trait`] here makes the public trait; the
 //! client makes the handle that runs each method through its group's
-//! lookout (`src/client/handles.rs`). A method added to the list is in
-//! both, with the same operation; neither can miss it.
+//! lookout (`src/client/handles.rs`); `capability` makes the operation
+//! table, and `testing::sample` a call of each operation (see
+//! `src/rpcs/mod.rs`). A method added to the list is in each, with the
+//! same operation; none can miss it.
 
 /// Makes the public group trait of an RPC list: each method's default body
 /// answers [`Error::NotImplemented`](crate::Error::NotImplemented) with the

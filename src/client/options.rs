@@ -2,18 +2,19 @@
 
 use std::time::Duration;
 
-use crate::capability::{default_deadline, Operation};
+use crate::capability::{Effect, Operation};
 use crate::group::ApiGroup;
 use crate::version::ApiVersion;
 
-/// Default deadlines, by kind of operation, with overrides per operation.
+/// Deadlines, by the operation's effect (the defaults are
+/// `Effect::default_deadline`), with overrides per operation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Deadlines {
     pub read: Duration,
     pub mutation: Duration,
-    /// The slow mutations' (`SlowlyMutates` in `operations!`): formatting
-    /// and resizing a volume take long on old proxies (PowerShell), and
-    /// long for large volumes.
+    /// The slow mutations' (`SlowlyMutates` in their rows of
+    /// `src/rpcs/`): formatting and resizing a volume take long on old
+    /// proxies (PowerShell), and long for large volumes.
     pub slow_mutation: Duration,
     pub overrides: Vec<(Operation, Duration)>,
 }
@@ -21,9 +22,9 @@ pub(crate) struct Deadlines {
 impl Default for Deadlines {
     fn default() -> Self {
         Self {
-            read: default_deadline::READ,
-            mutation: default_deadline::MUTATION,
-            slow_mutation: default_deadline::SLOW_MUTATION,
+            read: Effect::Reads.default_deadline(),
+            mutation: Effect::Mutates.default_deadline(),
+            slow_mutation: Effect::SlowlyMutates.default_deadline(),
             overrides: Vec::new(),
         }
     }
@@ -34,12 +35,10 @@ impl Deadlines {
         if let Some(&(_, d)) = self.overrides.iter().find(|(op, _)| *op == operation) {
             return d;
         }
-        if operation.is_slow() {
-            self.slow_mutation
-        } else if operation.is_mutating() {
-            self.mutation
-        } else {
-            self.read
+        match operation.effect() {
+            Effect::Reads => self.read,
+            Effect::Mutates => self.mutation,
+            Effect::SlowlyMutates => self.slow_mutation,
         }
     }
 }
@@ -112,7 +111,7 @@ mod tests {
     fn the_defaults_are_the_operation_table_s() {
         let d = Deadlines::default();
         for &op in Operation::ALL {
-            assert_eq!(d.of(op), op.default_deadline(), "{op}");
+            assert_eq!(d.of(op), op.effect().default_deadline(), "{op}");
         }
     }
 }

@@ -1,9 +1,12 @@
 //! Every RPC, defined once: one list per group.
 //!
-//! An entry of a list is everything the crate knows of one method of a
-//! group trait:
+//! A list is the group trait's header, then one entry per method, each
+//! everything the crate knows of that method:
 //!
 //! ```text
+//! /// The trait's docs.
+//! trait VolumeApi: Volume => VolumeOperation;
+//!
 //! /// The method's docs.
 //! fn method(&self, arg: Type, ...) -> Answer = {
 //!     /// The operation's one-line docs.
@@ -23,15 +26,16 @@
 //! optional.
 //!
 //! A list is a macro that hands itself to another: `disk_rpcs!(m)`
-//! expands to `m! { <the list> }` (and `disk_rpcs!(m a b)` to
-//! `m! { a b <the list> }`). From the same lists:
+//! expands to `m! { { <the list> } }` (and `disk_rpcs!(m a b)` to
+//! `m! { a b { <the list> } }`, which is how `capability` collects all
+//! six). From the same lists:
 //!
 //! - `capability` makes [`Operation`](crate::Operation), its group
 //!   enums and its table (`operations!`);
 //! - `api` makes the public group traits (`group_trait!`);
 //! - the client makes the handle of each group (`relay!`);
 //! - `testing::sample` makes a call of every operation with sample
-//!   arguments.
+//!   arguments, each argument's sample chosen by its name.
 //!
 //! So a method's operation, and with it its label, deadline, retry rule
 //! and span, cannot differ between those layers. Names in a list (the

@@ -3,6 +3,8 @@
 //! Unix sockets here and over named pipes when built for Windows (under
 //! Wine, see `scripts/test-windows.sh`).
 
+use std::collections::BTreeSet;
+
 use crate::common::scenario::{expected_unsupported, seeded_host, versions_with};
 use crate::common::{every_version, TestNode};
 use csi_proxy_client::testing::conformance::{self, Fixture};
@@ -112,13 +114,15 @@ async fn the_oldest_versions_lack_exactly_what_the_table_says() {
     let report = conformance::all(&proxy, &Fixture::default()).await.unwrap();
     // The table's word, which `the_documented_capability_table_is_the_code_table`
     // holds to docs/versions.md: the suite must find exactly these missing.
-    let lacking: Vec<Operation> = Operation::ALL
+    let lacking: BTreeSet<Operation> = Operation::ALL
         .iter()
         .copied()
         .filter(|op| !op.support(ApiVersion::V1ALPHA1).is_available())
         .collect();
     assert!(!lacking.is_empty());
-    assert_eq!(report.unsupported, lacking);
+    let found: BTreeSet<Operation> = report.unsupported.iter().copied().collect();
+    assert_eq!(found.len(), report.unsupported.len(), "each once");
+    assert_eq!(found, lacking);
 }
 
 // ---- one behaviour, every backend -----------------------------------------

@@ -364,6 +364,25 @@ async fn symlinks_are_link_path_and_is_mount_point_before_v1beta2() {
 }
 
 #[tokio::test]
+async fn new_symlink_requests_name_the_link_and_its_target_apart() {
+    for version in [V::V1BETA2, V::V1, V::V2ALPHA1] {
+        let (_node, raw, proxy) = pinned(Filesystem, version).await;
+        let fs = proxy.filesystem().unwrap();
+        fs.create_symlink(&path(), &pod_path()).await.unwrap();
+        let sent = raw.only_request();
+        assert_eq!(sent.path, format!("/{version}.Filesystem/CreateSymlink"));
+        let link =
+            wire::filesystem::v2alpha1::CreateSymlinkRequest::decode(&sent.body[..]).unwrap();
+        // The new link is target_path; the existing directory is source_path.
+        assert_eq!(
+            (link.source_path.as_str(), link.target_path.as_str()),
+            (path().as_str(), pod_path().as_str()),
+            "{version}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn rmdir_contents_is_only_on_v2alpha1() {
     let (_node, raw, proxy) = pinned(Filesystem, V::V2ALPHA1).await;
     proxy
@@ -584,6 +603,33 @@ async fn new_volume_requests_use_target_path_and_size_bytes() {
         sent[2].path,
         "/v2alpha1.Volume/GetClosestVolumeIDFromTargetPath"
     );
+}
+
+#[tokio::test]
+async fn numbered_requests_put_each_argument_in_its_own_field() {
+    let (_node, raw, proxy) = pinned(Volume, V::V1).await;
+    let volumes = proxy.volume().unwrap();
+    volumes.unmount_volume(&volume(), &path()).await.unwrap();
+    volumes.resize_volume(&volume(), 5 << 30).await.unwrap();
+    let sent = raw.requests();
+    assert_eq!(sent[0].path, "/v1.Volume/UnmountVolume");
+    let unmount = wire::volume::v1::UnmountVolumeRequest::decode(&sent[0].body[..]).unwrap();
+    assert_eq!(
+        (unmount.volume_id, unmount.target_path),
+        (volume().to_string(), path().to_string())
+    );
+    let resize = wire::volume::v1::ResizeVolumeRequest::decode(&sent[1].body[..]).unwrap();
+    assert_eq!(
+        (resize.volume_id, resize.size_bytes),
+        (volume().to_string(), 5 << 30)
+    );
+
+    let (_node, raw, proxy) = pinned(Disk, V::V1).await;
+    proxy.disk().unwrap().set_disk_state(7, true).await.unwrap();
+    let sent = raw.only_request();
+    assert_eq!(sent.path, "/v1.Disk/SetDiskState");
+    let state = wire::disk::v1::SetDiskStateRequest::decode(&sent.body[..]).unwrap();
+    assert_eq!((state.disk_number, state.is_online), (7, true));
 }
 
 // ---- iscsi ----------------------------------------------------------------

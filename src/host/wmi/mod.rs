@@ -132,7 +132,7 @@ impl WmiGroup {
     /// empty for the whole group) on a blocking thread (see `on_host`),
     /// with its requests. They wait for WMI while the caller waits, and a
     /// change ([`Operation::is_mutating`]) for its default deadline
-    /// ([`Operation::default_deadline`]: 2 minutes, 10 for a format or a
+    /// (`Effect::default_deadline`: 2 minutes, 10 for a format or a
     /// resize)
     /// after: then a request WMI has not answered is given up within a
     /// [`wait::SLICE`], no other is started, and the thread goes back.
@@ -151,7 +151,8 @@ impl WmiGroup {
         // A change may still be under way in its provider: it keeps its
         // object in progress a while longer (see `wait`).
         let grace = if op.is_mutating() {
-            self.mutation_grace.unwrap_or(op.default_deadline())
+            self.mutation_grace
+                .unwrap_or(op.effect().default_deadline())
         } else {
             Duration::ZERO
         };

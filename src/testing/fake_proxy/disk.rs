@@ -28,14 +28,12 @@ impl StringIdDisk {
     /// leads here from them).
     async fn disk_by_name(&self, _: Op, body: &[u8]) -> Answer {
         let request: alpha::GetDiskNumberByNameRequest = decode(body)?;
-        crate::api::check_name("disk name", &request.disk_name)
-            .map_err(|e| refused(e.to_string()))?;
+        let name = DiskName::from_request(request.disk_name)?;
         // The proxy's own words for an unknown identifier.
-        let number = match self.api.get_disk_number_by_name(&request.disk_name).await {
-            Err(Error::NotFound { .. }) => Err(Status::unknown(format!(
-                "{PROXY_NO_SUCH_PAGE83} {}",
-                request.disk_name
-            ))),
+        let number = match self.api.get_disk_number_by_name(&name).await {
+            Err(Error::NotFound { .. }) => {
+                Err(Status::unknown(format!("{PROXY_NO_SUCH_PAGE83} {name}")))
+            }
             other => other.map_err(status),
         }?;
         reply(alpha::GetDiskNumberByNameResponse {

@@ -69,10 +69,10 @@ macro_rules! wire_server {
         [$($wire:ident)::+] [$($done:tt)*]
         fn $m:ident($($arg:ident: $ty:ty),* $(,)?) -> $answer_type:ty
             = $mapped:ident: $request:ident {
-                $($field:ident: $value:ident as $kind:ty),*
-                $(; $($client_field:ident: $client_value:expr),+)?
+                $($field:ident: $value:ident as $kind:ty),* $(,)?
+                $(; $($client_field:ident: $client_value:expr),+ $(,)?)?
             }
-            -> $response:ident { $($answer_field:ident: $answer_kind:ty),* }
+            -> $response:ident { $($answer_field:ident: $answer_kind:ty),* $(,)? }
             $(with legacy $legacy:ident)?
             => $answer:tt;
         $($rest:tt)*
