@@ -30,6 +30,7 @@ pub struct DiskIds {
     pub serial_number: String,
 }
 
+// The group's trait, made of its RPC list (`src/rpcs/disk.rs`).
 crate::rpcs::disk_rpcs!(group_trait);
 
 /// `GetDiskNumberByName` as the proxy emulates it from `ListDiskIDs`: checks

@@ -83,6 +83,7 @@ impl IscsiAuth {
     }
 }
 
+// The group's trait, made of its RPC list (`src/rpcs/iscsi.rs`).
 crate::rpcs::iscsi_rpcs!(group_trait);
 
 /// The checks of an RPC that names a target: the portal's and the IQN's.

@@ -105,4 +105,5 @@ impl SmbMapping {
     }
 }
 
+// The group's trait, made of its RPC list (`src/rpcs/smb.rs`).
 crate::rpcs::smb_rpcs!(group_trait);

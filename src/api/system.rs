@@ -51,4 +51,5 @@ pub struct ServiceInfo {
     pub status: ServiceStatus,
 }
 
+// The group's trait, made of its RPC list (`src/rpcs/system.rs`).
 crate::rpcs::system_rpcs!(group_trait);

@@ -13,6 +13,7 @@ pub struct VolumeStats {
     pub used_bytes: u64,
 }
 
+// The group's trait, made of its RPC list (`src/rpcs/volume.rs`).
 crate::rpcs::volume_rpcs!(group_trait);
 
 /// What `list_volumes_on_disk` is: one partition's volumes for a partition
