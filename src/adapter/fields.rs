@@ -139,7 +139,9 @@ name_fields! {
     Iqn = "IQN";
     /// A Windows service's name.
     ServiceName = "service name";
-    /// A disk's page 0x83 identifier.
+    /// A disk's page 0x83 identifier (v1alpha1's `GetDiskNumberByName`,
+    /// which the fake proxy serves by hand).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     DiskName = "disk name";
 }
 
@@ -174,27 +176,40 @@ impl RequestField for PathText {
     }
 }
 
-/// A volume ID (`\\?\Volume{guid}\`), as its text.
-pub(crate) struct VolumeText;
+/// Values sent as their text, which the fake proxy reads back with the
+/// value's own check (`new`), refusing what it refuses.
+macro_rules! text_fields {
+    ($($(#[$doc:meta])* $kind:ident: $value:ty;)+) => {$(
+        $(#[$doc])*
+        pub(crate) struct $kind;
 
-impl RequestField for VolumeText {
-    type Owned = VolumeId;
-    type Arg<'a> = &'a VolumeId;
-    type Wire = String;
+        impl RequestField for $kind {
+            type Owned = $value;
+            type Arg<'a> = &'a $value;
+            type Wire = String;
 
-    fn to_request(arg: &VolumeId) -> Result<String> {
-        Ok(arg.to_string())
-    }
+            fn to_request(arg: &$value) -> Result<String> {
+                Ok(arg.to_string())
+            }
 
-    #[cfg(feature = "testing")]
-    fn from_request(wire: String) -> Result<VolumeId, Status> {
-        VolumeId::new(wire).map_err(|e| refused(e.to_string()))
-    }
+            #[cfg(feature = "testing")]
+            fn from_request(wire: String) -> Result<$value, Status> {
+                <$value>::new(wire).map_err(|e| refused(e.to_string()))
+            }
 
-    #[cfg(feature = "testing")]
-    fn lend(owned: &VolumeId) -> &VolumeId {
-        owned
-    }
+            #[cfg(feature = "testing")]
+            fn lend(owned: &$value) -> &$value {
+                owned
+            }
+        }
+    )+};
+}
+
+text_fields! {
+    /// A volume ID (`\\?\Volume{guid}\`), as its text.
+    VolumeText: VolumeId;
+    /// An SMB share path (`\\server\share\...`), as its text.
+    ShareText: SmbRemotePath;
 }
 
 impl AnswerField for VolumeText {
@@ -231,29 +246,6 @@ impl AnswerField for VolumeTexts {
     #[cfg(feature = "testing")]
     fn to_answer(value: Vec<VolumeId>) -> Vec<String> {
         value.iter().map(ToString::to_string).collect()
-    }
-}
-
-/// An SMB share path (`\\server\share\...`), as its text.
-pub(crate) struct ShareText;
-
-impl RequestField for ShareText {
-    type Owned = SmbRemotePath;
-    type Arg<'a> = &'a SmbRemotePath;
-    type Wire = String;
-
-    fn to_request(arg: &SmbRemotePath) -> Result<String> {
-        Ok(arg.to_string())
-    }
-
-    #[cfg(feature = "testing")]
-    fn from_request(wire: String) -> Result<SmbRemotePath, Status> {
-        SmbRemotePath::new(wire).map_err(|e| refused(e.to_string()))
-    }
-
-    #[cfg(feature = "testing")]
-    fn lend(owned: &SmbRemotePath) -> &SmbRemotePath {
-        owned
     }
 }
 
