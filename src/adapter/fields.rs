@@ -226,29 +226,6 @@ impl AnswerField for VolumeText {
     }
 }
 
-/// Volume IDs, as their texts.
-pub(crate) struct VolumeTexts;
-
-impl AnswerField for VolumeTexts {
-    type Value = Vec<VolumeId>;
-    type Wire = Vec<String>;
-
-    fn from_answer(
-        operation: Operation,
-        _: &'static str,
-        wire: Vec<String>,
-    ) -> Result<Vec<VolumeId>> {
-        wire.into_iter()
-            .map(|id| volume_id(operation, id))
-            .collect()
-    }
-
-    #[cfg(feature = "testing")]
-    fn to_answer(value: Vec<VolumeId>) -> Vec<String> {
-        value.iter().map(ToString::to_string).collect()
-    }
-}
-
 /// A disk number sent as a decimal string (the string-ID layouts).
 pub(crate) struct DecimalDisk;
 
@@ -291,22 +268,34 @@ impl AnswerField for DecimalDisk {
     }
 }
 
-/// Disk numbers sent as decimal strings.
-pub(crate) struct DecimalDisks;
+/// A repeated field, each element of the kind `K`.
+pub(crate) struct Each<K>(std::marker::PhantomData<K>);
 
-impl AnswerField for DecimalDisks {
-    type Value = Vec<u32>;
-    type Wire = Vec<String>;
+impl<K: AnswerField> AnswerField for Each<K> {
+    type Value = Vec<K::Value>;
+    type Wire = Vec<K::Wire>;
 
-    fn from_answer(operation: Operation, _: &'static str, wire: Vec<String>) -> Result<Vec<u32>> {
-        wire.iter().map(|id| disk_number(operation, id)).collect()
+    fn from_answer(
+        operation: Operation,
+        field: &'static str,
+        wire: Self::Wire,
+    ) -> Result<Self::Value> {
+        wire.into_iter()
+            .map(|element| K::from_answer(operation, field, element))
+            .collect()
     }
 
     #[cfg(feature = "testing")]
-    fn to_answer(value: Vec<u32>) -> Vec<String> {
-        value.iter().map(ToString::to_string).collect()
+    fn to_answer(value: Self::Value) -> Self::Wire {
+        value.into_iter().map(K::to_answer).collect()
     }
 }
+
+/// Volume IDs, as their texts.
+pub(crate) type VolumeTexts = Each<VolumeText>;
+
+/// Disk numbers, as decimal strings.
+pub(crate) type DecimalDisks = Each<DecimalDisk>;
 
 /// A disk number sent as an int64 (`GetVolumeDiskNumber`).
 pub(crate) struct WideDisk;
