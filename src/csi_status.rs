@@ -115,7 +115,7 @@ impl ErrorKind {
             ErrorKind::InvalidResponse | ErrorKind::Host => Code::Internal,
             ErrorKind::Conflict => Code::AlreadyExists,
             ErrorKind::NotStaged => Code::FailedPrecondition,
-            ErrorKind::Ambiguous => Code::FailedPrecondition,
+            ErrorKind::NotOurs | ErrorKind::Ambiguous => Code::FailedPrecondition,
             ErrorKind::InProgress => Code::Aborted,
             ErrorKind::HostBusy => Code::Unavailable,
         }
@@ -483,6 +483,10 @@ mod tests {
                 candidates: vec![],
             },
             Error::InProgress { what: "x".into() },
+            Error::NotOurs {
+                what: "disk".into(),
+                why: "x".into(),
+            },
             Error::host(Operation::Mkdir, Code::Unknown, "Access is denied."),
             Error::host(Operation::Mkdir, Code::Unknown, "x"),
             Error::Timeout {

@@ -271,6 +271,20 @@ pub enum Error {
         found: String,
     },
 
+    /// A destructive step (a partition, a format, a removal, an offline)
+    /// was refused because nothing proves that its object is the
+    /// plugin's: neither the mounter's journal nor the host's own answer
+    /// says so. Nothing was changed. In CSI, `FAILED_PRECONDITION`: an
+    /// operator must look at the node (docs/security.md says what the
+    /// node layer may destroy, and the proof each step needs).
+    #[error("{what} is not proven to be the plugin's: {why}; nothing was changed")]
+    NotOurs {
+        /// What would have been destroyed, in words (`volume \\?\Volume{..}\ of disk at LUN 3`).
+        what: String,
+        /// Why it is not taken as the plugin's, in words.
+        why: String,
+    },
+
     /// A lookup that must find one thing found several.
     #[error("more than one {what}: {}", candidates.join(", "))]
     Ambiguous {
@@ -517,6 +531,13 @@ mod tests {
                 Error::Ambiguous {
                     what: words(),
                     candidates: vec![],
+                },
+                Delivery::Answered,
+            ),
+            (
+                Error::NotOurs {
+                    what: words(),
+                    why: words(),
                 },
                 Delivery::Answered,
             ),

@@ -55,6 +55,10 @@ pub(crate) fn redact(error: Error, secret: &Secret) -> Error {
             candidates: candidates.into_iter().map(clean).collect(),
         },
         Error::InProgress { what } => Error::InProgress { what: clean(what) },
+        Error::NotOurs { what, why } => Error::NotOurs {
+            what: clean(what),
+            why: clean(why),
+        },
         Error::InvalidArgument { what, reason } => Error::InvalidArgument {
             what,
             reason: clean(reason),

@@ -33,9 +33,8 @@ pub(crate) fn volume_path(value: &str) -> Result<WindowsPath, Status> {
 
 /// The capability is there, names a file system (raw block volumes are
 /// not served: CSI Proxy cannot hand a pod a raw disk) and an access mode.
-/// `INVALID_ARGUMENT` otherwise. Its file system type is not looked at:
-/// the mounter formats NTFS, the only one Windows mounts, whatever a
-/// storage class written for Linux nodes says.
+/// `INVALID_ARGUMENT` otherwise. Its file system type is checked with the
+/// volume's kind, in [`usable`].
 pub(crate) fn capability(capability: Option<&VolumeCapability>) -> Result<Mode, Status> {
     let capability =
         capability.ok_or_else(|| Status::invalid_argument("volume_capability is missing"))?;
@@ -65,16 +64,36 @@ pub(crate) fn capability(capability: Option<&VolumeCapability>) -> Result<Mode, 
     }
 }
 
-/// Whether a volume of `kind` can be used with the capability's `mode`
-/// and mount flags: several nodes only on a share, and never read-only
-/// (no CSI Proxy call makes a link or a mount read-only, so a read-only
-/// volume would be writable: docs/porting.md). `FAILED_PRECONDITION`, the
-/// spec's "exceeds capabilities", otherwise.
+/// Whether a volume of `kind` can be used with the capability's `mode`,
+/// file system type and mount flags:
+///
+/// - a disk's (or an iSCSI disk's) file system type is empty or NTFS, in
+///   any case: the mounter formats NTFS, the only one Windows mounts, and
+///   a volume asked for as ext4 must not be formatted NTFS in its place
+///   (`INVALID_ARGUMENT`; a share's type is not looked at, since nothing
+///   formats it);
+/// - several nodes only on a share, and never read-only (no CSI Proxy
+///   call makes a link or a mount read-only, so a read-only volume would
+///   be writable: docs/porting.md). `FAILED_PRECONDITION`, the spec's
+///   "exceeds capabilities", otherwise.
 pub(crate) fn usable(
     kind: VolumeKind,
     mode: Mode,
     capability: Option<&VolumeCapability>,
 ) -> Result<(), Status> {
+    let fs_type = capability.and_then(|c| match &c.access_type {
+        Some(AccessType::Mount(mount)) => Some(mount.fs_type.as_str()),
+        _ => None,
+    });
+    if let Some(fs_type) = fs_type.filter(|_| kind.has_volume()) {
+        if !(fs_type.is_empty() || fs_type.eq_ignore_ascii_case("ntfs")) {
+            return Err(Status::invalid_argument(format!(
+                "fs_type {fs_type:?}: a {} is formatted NTFS, the only file system Windows \
+                 mounts; ask for \"ntfs\" or leave fs_type empty",
+                kind_name(kind)
+            )));
+        }
+    }
     let multi_node = matches!(
         mode,
         Mode::MultiNodeReaderOnly | Mode::MultiNodeSingleWriter | Mode::MultiNodeMultiWriter
@@ -122,13 +141,47 @@ mod tests {
     use crate::Code;
 
     fn mount(mode: Mode, flags: &[&str]) -> VolumeCapability {
+        mount_as(mode, "", flags)
+    }
+
+    fn mount_as(mode: Mode, fs_type: &str, flags: &[&str]) -> VolumeCapability {
         VolumeCapability {
             access_mode: Some(AccessMode { mode: mode as i32 }),
             access_type: Some(AccessType::Mount(MountVolume {
+                fs_type: fs_type.to_owned(),
                 mount_flags: flags.iter().map(|f| (*f).to_owned()).collect(),
                 ..MountVolume::default()
             })),
         }
+    }
+
+    #[test]
+    fn a_disk_is_only_ever_ntfs() {
+        use VolumeKind::{Disk, Iscsi, Smb};
+        let code = |kind, fs_type| {
+            let capability = mount_as(Mode::SingleNodeWriter, fs_type, &[]);
+            usable(kind, Mode::SingleNodeWriter, Some(&capability))
+                .err()
+                .map(|s| s.code())
+        };
+        for fs_type in ["", "ntfs", "NTFS", "Ntfs"] {
+            assert_eq!(code(Disk, fs_type), None, "{fs_type:?}");
+            assert_eq!(code(Iscsi, fs_type), None, "{fs_type:?}");
+        }
+        for fs_type in ["ext4", "xfs", "refs", "fat32", " ntfs"] {
+            assert_eq!(
+                code(Disk, fs_type),
+                Some(Code::InvalidArgument),
+                "{fs_type:?}"
+            );
+            assert_eq!(
+                code(Iscsi, fs_type),
+                Some(Code::InvalidArgument),
+                "{fs_type:?}"
+            );
+        }
+        // Nothing formats a share.
+        assert_eq!(code(Smb, "cifs"), None);
     }
 
     #[test]

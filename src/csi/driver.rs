@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 use crate::api::{SmbRemotePath, WindowsPath};
-use crate::mount::{DiskAfterUnstage, DiskSelector, IscsiVolume, SmbCredentials};
+use crate::mount::{DiskAfterUnstage, DiskSelector, Formatting, IscsiVolume, SmbCredentials};
 use crate::{ApiGroup, CsiNodeCall, Status};
 
 use super::v1::VolumeCapability;
@@ -94,6 +94,17 @@ pub trait NodeDriver: Send + Sync + 'static {
     fn disk_after_unstage(&self, volume_id: &str) -> DiskAfterUnstage {
         let _ = volume_id;
         DiskAfterUnstage::TakeOffline
+    }
+
+    /// Which disk volume without a file system the stage of `volume_id`
+    /// may format: by default only one on a partition the mounter made
+    /// ([`Formatting::PartitionedHere`]): the controller made the disk
+    /// blank. A driver whose controller hands out disks partitioned and
+    /// empty answers [`Formatting::AnyUnformatted`]; see
+    /// [`Mounter::stage_disk`](crate::mount::Mounter::stage_disk).
+    fn formatting(&self, volume_id: &str) -> Formatting {
+        let _ = volume_id;
+        Formatting::PartitionedHere
     }
 
     /// Whether the volume `volume_id`, which a crash or a reboot left

@@ -112,6 +112,7 @@ impl Error {
             | Error::NotFound { .. }
             | Error::Conflict { .. }
             | Error::NotStaged { .. }
+            | Error::NotOurs { .. }
             | Error::Ambiguous { .. } => Delivery::Answered,
             Error::NotServed { .. }
             | Error::UntrustedServer { .. }

@@ -49,6 +49,8 @@ pub enum ErrorKind {
     Conflict,
     /// [`Error::NotStaged`].
     NotStaged,
+    /// [`Error::NotOurs`].
+    NotOurs,
     /// [`Error::Ambiguous`].
     Ambiguous,
     /// [`Error::InProgress`].
@@ -76,6 +78,7 @@ impl ErrorKind {
             ErrorKind::Host => "host",
             ErrorKind::Conflict => "conflict",
             ErrorKind::NotStaged => "not_staged",
+            ErrorKind::NotOurs => "not_ours",
             ErrorKind::Ambiguous => "ambiguous",
             ErrorKind::InProgress => "in_progress",
             ErrorKind::HostBusy => "host_busy",
@@ -107,6 +110,7 @@ impl Error {
             Error::Host { .. } => ErrorKind::Host,
             Error::Conflict { .. } => ErrorKind::Conflict,
             Error::NotStaged { .. } => ErrorKind::NotStaged,
+            Error::NotOurs { .. } => ErrorKind::NotOurs,
             Error::Ambiguous { .. } => ErrorKind::Ambiguous,
             Error::InProgress { .. } => ErrorKind::InProgress,
             Error::HostBusy { .. } => ErrorKind::HostBusy,

@@ -34,7 +34,8 @@
 //!   operation; nothing was sent), `invalid_argument` (rejected before
 //!   sending), `invalid_response`, `not_found`, `permission_denied`,
 //!   `configuration`, `not_implemented`, `conflict`, `not_staged` (a
-//!   publish found nothing staged), `ambiguous`,
+//!   publish found nothing staged), `not_ours` (the mounter refused to
+//!   destroy what it cannot prove is its own), `ambiguous`,
 //!   `in_progress`, `host_busy` (the host backend's limit of calls of a
 //!   group); or `cancelled` (the caller stopped waiting: its future was
 //!   dropped).

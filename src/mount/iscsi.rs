@@ -14,7 +14,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::journal::TargetRecord;
-use super::{check_volume, Change, DiskAfterUnstage, DiskSelector, Inner, Mounter, Staged};
+use super::{
+    check_volume, Change, DiskAfterUnstage, DiskSelector, Formatting, Inner, Mounter, Staged,
+};
 use crate::api::{IscsiAuth, Secret, TargetPortal, WindowsPath};
 use crate::error::{Error, Result};
 
@@ -174,7 +176,8 @@ impl Inner {
     ) -> Result<Staged> {
         self.log_in(volume, target, staging).await?;
         let disks = self.target_disks(target).await?;
-        self.stage_disk(&target.selector(disks), staging).await
+        let selector = target.selector(disks);
+        (self.stage_disk(&selector, staging, Formatting::PartitionedHere)).await
     }
 
     /// Records `volume`'s lease on the target, then logs in unless the

@@ -6,7 +6,7 @@ use super::again::{idempotent, never};
 use super::journal::{key, LinkTo};
 use super::path_state::conflict;
 use super::{Change, Inner, Mounter, PathState};
-use crate::api::WindowsPath;
+use crate::api::{VolumeId, WindowsPath};
 use crate::error::{Error, Result};
 use crate::host_cause::HostCause;
 
@@ -36,7 +36,11 @@ impl Mounter {
     /// `NodeUnpublishVolume`: removes the link (or the empty folder) at
     /// `target`, never what it leads to. Nothing there:
     /// [`Change::Unchanged`]. A folder with files in it is
-    /// [`Error::Conflict`], and stays.
+    /// [`Error::Conflict`], and stays. What no record of the mounter's
+    /// names is removed only on the host's proof that it is a link that
+    /// leads somewhere, or an empty folder: a file, a mount point of
+    /// another volume than one the mounter staged, or a path outside the
+    /// kubelet folder is [`Error::NotOurs`], and stays.
     pub async fn unpublish(&self, target: &WindowsPath) -> Result<Change> {
         let (inner, target2) = (self.inner.clone(), target.clone());
         self.inner
@@ -92,9 +96,9 @@ impl Inner {
             PathState::Absent | PathState::Directory | PathState::Link { .. } => {}
         }
         self.check_staged(staging).await?;
-        if found != PathState::Absent {
-            self.remove_unforced(target).await?;
-        }
+        // Kubelet's empty folder, or a leftover link: only on proof that
+        // it is no one's data.
+        self.remove_found(target, &found).await?;
         // Recorded before it is made: a link whose answer is lost, or that
         // a crash leaves behind, is still known for what it is (from v1.3
         // the proxy reads a link as the volume that holds it).
@@ -167,6 +171,11 @@ impl Inner {
         })
     }
 
+    /// Whether the journal records `volume` staged at some path.
+    pub(super) fn staged_anywhere(&self, volume: &VolumeId) -> bool {
+        (self.journal).view(|records| records.stages.values().any(|(_, s)| s.volume == *volume))
+    }
+
     async fn record_link(&self, link: &WindowsPath, to: &WindowsPath) -> Result<()> {
         self.journal
             .update(|records| {
@@ -179,9 +188,20 @@ impl Inner {
     }
 
     async fn unpublish(self: &Arc<Self>, target: &WindowsPath) -> Result<Change> {
-        // One call: a link or an empty folder goes, nothing there is no
-        // change, a folder with files in it stays.
-        let changed = self.remove_if_there(target).await?;
+        // A link the journal records goes in one call (the look at a link
+        // whose staging volume is gone would fail); anything else only on
+        // the host's proof.
+        let changed = match self.recorded_link(target) {
+            Some(_) => self.remove_if_there(target).await?,
+            None => match self.inspect(target, false).await? {
+                // Before v1.3 a link reads as the mount point of the volume
+                // it leads to: one the mounter staged is its own link's.
+                PathState::VolumeMount { volume } if self.staged_anywhere(&volume) => {
+                    self.remove_if_there(target).await?
+                }
+                found => self.remove_found(target, &found).await?,
+            },
+        };
         self.journal
             .update(|records| records.links.remove(&key(target.as_str())))
             .await?;

@@ -76,6 +76,7 @@ mod journal;
 mod links;
 mod path_state;
 mod reconcile;
+mod removal;
 mod smb;
 mod stage;
 mod unstage;
@@ -90,7 +91,7 @@ pub use iscsi::IscsiVolume;
 pub use path_state::PathState;
 pub use reconcile::ReconcileReport;
 pub use smb::{Rotated, SmbCredentials, SmbMappingRemoval};
-pub use stage::Staged;
+pub use stage::{Formatting, Staged};
 pub use unstage::DiskAfterUnstage;
 pub use usage::{Expanded, FsStats};
 
@@ -169,6 +170,7 @@ pub(crate) struct Settings {
     format_grace: Duration,
     smb_removal: SmbMappingRemoval,
     foreign_shares: Vec<String>,
+    kubelet_dir: crate::api::WindowsPath,
 }
 
 impl Settings {
@@ -208,6 +210,8 @@ impl Mounter {
                 format_grace: Duration::from_secs(60),
                 smb_removal: SmbMappingRemoval::WhenUnused,
                 foreign_shares: Vec::new(),
+                kubelet_dir: crate::api::WindowsPath::new(crate::working_dirs::KUBELET_DIR)
+                    .expect("the kubelet folder is a Windows path"),
             },
         }
     }
@@ -267,6 +271,17 @@ impl MounterBuilder {
     /// (default [`SmbMappingRemoval::WhenUnused`]).
     pub fn smb_mapping_removal(mut self, removal: SmbMappingRemoval) -> Self {
         self.settings.smb_removal = removal;
+        self
+    }
+
+    /// The kubelet folder as the node sees it (default
+    /// `C:\var\lib\kubelet`, kubelet's `--root-dir` on Windows): the
+    /// mounter removes nothing outside it. Every path kubelet hands a node
+    /// plugin (staging and target paths) lies below it; a removal
+    /// elsewhere is [`Error::NotOurs`](crate::Error::NotOurs), and nothing
+    /// is changed.
+    pub fn kubelet_dir(mut self, dir: &crate::api::WindowsPath) -> Self {
+        self.settings.kubelet_dir = dir.clone();
         self
     }
 

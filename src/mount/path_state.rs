@@ -279,21 +279,55 @@ impl Inner {
             return Ok(false);
         };
         let probe = WindowsPath::new(format!("{path}.volume-probe"))?;
+        let probe_key = key(probe.as_str());
         let filesystem = self.proxy.filesystem()?;
-        // One a crash left there first.
-        if let Err(error) = filesystem.rmdir(&probe, false).await {
-            if error.host_cause() != Some(HostCause::PathNotFound) {
-                tracing::debug!(%probe, %error, "no probe link: the volume stands");
-                return Ok(false);
-            }
-        }
-        if let Err(error) = filesystem.create_symlink(&parent, &probe).await {
+        // One a crash left there first, if the journal says it is the
+        // mounter's; anything else at that name is someone else's, and
+        // stays (the volume stands).
+        let recorded = self
+            .journal
+            .view(|records| records.links.contains_key(&probe_key));
+        let cleared = match recorded {
+            true => self.remove_if_there(&probe).await.map(|_| ()),
+            false => match self.probe(&probe).await {
+                Ok(None) => Ok(()),
+                Ok(Some(_)) => Err(conflict(&probe, "something is there")),
+                Err(error) => Err(error),
+            },
+        };
+        if let Err(error) = cleared {
             tracing::debug!(%probe, %error, "no probe link: the volume stands");
             return Ok(false);
         }
+        // Recorded before it is made, so that only the mounter's own probe
+        // is ever removed.
+        self.journal
+            .update(|records| {
+                (records.links).insert(
+                    probe_key.clone(),
+                    (probe.clone(), LinkTo::Local(parent.clone())),
+                )
+            })
+            .await?;
+        if let Err(error) = filesystem.create_symlink(&parent, &probe).await {
+            tracing::debug!(%probe, %error, "no probe link: the volume stands");
+            if !error.may_have_run() {
+                self.journal
+                    .update(|records| records.links.remove(&probe_key))
+                    .await?;
+            }
+            return Ok(false);
+        }
         let holder = self.volume_at(&probe).await;
-        if let Err(error) = filesystem.rmdir(&probe, false).await {
-            tracing::warn!(%probe, %error, "the probe link stays; the next look removes it");
+        match self.remove_if_there(&probe).await {
+            Ok(_) => {
+                self.journal
+                    .update(|records| records.links.remove(&probe_key))
+                    .await?;
+            }
+            Err(error) => {
+                tracing::warn!(%probe, %error, "the probe link stays; the next look removes it");
+            }
         }
         Ok(holder? == Some(volume.clone()))
     }

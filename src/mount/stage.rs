@@ -32,6 +32,28 @@ pub struct Staged {
     pub formatted: bool,
 }
 
+/// Which volume without a file system a disk's stage may format
+/// ([`Mounter::stage_disk_formatting`]). CSI Proxy reads a file system
+/// Windows does not know (ext4 or XFS from a Linux node, a locked
+/// BitLocker volume) as none, so an unformatted-looking volume is only
+/// formatted on proof that it is the plugin's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Formatting {
+    /// Only a volume on a partition this mounter made, as its journal
+    /// records (the partition is recorded before `PartitionDisk` is sent):
+    /// the controller hands out blank disks, and the first stage
+    /// partitions and formats them. A partition the mounter did not make
+    /// that reads as unformatted is [`Error::NotOurs`], never formatted.
+    #[default]
+    PartitionedHere,
+    /// Also a volume on a partition the mounter did not make, when it
+    /// reads as unformatted: for a driver whose controller hands out disks
+    /// partitioned and knows they hold no data. Only a driver that knows
+    /// its disks may say so.
+    AnyUnformatted,
+}
+
 impl Mounter {
     /// `NodeStageVolume` of a disk: brings the disk `selector` names online
     /// (where the proxy can: disk v1beta2 and newer), partitions it if it
@@ -58,18 +80,41 @@ impl Mounter {
     ///   the attribute.
     ///
     /// `IsVolumeFormatted` is the only sign of a file system CSI Proxy
-    /// gives: a volume it reads as unformatted (a locked BitLocker volume
-    /// reads so) is formatted, as every Go mounter does.
+    /// gives, and it reads a file system Windows does not know (ext4, a
+    /// locked BitLocker volume) as none. So a volume that reads as
+    /// unformatted is formatted only when this mounter partitioned its
+    /// disk ([`Formatting::PartitionedHere`]); one on a partition it found
+    /// is [`Error::NotOurs`], and nothing is changed. Every Go mounter
+    /// formats it. A driver whose disks come partitioned says so with
+    /// [`stage_disk_formatting`](Self::stage_disk_formatting).
+    ///
+    /// A disk is partitioned only when it lists no volume (and the proxy
+    /// partitions only a disk without partitions). CSI Proxy cannot tell a
+    /// disk with a file system written on the whole device, with no
+    /// partition table (a Linux node's `mkfs` on the raw disk), from a
+    /// blank one: see docs/security.md.
     pub async fn stage_disk(
         &self,
         selector: &DiskSelector,
         staging: &WindowsPath,
     ) -> Result<Staged> {
+        self.stage_disk_formatting(selector, staging, Formatting::PartitionedHere)
+            .await
+    }
+
+    /// [`stage_disk`](Self::stage_disk), formatting what `formatting`
+    /// lets it format.
+    pub async fn stage_disk_formatting(
+        &self,
+        selector: &DiskSelector,
+        staging: &WindowsPath,
+        formatting: Formatting,
+    ) -> Result<Staged> {
         let inner = self.inner.clone();
         let (selector, staging) = (selector.clone(), staging.clone());
         let request = format!("stage {selector}");
         let key = staging.as_str().to_owned();
-        let work = async move { inner.stage_disk(&selector, &staging).await };
+        let work = async move { inner.stage_disk(&selector, &staging, formatting).await };
         self.inner.flights.run(&key, request, work).await
     }
 }
@@ -79,6 +124,7 @@ impl Inner {
         self: &Arc<Self>,
         selector: &DiskSelector,
         staging: &WindowsPath,
+        formatting: Formatting,
     ) -> Result<Staged> {
         let found = self.inspect(staging, true).await?;
         let recorded = self.recorded_stage(staging);
@@ -119,8 +165,8 @@ impl Inner {
             return Ok(unchanged(disk, volume));
         }
         let onlined = self.bring_online(disk).await?;
-        let (volume, partitioned) = self.volume_of(disk).await?;
-        let formatted = self.format_once(&volume).await?;
+        let (volume, partitioned) = self.volume_of(disk, selector).await?;
+        let formatted = self.format_once(&volume, selector, formatting).await?;
         self.mount(&volume, staging, &found).await?;
         self.record_stage(staging, &volume, selector).await?;
         Ok(Staged {
@@ -167,6 +213,7 @@ impl Inner {
             .update(|records| {
                 records.links.remove(&path_key);
                 records.unstages.remove(&path_key);
+                records.partitions.remove(&selector.to_string());
                 records.stages.insert(path_key, (staging.clone(), stage));
             })
             .await
@@ -186,12 +233,18 @@ impl Inner {
     }
 
     /// The volume of `disk`, partitioning the disk first if it lists none
-    /// and waiting for the new partition's volume to be listed.
-    async fn volume_of(&self, disk: u32) -> Result<(VolumeId, bool)> {
+    /// and waiting for the new partition's volume to be listed. The
+    /// partition is recorded as the mounter's, under `selector`, before it
+    /// is asked for.
+    async fn volume_of(&self, disk: u32, selector: &DiskSelector) -> Result<(VolumeId, bool)> {
         let volumes = self.proxy.volume()?;
         let mut listed = volumes.list_volumes_on_disk(disk, None).await?;
         let mut partitioned = false;
         if listed.is_empty() {
+            let sent = unix_millis();
+            self.journal
+                .update(|records| records.partitions.insert(selector.to_string(), sent))
+                .await?;
             let api = self.proxy.disk()?;
             idempotent(|| api.partition_disk(disk), never).await?;
             partitioned = true;
@@ -219,11 +272,17 @@ impl Inner {
         }
     }
 
-    /// Formats `volume` if it has no file system; whether it did. A format
-    /// whose outcome is unknown is recorded, and not sent again, while the
+    /// Formats `volume` if it has no file system and it is proven the
+    /// plugin's (see [`Formatting`]); whether it did. A format whose
+    /// outcome is unknown is recorded, and not sent again, while the
     /// volume still shows no file system, until its deadline and the grace
     /// after it have passed.
-    async fn format_once(&self, volume: &VolumeId) -> Result<bool> {
+    async fn format_once(
+        &self,
+        volume: &VolumeId,
+        selector: &DiskSelector,
+        formatting: Formatting,
+    ) -> Result<bool> {
         let api = self.proxy.volume()?;
         let id = volume.as_str().to_owned();
         if api.is_volume_formatted(volume).await? {
@@ -231,6 +290,22 @@ impl Inner {
                 .update(|records| records.formats.remove(&id))
                 .await?;
             return Ok(false);
+        }
+        // Proof: this mounter partitioned the disk, or sent a format of
+        // this volume before; or the driver vouches for its disks.
+        let partitioned_here = self.journal.view(|records| {
+            records.partitions.contains_key(&selector.to_string())
+                || records.formats.contains_key(&id)
+        });
+        if !partitioned_here && formatting != Formatting::AnyUnformatted {
+            return Err(Error::NotOurs {
+                what: format!("volume {volume} of the {selector}"),
+                why: "it is on a partition this mounter did not make, and CSI Proxy reads a \
+                      file system Windows does not know (ext4, XFS, a locked BitLocker \
+                      volume) as none, so formatting it could destroy data; a driver whose \
+                      disks come partitioned and empty says so with Formatting::AnyUnformatted"
+                    .to_owned(),
+            });
         }
         let now = unix_millis();
         if let Some(sent) = self
@@ -303,7 +378,7 @@ impl Inner {
     ) -> Result<()> {
         match found {
             PathState::Absent => self.make_folder(staging).await?,
-            PathState::Link { .. } => self.replace_with_folder(staging).await?,
+            PathState::Link { .. } => self.replace_with_folder(staging, found).await?,
             _ => {}
         }
         let api = self.proxy.volume()?;
@@ -317,9 +392,10 @@ impl Inner {
                 format!("volume {other} is mounted there"),
             )),
             // A folder that was a link leading nowhere, which the proxy
-            // could not tell from one: replaced, then mounted.
+            // could not tell from one: replaced, then mounted, if it is
+            // the mounter's (a file reads so too).
             None if error.host_cause() == Some(HostCause::PathNotFound) => {
-                self.replace_with_folder(staging).await?;
+                self.replace_with_folder(staging, found).await?;
                 api.mount_volume(volume, staging).await
             }
             None if error.host_cause() == Some(HostCause::DirectoryNotEmpty) => {
@@ -331,10 +407,11 @@ impl Inner {
         }
     }
 
-    /// Removes what is at `path` unforced (a link, or an empty folder) and
-    /// makes an empty folder there.
-    async fn replace_with_folder(&self, path: &WindowsPath) -> Result<()> {
-        self.remove_unforced(path).await?;
+    /// Removes what was `found` at `path` (on proof that it is the
+    /// mounter's to remove: a link, or an empty folder) and makes an empty
+    /// folder there.
+    async fn replace_with_folder(&self, path: &WindowsPath, found: &PathState) -> Result<()> {
+        self.remove_found(path, found).await?;
         self.make_folder(path).await
     }
 
@@ -345,31 +422,6 @@ impl Inner {
             .await?;
         let filesystem = self.proxy.filesystem()?;
         idempotent(|| filesystem.mkdir(path), never).await
-    }
-
-    /// [`remove_unforced`](Self::remove_unforced), where nothing there is
-    /// no error: whether something was removed.
-    pub(super) async fn remove_if_there(&self, path: &WindowsPath) -> Result<bool> {
-        match self.remove_unforced(path).await {
-            Ok(()) => Ok(true),
-            Err(error) if error.host_cause() == Some(HostCause::PathNotFound) => Ok(false),
-            Err(error) => Err(error),
-        }
-    }
-
-    /// Removes a link or an empty folder, never forced: a folder with files
-    /// in it is a conflict, and stays. Callers make sure no volume is
-    /// mounted at `path` first: Windows removes a mount point unforced.
-    pub(super) async fn remove_unforced(&self, path: &WindowsPath) -> Result<()> {
-        let filesystem = self.proxy.filesystem()?;
-        let gone =
-            |error: &Error| (error.host_cause() == Some(HostCause::PathNotFound)).then_some(());
-        match idempotent(|| filesystem.rmdir(path, false), gone).await {
-            Err(error) if error.host_cause() == Some(HostCause::DirectoryNotEmpty) => {
-                Err(conflict(path, "there is a directory with files in it"))
-            }
-            other => other,
-        }
     }
 }
 

@@ -112,6 +112,8 @@ impl Inner {
         offline: bool,
     ) -> Result<Change> {
         let path_key = key(staging.as_str());
+        // Read before this unstage records itself.
+        let known = self.recorded_path(staging);
         let (left, staged) = self.journal.view(|records| {
             let left = records.unstages.get(&path_key).cloned();
             let staged = records.stages.get(&path_key).map(|(_, s)| s.volume.clone());
@@ -146,6 +148,9 @@ impl Inner {
             }
             _ => {}
         }
+        if !known {
+            return self.clear_unknown(staging, &found).await;
+        }
         self.journal
             .update(|r| r.unstages.insert(path_key.clone(), work.clone()))
             .await?;
@@ -155,10 +160,10 @@ impl Inner {
             PathState::VolumeMount { volume } => {
                 self.unmount(&volume, staging).await?;
                 if work.volume.is_none() {
-                    // A stage before the journal: its unmount proves the
-                    // volume was mounted there, and names the disk to
-                    // take offline (never a volume merely named for the
-                    // path, which from v1.3 may be a link's holder).
+                    // A folder the mounter made, where a volume was
+                    // mounted since: its unmount names the disk to take
+                    // offline (never a volume merely named for the path,
+                    // which from v1.3 may be a link's holder).
                     work.volume = Some(volume.clone());
                     self.journal
                         .update(|r| r.unstages.insert(path_key.clone(), work.clone()))
@@ -167,7 +172,8 @@ impl Inner {
                 self.remove_unforced(staging).await?;
                 changed = true;
             }
-            // No volume there, the host said: a folder, or a link.
+            // No volume there, the host said: a folder, or a link, at a
+            // path the journal records.
             PathState::Directory | PathState::Link { .. } => {
                 self.remove_unforced(staging).await?;
                 changed = true;
@@ -185,6 +191,23 @@ impl Inner {
             })
             .await?;
         Ok(Change::of(changed))
+    }
+
+    /// An unstage at a path the journal does not record: nothing of the
+    /// mounter's is staged there. What is there goes only on proof that
+    /// it holds nothing (kubelet's empty folder, a link that leads
+    /// somewhere); a volume mounted there is another's, and stays, as does
+    /// its disk.
+    async fn clear_unknown(&self, staging: &WindowsPath, found: &PathState) -> Result<Change> {
+        if let PathState::VolumeMount { volume } = found {
+            return Err(Error::NotOurs {
+                what: format!("volume {volume}, mounted at {staging}"),
+                why: "the journal records no stage of the mounter's there, so it is not \
+                      unmounted, nor its disk taken offline"
+                    .to_owned(),
+            });
+        }
+        Ok(Change::of(self.remove_found(staging, found).await?))
     }
 
     /// Flushes `volume` and unmounts it from `staging`; a volume that is
@@ -230,6 +253,27 @@ impl Inner {
         });
         if staged_elsewhere {
             tracing::info!(%volume, "the volume is staged at another path too: its disk stays online");
+            return Ok(false);
+        }
+        // Every volume on the disk must be the mounter's: a disk that also
+        // holds another's volume (the OS disk, a disk another tool
+        // partitioned) stays online.
+        let volumes = self
+            .proxy
+            .volume()?
+            .list_volumes_on_disk(disk, None)
+            .await?;
+        let foreign: Vec<&VolumeId> = volumes
+            .iter()
+            .filter(|other| *other != volume && !self.staged_anywhere(other))
+            .collect();
+        if !foreign.is_empty() {
+            tracing::warn!(
+                disk,
+                %volume,
+                others = ?foreign.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
+                "the disk holds volumes the mounter did not stage: it stays online"
+            );
             return Ok(false);
         }
         let api = self.proxy.disk()?;

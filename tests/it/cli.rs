@@ -232,7 +232,7 @@ fn reads_print_tables_and_json() {
         serde_json::from_str(&stdout(&fake.run(&["--json", "disk", "list"]))).unwrap();
     let first = &disks[0];
     assert_eq!(first["disk"], 1, "{disks}");
-    for (part, value) in [("adapter", 0), ("bus", 0), ("target", 0), ("lun", 1)] {
+    for (part, value) in [("adapter", 1), ("bus", 0), ("target", 0), ("lun", 1)] {
         assert_eq!(first[part], value, "{part}: {disks}");
     }
     let stats: serde_json::Value =

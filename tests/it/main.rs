@@ -18,6 +18,7 @@ mod delivery;
 mod docs_paths;
 mod edges;
 mod fake_harness;
+mod foreign_objects;
 mod host_process;
 mod hostile_proxy;
 mod layers;

@@ -52,7 +52,10 @@ impl<D: NodeDriver> NodeService<D> {
         let staged = answer(CsiNodeCall::StageVolume);
         match &volume {
             Volume::Disk(disk) => {
-                mounter.stage_disk(disk, &staging).await.map_err(staged)?;
+                let formatting = driver.formatting(volume_id);
+                (mounter.stage_disk_formatting(disk, &staging, formatting))
+                    .await
+                    .map_err(staged)?;
             }
             Volume::Smb(share, given) => {
                 let credentials = match given {

@@ -47,9 +47,10 @@ pub struct DiskCandidate {
     pub ids: Option<DiskIds>,
 }
 
-/// The adapter that holds the OS disk on an Azure node; its data disks are
-/// on a SCSI controller of their own (azuredisk-csi-driver's Windows code
-/// skips adapter 0's disks when it looks for a LUN).
+/// The adapter that holds the OS and temporary disks on an Azure node; its
+/// data disks are on a SCSI controller of their own (azuredisk-csi-driver's
+/// Windows code skips adapter 0's disks when it looks for a LUN, after
+/// staging the temporary disk in a data disk's place, its issue #2661).
 const BOOT_ADAPTER: &str = "0";
 
 impl DiskSelector {
@@ -58,21 +59,24 @@ impl DiskSelector {
     /// else as text without case.
     ///
     /// A LUN numbers the disks of one target on one adapter, so a node can
-    /// have several disks at a LUN: on Azure the OS disk also reports LUN
-    /// 0, on adapter 0, while data disks sit on a SCSI controller of their
-    /// own, another adapter (azuredisk-csi-driver's Windows code passes
-    /// over adapter 0 for this reason). So:
+    /// have several disks at a LUN: on Azure the OS disk reports LUN 0 and
+    /// the temporary disk LUN 1, both on adapter 0, the boot controller,
+    /// while data disks sit on a SCSI controller of their own. A disk on
+    /// adapter 0 is never a data disk by LUN: it is passed over even when
+    /// it is the only one at the LUN (the data disk may not be attached
+    /// yet, and staging, formatting or taking offline the OS or temporary
+    /// disk in its place would destroy the node's own data). So:
     ///
-    /// - one disk reports `lun`: that disk, wherever it is;
-    /// - several do: those on adapter 0 are passed over; one left is the
-    ///   disk;
-    /// - several are left (two targets or adapters with data disks at that
-    ///   LUN, as with two iSCSI targets), or all of them are on adapter 0:
-    ///   [`Error::Ambiguous`], naming each with its location. Say which with
-    ///   [`lun_on`](Self::lun_on).
+    /// - one disk off adapter 0 reports `lun`: that disk;
+    /// - none does (yet): looked for again until the wait ends, then
+    ///   [`Error::NotFound`];
+    /// - several do (two targets or adapters with data disks at that LUN,
+    ///   as with two iSCSI targets): [`Error::Ambiguous`], naming each with
+    ///   its location. Say which with [`lun_on`](Self::lun_on), which
+    ///   reaches any adapter, adapter 0 included.
     ///
     /// Its text ([`Display`](fmt::Display), what the journal records) is
-    /// `disk at LUN <lun>`, as before this rule.
+    /// `disk at LUN <lun>`.
     ///
     /// ```
     /// use csi_proxy_client::mount::DiskSelector;
@@ -129,10 +133,9 @@ impl DiskSelector {
     fn selects(&self, candidate: &DiskCandidate) -> bool {
         let ids = candidate.ids.as_ref();
         match &self.0 {
-            Selector::Lun(lun) => candidate
-                .location
-                .as_ref()
-                .is_some_and(|at| same_part(&at.lun_id, lun)),
+            Selector::Lun(lun) => candidate.location.as_ref().is_some_and(|at| {
+                same_part(&at.lun_id, lun) && !same_part(&at.adapter, BOOT_ADAPTER)
+            }),
             Selector::LunOn {
                 adapter,
                 target,
@@ -145,30 +148,6 @@ impl DiskSelector {
             Selector::Page83(id) => ids.is_some_and(|ids| ids.page83 == *id),
             Selector::Serial(serial) => ids.is_some_and(|ids| ids.serial_number == *serial),
             Selector::Matching(_, predicate) => predicate(candidate),
-        }
-    }
-
-    /// Of the disks it selects, the ones it means: for [`lun`](Self::lun),
-    /// several at the LUN are narrowed to those off adapter 0 when any are.
-    fn narrow(&self, selected: Vec<DiskCandidate>) -> Vec<DiskCandidate> {
-        match self.0 {
-            Selector::Lun(_) if selected.len() > 1 => {
-                let (data, boot): (Vec<_>, Vec<_>) = selected
-                    .into_iter()
-                    .partition(|candidate| !on_boot_adapter(candidate));
-                if data.is_empty() {
-                    return boot;
-                }
-                if !boot.is_empty() {
-                    tracing::debug!(
-                        selector = %self,
-                        passed_over = ?boot.iter().map(|c| c.number).collect::<Vec<_>>(),
-                        "disks at the LUN on adapter 0 passed over"
-                    );
-                }
-                data
-            }
-            _ => selected,
         }
     }
 
@@ -213,11 +192,6 @@ fn same_part(reported: &str, wanted: &str) -> bool {
         (Ok(a), Ok(b)) => a == b,
         _ => reported.eq_ignore_ascii_case(wanted),
     }
-}
-
-/// Whether `candidate` sits on adapter 0, the boot controller's.
-fn on_boot_adapter(candidate: &DiskCandidate) -> bool {
-    (candidate.location.as_ref()).is_some_and(|at| same_part(&at.adapter, BOOT_ADAPTER))
 }
 
 /// A disk as an [`Error::Ambiguous`] names it: its number, and where it
@@ -266,9 +240,8 @@ impl Mounter {
     /// # Errors
     ///
     /// [`Error::NotFound`] when no disk matched by then, [`Error::Ambiguous`]
-    /// at once when several do (for [`DiskSelector::lun`], several after
-    /// its rule), each named with its location where it was listed; the
-    /// error of a listing that failed.
+    /// at once when several do, each named with its location where it was
+    /// listed; the error of a listing that failed.
     pub async fn find_disk(&self, selector: &DiskSelector, wait: Duration) -> Result<u32> {
         self.inner.find_disk(selector, wait).await
     }
@@ -333,7 +306,7 @@ impl Inner {
         let mut numbers: Vec<u32> = locations.keys().chain(ids.keys()).copied().collect();
         numbers.sort_unstable();
         numbers.dedup();
-        let selected = numbers
+        Ok(numbers
             .into_iter()
             .map(|number| DiskCandidate {
                 number,
@@ -341,8 +314,7 @@ impl Inner {
                 ids: ids.remove(&number),
             })
             .filter(|candidate| selector.selects(candidate))
-            .collect();
-        Ok(selector.narrow(selected))
+            .collect())
     }
 }
 
@@ -376,15 +348,14 @@ mod tests {
         }
     }
 
-    /// What `selector` keeps of `disks`: their numbers.
+    /// What `selector` selects of `disks`: their numbers.
     fn chosen(selector: &DiskSelector, disks: &[DiskCandidate]) -> Vec<u32> {
-        let selected = disks.iter().filter(|d| selector.selects(d)).cloned();
-        let kept = selector.narrow(selected.collect());
-        kept.iter().map(|d| d.number).collect()
+        let selected = disks.iter().filter(|d| selector.selects(d));
+        selected.map(|d| d.number).collect()
     }
 
     #[test]
-    fn a_lun_several_disks_report_is_the_one_off_adapter_0() {
+    fn a_lun_never_names_a_disk_on_adapter_0() {
         // An Azure node: the OS disk and the temporary disk on adapter 0,
         // data disks on adapter 3.
         let node = [
@@ -396,11 +367,14 @@ mod tests {
         ];
         assert_eq!(chosen(&DiskSelector::lun(0), &node), [2]);
         assert_eq!(chosen(&DiskSelector::lun(1), &node), [3]);
-        // One disk at the LUN is that disk, wherever it is.
         assert_eq!(chosen(&DiskSelector::lun(2), &node), [4]);
-        assert_eq!(chosen(&DiskSelector::lun(0), &node[..2]), [0]);
-        // Two data adapters (or targets) with a disk at the LUN: both stay,
-        // and lun_on says which.
+        // The data disks not attached yet: the OS and temporary disks at
+        // LUNs 0 and 1 are still not theirs (a finder waits, then says
+        // NotFound).
+        assert!(chosen(&DiskSelector::lun(0), &node[..2]).is_empty());
+        assert!(chosen(&DiskSelector::lun(1), &node[..2]).is_empty());
+        // Two data adapters (or targets) with a disk at the LUN: both are
+        // selected (Ambiguous), and lun_on says which, adapter 0 included.
         let two = [
             at(0, "0", "0", "0"),
             at(5, "3", "0", "0"),
@@ -409,9 +383,8 @@ mod tests {
         assert_eq!(chosen(&DiskSelector::lun(0), &two), [5, 6]);
         assert_eq!(chosen(&DiskSelector::lun_on(4, 1, 0), &two), [6]);
         assert_eq!(chosen(&DiskSelector::lun_on(0, 0, 0), &two), [0]);
-        // All on adapter 0 (targets numbered as disks): none passed over.
-        let one_adapter = [at(0, "0", "0", "0"), at(1, "0", "1", "0")];
-        assert_eq!(chosen(&DiskSelector::lun(0), &one_adapter), [0, 1]);
+        // Adapter 0 as written by any proxy ("00", " 0").
+        assert!(chosen(&DiskSelector::lun(0), &[at(7, "00", "0", "0")]).is_empty());
         assert_eq!(describe(&two[1]), "disk 5 (adapter 3, target 0, LUN 0)");
     }
 }

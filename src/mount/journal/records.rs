@@ -81,6 +81,11 @@ pub(crate) struct Records {
     /// Formats whose outcome is unknown, by volume ID: when they were sent
     /// (milliseconds since the Unix epoch).
     pub formats: Table<String, u64>,
+    /// Disks this mounter sent `PartitionDisk` for, by selector text: when
+    /// it was sent (milliseconds since the Unix epoch), recorded before it
+    /// is sent. Its volume is the mounter's to format; the row goes when
+    /// the stage is recorded.
+    pub partitions: Table<String, u64>,
     /// Folders this mounter made (staging folders it found missing), which
     /// `reconcile` may remove when they are left empty.
     pub made: Table<String, WindowsPath>,
@@ -215,6 +220,7 @@ impl Records {
             + self.stages.len()
             + self.unstages.len()
             + self.formats.len()
+            + self.partitions.len()
             + self.made.len()
             + self.shares.len()
             + self.mapped.len()

@@ -27,6 +27,7 @@ pub(super) enum Row {
     Made(String, WindowsPath),
     Rule(MappingKey),
     Format(String, u64),
+    Partition(String, u64),
     Share(String, ShareRecord),
     Mapped(ShareRow),
     Confirmed(ShareRow),
@@ -55,6 +56,7 @@ impl Records {
             Row::Unstage(key, value) => set(&mut self.unstages, key, value, present),
             Row::Made(key, value) => set(&mut self.made, key, value, present),
             Row::Format(key, value) => set(&mut self.formats, key, value, present),
+            Row::Partition(key, value) => set(&mut self.partitions, key, value, present),
             Row::Share(key, value) => set(&mut self.shares, key, value, present),
             Row::Mapped(key) => set(&mut self.mapped, key, (), present),
             Row::Confirmed(key) => set(&mut self.confirmed, key, (), present),
@@ -90,6 +92,9 @@ impl Records {
         }
         for (volume, sent) in self.formats.iter() {
             push(format_line(volume, *sent));
+        }
+        for (selector, sent) in self.partitions.iter() {
+            push(partition_line(selector, *sent));
         }
         for (share, record) in self.shares.iter() {
             push(share_line(share, record));
@@ -145,6 +150,10 @@ impl Records {
         }
         for (volume, was, now) in self.formats.take_touched() {
             let text = |sent: &u64| format_line(&volume, *sent);
+            change(now.map(text), was.as_ref().map(text));
+        }
+        for (selector, was, now) in self.partitions.take_touched() {
+            let text = |sent: &u64| partition_line(&selector, *sent);
             change(now.map(text), was.as_ref().map(text));
         }
         for (share, was, now) in self.shares.take_touched() {
@@ -210,6 +219,10 @@ fn rule_line(rule: MappingKey) -> String {
 
 fn format_line(volume: &str, sent: u64) -> String {
     line(&["format-ms", volume, &sent.to_string()])
+}
+
+fn partition_line(selector: &str, sent: u64) -> String {
+    line(&["partition-ms", selector, &sent.to_string()])
 }
 
 fn share_line(share: &str, record: &ShareRecord) -> String {
@@ -290,6 +303,7 @@ pub(super) fn read_row(fields: &[&str]) -> Result<Row, String> {
         ["rule", "smb-mapping-key", "share-root"] => Row::Rule(MappingKey::ShareRoot),
         ["rule", "smb-mapping-key", "exact-path"] => Row::Rule(MappingKey::ExactPath),
         ["format-ms", volume, sent] => Row::Format((*volume).to_owned(), number(sent)?),
+        ["partition-ms", selector, sent] => Row::Partition((*selector).to_owned(), number(sent)?),
         // Written in whole seconds by format 1 before.
         ["format", volume, sent] => {
             Row::Format((*volume).to_owned(), number(sent)?.saturating_mul(1_000))

@@ -214,17 +214,17 @@ impl Inner {
         // A link this mounter made goes without a look: the look at a
         // link whose share is gone fails, and removing a link never
         // touches the share.
-        let remove = match recorded_share {
-            Some(_) => true,
+        let mut changed = match recorded_share {
+            Some(_) => self.remove_if_there(staging).await?,
             None => match self.inspect(staging, false).await? {
-                PathState::Absent => false,
                 PathState::VolumeMount { .. } => {
                     return Err(conflict(staging, "a volume is mounted there"))
                 }
-                _ => true,
+                // What no record names goes only on proof that it holds
+                // nothing.
+                found => self.remove_found(staging, &found).await?,
             },
         };
-        let mut changed = remove && self.remove_if_there(staging).await?;
         if let Some(root) = &root {
             changed |= self.release_lease(root, volume).await?;
         }

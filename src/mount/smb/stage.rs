@@ -160,13 +160,14 @@ impl Inner {
                 PathState::Absent => {}
                 // An empty folder (kubelet's), a link that leads nowhere,
                 // or one no record names that leads to no volume (a
-                // leftover of a lost journal).
-                PathState::Directory
+                // leftover of a lost journal): on proof that it holds
+                // nothing.
+                found @ (PathState::Directory
                 | PathState::Link {
                     target: None,
                     volume: None,
                     ..
-                } => self.remove_unforced(staging).await?,
+                }) => drop(self.remove_found(staging, &found).await?),
                 other => return Err(conflict(staging, other)),
             },
         }

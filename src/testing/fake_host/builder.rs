@@ -3,8 +3,8 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-use super::state::{HostState, IscsiTarget, SmbShare};
-use super::{local_path, lun_location, FakeDisk, FakeHost};
+use super::state::{HostState, IscsiTarget, PathEntry, SmbShare};
+use super::{boot_location, data_location, local_path, FakeDisk, FakeHost};
 use crate::api::{Secret, ServiceInfo, ServiceStatus, StartType, TargetPortal};
 use crate::testing::ProxyRelease;
 
@@ -15,20 +15,31 @@ pub struct FakeHostBuilder {
 }
 
 impl FakeHostBuilder {
-    /// Adds an online, raw disk `number` of `size_bytes` with page83
-    /// identifier `page83`, on adapter 0, target 0, LUN = `number`.
+    /// Adds an online, raw data disk `number` of `size_bytes` with page83
+    /// identifier `page83`, on adapter 1, target 0, LUN = `number`: where
+    /// Azure attaches data disks, so [`DiskSelector::lun`] finds it.
+    ///
+    /// The node's own disks sit on adapter 0:
+    /// [`system_disk`](Self::system_disk) at LUN 0 and
+    /// [`temp_disk`](Self::temp_disk) at LUN 1.
+    ///
+    /// [`DiskSelector::lun`]: crate::mount::DiskSelector::lun
     pub fn disk(mut self, number: u32, page83: &str, size_bytes: u64) -> Self {
-        let disk = FakeDisk::new(page83, size_bytes, lun_location(number));
+        let disk = FakeDisk::new(page83, size_bytes, data_location(number));
         self.state.add_disk(number, disk);
         self
     }
 
-    /// Adds an online disk `number` as [`DiskApi::partition_disk`] leaves
-    /// it: a GPT with one data partition, holding an unformatted volume.
+    /// Adds an online data disk `number` (placed as [`disk`](Self::disk)
+    /// places it) as [`DiskApi::partition_disk`] leaves it: a GPT with one
+    /// data partition, holding a volume `IsVolumeFormatted` reads as
+    /// unformatted. It is also how a partition whose file system Windows
+    /// does not know (ext4, say) reads through CSI Proxy: the mounter
+    /// formats it only on proof that it is the plugin's.
     ///
     /// [`DiskApi::partition_disk`]: crate::api::DiskApi::partition_disk
     pub fn partitioned_disk(mut self, number: u32, page83: &str, size_bytes: u64) -> Self {
-        let disk = FakeDisk::new(page83, size_bytes, lun_location(number));
+        let disk = FakeDisk::new(page83, size_bytes, data_location(number));
         self.state.add_disk(number, disk);
         self.state.add_data_partition(number);
         self
@@ -38,10 +49,22 @@ impl FakeHostBuilder {
     /// formatted volume that holds drive `C:`. Without a system disk, a path
     /// under no mounted volume belongs to no volume; with one, it belongs to
     /// `C:`'s, as on a real node (`GetClosestVolumeIDFromTargetPath`,
-    /// `GetVolumeIDFromTargetPath` of `C:\`).
+    /// `GetVolumeIDFromTargetPath` of `C:\`). It sits where Azure puts the
+    /// OS disk: adapter 0, target 0, LUN 0.
     pub fn system_disk(mut self, number: u32, page83: &str, size_bytes: u64) -> Self {
-        let disk = FakeDisk::new(page83, size_bytes, lun_location(number));
+        let disk = FakeDisk::new(page83, size_bytes, boot_location(0));
         self.state.add_system_disk(number, disk);
+        self
+    }
+
+    /// Adds disk `number` as an Azure node's temporary disk: an MBR disk
+    /// with one formatted volume (drive `D:` on a real node), on adapter 0,
+    /// target 0, LUN 1, beside the OS disk. No data disk selector of the
+    /// mounter may take it for a data disk.
+    pub fn temp_disk(mut self, number: u32, page83: &str, size_bytes: u64) -> Self {
+        let disk = FakeDisk::new(page83, size_bytes, boot_location(1));
+        self.state.add_disk(number, disk);
+        self.state.add_formatted_partition(number);
         self
     }
 
@@ -73,6 +96,17 @@ impl FakeHostBuilder {
     /// When the builder has no disk `number` yet.
     pub fn read_only(mut self, number: u32) -> Self {
         self.disk_mut("read_only", number).read_only = true;
+        self
+    }
+
+    /// Adds a file at `path` (its folders made as needed): something that is
+    /// not the mounter's, which it must never remove.
+    pub fn file(mut self, path: &str) -> Self {
+        let at = local_path(path);
+        if let Some((up, _)) = at.rsplit_once('\\') {
+            self.state.mkdir_all(up);
+        }
+        self.state.tree.insert(&at, PathEntry::File);
         self
     }
 

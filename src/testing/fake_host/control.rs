@@ -5,7 +5,7 @@
 use super::smb::normalized;
 use super::state::{key, PathEntry, SmbMappingState, SmbMappingStatus};
 use super::{FakeDisk, FakeHost};
-use crate::api::Secret;
+use crate::api::{Secret, VolumeId};
 use crate::testing::ProxyRelease;
 
 impl FakeHost {
@@ -69,6 +69,32 @@ impl FakeHost {
                 };
             }
         }
+    }
+
+    /// Attaches a raw data disk `number` at adapter 1, target 0, LUN `lun`
+    /// now, as a cloud provider's attach that reaches the node after the
+    /// stage began does (the builder's [`disk`](super::FakeHostBuilder::disk)
+    /// places one at LUN = number up front). An existing disk `number` is
+    /// replaced.
+    pub fn attach_disk(&self, number: u32, page83: &str, size_bytes: u64, lun: u32) {
+        let disk = FakeDisk::new(page83, size_bytes, super::data_location(lun));
+        self.state().add_disk(number, disk);
+    }
+
+    /// Adds a volume to disk `number` on a partition of its own, as
+    /// another tool (an administrator's `New-Partition`) would: formatted
+    /// or not. Returns the volume, or `None` when there is no such disk.
+    pub fn add_volume(&self, number: u32, formatted: bool) -> Option<VolumeId> {
+        let mut state = self.state();
+        let last = (state.volumes.values())
+            .filter(|volume| volume.disk == number)
+            .map(|volume| volume.partition)
+            .max();
+        let id = state.add_data_partition(number)?;
+        let volume = state.volumes.get_mut(&id)?;
+        volume.partition = last.map_or(volume.partition, |last| last + 1);
+        volume.formatted = formatted;
+        Some(id)
     }
 
     /// Gives disk `number` a new size, as a cloud provider's resize of an

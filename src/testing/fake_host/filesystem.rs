@@ -39,7 +39,10 @@ pub(super) enum Found {
 
 impl Found {
     fn is_dir(&self) -> bool {
-        !matches!(self, Found::Local(_, PathEntry::Symlink(_)))
+        !matches!(
+            self,
+            Found::Local(_, PathEntry::Symlink(_) | PathEntry::File)
+        )
     }
 }
 
@@ -97,6 +100,9 @@ impl HostState {
             at = format!("{at}\\{part}");
             match self.tree.get(&at) {
                 None => return Step::Found(None),
+                // Below a file there is nothing (Windows: the path is not
+                // found).
+                Some(PathEntry::File) if !is_last => return Step::Found(None),
                 Some(PathEntry::Symlink(target)) if !is_last || last == Last::Followed => {
                     let rest = below[i + 1..].join("\\");
                     let target = target.trim_end_matches('\\');
@@ -138,10 +144,16 @@ impl HostState {
     /// Go's `os.MkdirAll`, which the proxy's `Mkdir` runs: done when `path`
     /// leads to a folder; else its folder is made first, then `path`.
     fn make_dirs(&mut self, path: &str) -> Result<(), WindowsError> {
-        if let Ok(Some(found)) = self.find(path, Last::Followed) {
-            if found.is_dir() {
-                return Ok(());
+        match self.find(path, Last::Followed) {
+            Ok(Some(found)) if found.is_dir() => return Ok(()),
+            // Go's `os.MkdirAll` stops at a file on the way: ENOTDIR.
+            Ok(Some(Found::Local(_, PathEntry::File))) => {
+                return Err(WindowsError::with_message(
+                    WindowsError::DIRECTORY,
+                    format!("mkdir {path}: not a directory"),
+                ))
             }
+            _ => {}
         }
         let whole = key(path);
         if let Some(up) = parent(&whole).filter(|up| !is_drive_root(up)) {
@@ -293,7 +305,7 @@ impl HostState {
                 Err(error) => Err(error.into_error(op)),
             },
             Found::Local(_, PathEntry::MountPoint(_)) => Ok(true),
-            Found::Local(_, PathEntry::Directory) | Found::Share(_) => Ok(false),
+            Found::Local(_, PathEntry::Directory | PathEntry::File) | Found::Share(_) => Ok(false),
         }
     }
 }

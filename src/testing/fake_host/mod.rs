@@ -191,13 +191,25 @@ impl FakeHost {
     }
 }
 
-/// Adapter 0, bus 0, target 0, LUN `number`: where the builder puts disks.
-fn lun_location(number: u32) -> DiskLocation {
+/// Where the builder puts data disks: adapter 1 (a SCSI controller of
+/// their own, as on Azure), bus 0, target 0, LUN `lun`.
+fn data_location(lun: u32) -> DiskLocation {
+    location(1, lun)
+}
+
+/// Where the builder puts the node's own disks: adapter 0, the boot
+/// controller, bus 0, target 0, LUN `lun` (0 for the OS disk, 1 for the
+/// temporary disk).
+fn boot_location(lun: u32) -> DiskLocation {
+    location(0, lun)
+}
+
+fn location(adapter: u32, lun: u32) -> DiskLocation {
     DiskLocation {
-        adapter: "0".into(),
+        adapter: adapter.to_string(),
         bus: "0".into(),
         target: "0".into(),
-        lun_id: number.to_string(),
+        lun_id: lun.to_string(),
     }
 }
 

@@ -83,6 +83,11 @@ pub enum PathEntry {
     Symlink(String),
     /// A folder a volume is mounted at.
     MountPoint(VolumeId),
+    /// A file (someone else's: the mounter makes none). The proxy's calls
+    /// treat it as Go's do: `IsSymlink` is false, `Rmdir` removes it
+    /// (`os.Remove` takes a file too), `Mkdir` of it or below it fails
+    /// ("not a directory").
+    File,
 }
 
 #[derive(Debug)]
@@ -258,6 +263,16 @@ impl HostState {
                 mounts: BTreeSet::new(),
             },
         );
+        Some(id)
+    }
+
+    /// Gives raw disk `number` one partition holding a formatted volume,
+    /// with some bytes in use; returns the volume.
+    pub fn add_formatted_partition(&mut self, number: u32) -> Option<VolumeId> {
+        let id = self.add_data_partition(number)?;
+        let volume = self.volumes.get_mut(&id)?;
+        volume.formatted = true;
+        volume.used_bytes = NTFS_OVERHEAD.min(volume.size_bytes);
         Some(id)
     }
 

@@ -65,7 +65,9 @@ impl HostState {
         match self.tree.get(target.as_str()) {
             None => Err(none()),
             Some(PathEntry::MountPoint(volume)) => Ok(volume),
-            Some(PathEntry::Directory) => Err(host_error(op, "not a mounted folder")),
+            Some(PathEntry::Directory | PathEntry::File) => {
+                Err(host_error(op, "not a mounted folder"))
+            }
             Some(PathEntry::Symlink(_)) if self.link_reading == LinkReading::Target => self
                 .mounted_at(target.as_str())
                 .ok_or_else(|| host_error(op, "not a mounted folder")),
@@ -162,6 +164,12 @@ impl HostState {
                 return Err(host_error(
                     op,
                     format!("{target}: the system cannot find the path specified"),
+                ))
+            }
+            Some(PathEntry::File) => {
+                return Err(host_error(
+                    op,
+                    format!("{target}: the directory name is invalid"),
                 ))
             }
         }

@@ -4,8 +4,10 @@ use std::time::Duration;
 
 use super::{page83, path, releases, Node, GIB, PAGE83, STAGING, STAGING_2, TARGET, TARGET_2};
 use csi_proxy_client::api::{DiskLocation, FilesystemApi};
-use csi_proxy_client::mount::{Change, DiskAfterUnstage, DiskSelector, Mounter, PathState};
-use csi_proxy_client::testing::{FakeDisk, FakeHost, PathEntry, ProxyRelease};
+use csi_proxy_client::mount::{
+    Change, DiskAfterUnstage, DiskSelector, Formatting, Mounter, PathState,
+};
+use csi_proxy_client::testing::{FakeDisk, FakeHost, PathEntry, ProxyRelease, WindowsError};
 use csi_proxy_client::{Code, Error, HostCause, Operation as Op};
 
 #[tokio::test]
@@ -78,13 +80,56 @@ async fn every_operation_twice_changes_nothing_the_second_time() {
 }
 
 #[tokio::test]
-async fn a_partitioned_disk_is_formatted_and_a_formatted_one_keeps_its_data() {
+async fn a_partition_found_is_formatted_only_when_the_driver_vouches_for_it() {
+    // A partition the mounter did not make, reading as unformatted (what
+    // an ext4 partition reads as): refused, nothing changed.
     let host = FakeHost::builder().partitioned_disk(1, PAGE83, 10 * GIB);
     let node = Node::on(ProxyRelease::LATEST, host).await;
-    let staged = node.stage(STAGING).await;
+    let error = node
+        .mounter
+        .stage_disk(&super::page83(), &path(STAGING))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::NotOurs { .. }), "{error}");
+    assert_eq!(error.csi_code(), Code::FailedPrecondition);
+    assert_eq!(node.host_calls(Op::FormatVolume), 0);
+    assert_eq!(node.host.entry(STAGING), None);
+    // A driver whose disks come partitioned and empty says so.
+    let staged = node
+        .mounter
+        .stage_disk_formatting(&super::page83(), &path(STAGING), Formatting::AnyUnformatted)
+        .await
+        .unwrap();
     assert!(!staged.partitioned && staged.formatted, "{staged:?}");
     assert_eq!(node.host_calls(Op::PartitionDisk), 0);
+}
 
+#[tokio::test]
+async fn a_partition_the_mounter_made_is_formatted_after_a_failed_format() {
+    for release in [ProxyRelease::V0_2_2, ProxyRelease::LATEST] {
+        let mut node = Node::with_disk(release).await;
+        let failure = WindowsError::new(WindowsError::IO_DEVICE);
+        node.host.fail_call(Op::FormatVolume, 1, failure);
+        let error = node
+            .mounter
+            .stage_disk(&super::page83(), &path(STAGING))
+            .await
+            .unwrap_err();
+        assert!(matches!(error, Error::Host { .. }), "{release}: {error}");
+        // The journal recorded the partition before it was asked for: the
+        // plugin, restarted, formats its own partition.
+        node.restart_driver().await;
+        let staged = node.stage(STAGING).await;
+        assert!(
+            !staged.partitioned && staged.formatted,
+            "{release}: {staged:?}"
+        );
+        assert_eq!(node.host_calls(Op::PartitionDisk), 1);
+    }
+}
+
+#[tokio::test]
+async fn a_formatted_disk_keeps_its_data() {
     // A disk that has a file system, with data on it: mounted as it is.
     let node = Node::with_disk(ProxyRelease::V0_2_2).await;
     let volume = node.stage(STAGING).await.volume;
@@ -150,9 +195,10 @@ async fn an_offline_disk_is_brought_online_and_a_read_only_one_is_named() {
 }
 
 #[tokio::test]
-async fn a_staging_link_that_leads_nowhere_is_replaced() {
+async fn a_staging_link_no_record_names_that_leads_nowhere_stays() {
     let node = Node::with_disk(ProxyRelease::LATEST).await;
-    // A link left by an earlier run to a folder that is gone.
+    // A link someone left to a folder that is gone: the proxy cannot tell
+    // it from a file, so it is not the mounter's to remove.
     let gone = path(r"C:\var\lib\kubelet\plugins\kubernetes.io\csi\pd\gone");
     node.host.mkdir(&gone).await.unwrap();
     node.host
@@ -165,16 +211,15 @@ async fn a_staging_link_that_leads_nowhere_is_replaced() {
         PathState::Directory
     );
 
-    let staged = node.stage(STAGING).await;
+    let error = node
+        .mounter
+        .stage_disk(&super::page83(), &path(STAGING))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::NotOurs { .. }), "{error}");
     assert_eq!(
         node.host.entry(STAGING),
-        Some(PathEntry::MountPoint(staged.volume.clone()))
-    );
-    assert_eq!(
-        node.mounter.inspect(&path(STAGING)).await.unwrap(),
-        PathState::VolumeMount {
-            volume: staged.volume
-        }
+        Some(PathEntry::Symlink(gone.as_str().to_owned()))
     );
 }
 
@@ -304,7 +349,7 @@ async fn every_disk_selector_finds_its_disk_and_an_ambiguous_one_is_typed() {
         "Google  pvc-2",
         10 * GIB,
         DiskLocation {
-            adapter: "0".into(),
+            adapter: "1".into(),
             bus: "0".into(),
             target: "0".into(),
             lun_id: "7".into(),

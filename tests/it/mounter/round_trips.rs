@@ -59,8 +59,8 @@ async fn each_node_call_sends_the_calls_the_docs_count() {
         ("stats", "GetVolumeIDFromTargetPath GetVolumeStats"),
         ("expand", "GetVolumeIDFromTargetPath GetDiskNumberFromVolumeID Rescan GetDiskStats GetVolumeStats ResizeVolume GetVolumeStats"),
         ("unpublish", "Rmdir"),
-        ("unpublish again", "Rmdir"),
-        ("unstage", "GetVolumeIDFromTargetPath WriteVolumeCache UnmountVolume Rmdir GetDiskNumberFromVolumeID SetDiskState"),
+        ("unpublish again", "IsSymlink"),
+        ("unstage", "GetVolumeIDFromTargetPath WriteVolumeCache UnmountVolume Rmdir GetDiskNumberFromVolumeID ListVolumesOnDisk SetDiskState"),
         ("unstage again", "GetVolumeIDFromTargetPath IsSymlink"),
     ];
     let v0_2_2 = [
@@ -71,8 +71,8 @@ async fn each_node_call_sends_the_calls_the_docs_count() {
         ("stats", "GetVolumeIDFromMount VolumeStats"),
         ("expand", "GetVolumeIDFromMount GetVolumeDiskNumber Rescan DiskStats VolumeStats ResizeVolume VolumeStats"),
         ("unpublish", "Rmdir"),
-        ("unpublish again", "Rmdir"),
-        ("unstage", "GetVolumeIDFromMount WriteVolumeCache DismountVolume Rmdir GetVolumeDiskNumber SetAttachState"),
+        ("unpublish again", "IsMountPoint"),
+        ("unstage", "GetVolumeIDFromMount WriteVolumeCache DismountVolume Rmdir GetVolumeDiskNumber ListVolumesOnDisk SetAttachState"),
         ("unstage again", "GetVolumeIDFromMount IsMountPoint"),
     ];
     for (release, expected) in [(ProxyRelease::LATEST, v1), (ProxyRelease::V0_2_2, v0_2_2)] {

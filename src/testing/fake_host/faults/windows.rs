@@ -66,6 +66,8 @@ impl WindowsError {
     pub const SEM_TIMEOUT: u32 = 121;
     /// 145, `ERROR_DIR_NOT_EMPTY`.
     pub const DIR_NOT_EMPTY: u32 = 145;
+    /// ERROR_DIRECTORY: a file where a directory is needed.
+    pub const DIRECTORY: u32 = 267;
     /// 183, `ERROR_ALREADY_EXISTS`.
     pub const ALREADY_EXISTS: u32 = 183;
     /// 1117, `ERROR_IO_DEVICE`.

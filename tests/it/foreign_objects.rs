@@ -1,0 +1,382 @@
+//! A node full of things that are not the plugin's: the OS and temporary
+//! disks on adapter 0 with the data disk not attached yet, a disk with a
+//! partition another system made, a blank disk asked for as ext4, files and
+//! folders with files at staging and publish paths, a folder outside
+//! kubelet's, another driver's mounted volume, a volume of another's on a
+//! disk the plugin staged. Every CSI node call is made against them through
+//! the node service, and each one is checked intact afterwards: the node
+//! layer destroys only what it can prove is its own (docs/security.md).
+//! The fake host follows CSI Proxy's code where it is unkind: `Rmdir`
+//! removes a file, `IsSymlink` reads a file as no link, `IsVolumeFormatted`
+//! reads a foreign file system as none.
+
+use std::time::Duration;
+
+use csi_proxy_client::api::WindowsPath;
+use csi_proxy_client::csi::v1::node_server::Node;
+use csi_proxy_client::csi::v1::{volume_capability as capability, *};
+use csi_proxy_client::csi::{NodeService, VolumeKind};
+use csi_proxy_client::mount::{DiskAfterUnstage, DiskSelector, Mounter};
+use csi_proxy_client::testing::{FakeHost, FakeProxy, PathEntry, ProxyRelease};
+use csi_proxy_client::{Code, CsiProxy, Status};
+use tonic::Request;
+
+use crate::common::TestNode;
+use crate::csi_service::{publish, stage, staging, target, unstage, writer, TestDriver};
+
+const GIB: u64 = 1 << 30;
+const PLUGINS: &str = r"C:\var\lib\kubelet\plugins\test.csi";
+const PODS: &str = r"C:\var\lib\kubelet\pods\p1\volumes";
+/// Another driver's staging path, where it mounted its volume.
+const OTHER_STAGING: &str = r"C:\var\lib\kubelet\plugins\other.csi\pv9\globalmount";
+/// A file where kubelet would have a publish target (someone else's).
+const FILE_TARGET: &str = r"C:\var\lib\kubelet\pods\p1\volumes\file-t\mount";
+/// A file where a staging path would be.
+const FILE_STAGING: &str = r"C:\var\lib\kubelet\plugins\test.csi\file-s\globalmount";
+/// A folder with a file in it at a publish target.
+const FULL_TARGET: &str = r"C:\var\lib\kubelet\pods\p1\volumes\full-t\mount";
+/// A folder with a file in it at a staging path.
+const FULL_STAGING: &str = r"C:\var\lib\kubelet\plugins\test.csi\full-s\globalmount";
+/// Folders outside kubelet's, which a proxy with a working directory of
+/// `C:\data` lets the plugin reach.
+const OUTSIDE_EMPTY: &str = r"C:\data\empty";
+const OUTSIDE_FILE: &str = r"C:\data\keep\report.txt";
+
+/// The seeded node, its proxy, and the plugin's service on it.
+struct ForeignNode {
+    _node: TestNode,
+    host: FakeHost,
+    _fake: FakeProxy,
+    proxy: CsiProxy,
+    state: tempfile::TempDir,
+    other_state: tempfile::TempDir,
+}
+
+impl ForeignNode {
+    async fn new(release: ProxyRelease) -> Self {
+        let node = TestNode::new();
+        let host = FakeHost::builder()
+            // The node's own disks, where Azure puts them.
+            .system_disk(0, "os", 128 * GIB)
+            .temp_disk(1, "temp", 16 * GIB)
+            // Data disks on adapter 1: a partition another system made,
+            // a blank disk (asked for as ext4), the plugin's own disk, the
+            // other driver's disk.
+            .partitioned_disk(3, "foreign", 10 * GIB)
+            .disk(4, "blank", 10 * GIB)
+            .disk(5, "ours", 10 * GIB)
+            .disk(6, "other", 10 * GIB)
+            .disk(7, "staged-on-a-file", 10 * GIB)
+            .dir(PLUGINS)
+            .dir(PODS)
+            .dir(r"C:\var\lib\kubelet\plugins\other.csi\pv9")
+            .file(FILE_TARGET)
+            .file(FILE_STAGING)
+            .file(&format!(r"{FULL_TARGET}\data.bin"))
+            .file(&format!(r"{FULL_STAGING}\data.bin"))
+            .working_dir(r"C:\data")
+            .dir(OUTSIDE_EMPTY)
+            .file(OUTSIDE_FILE)
+            .release(release)
+            .build();
+        let mut fake = FakeProxy::for_host(node.transport(), &host);
+        fake.serve_release(release).await.unwrap();
+        let proxy = CsiProxy::builder()
+            .transport(node.transport())
+            .connect()
+            .await
+            .unwrap();
+        let this = Self {
+            _node: node,
+            host,
+            _fake: fake,
+            proxy,
+            state: tempfile::tempdir().unwrap(),
+            other_state: tempfile::tempdir().unwrap(),
+        };
+        // Another driver, with its own journal, stages its disk.
+        let other = Mounter::builder(this.proxy.clone(), this.other_state.path())
+            .build()
+            .unwrap();
+        other
+            .stage_disk(&DiskSelector::lun(6), &path(OTHER_STAGING))
+            .await
+            .unwrap();
+        this
+    }
+
+    fn service(&self) -> NodeService<TestDriver> {
+        let mounter = Mounter::builder(self.proxy.clone(), self.state.path())
+            .disk_wait(Duration::from_millis(100))
+            .poll_interval(Duration::from_millis(20))
+            .build()
+            .unwrap();
+        let driver = TestDriver::of(&[VolumeKind::Disk, VolumeKind::Smb]);
+        NodeService::new(driver, mounter, "node-1", self.state.path()).unwrap()
+    }
+
+    /// What must be as it was, whatever the plugin was asked.
+    fn assert_intact(&self) {
+        let host = &self.host;
+        // The OS and temporary disks: online, their volumes formatted and
+        // mounted nowhere the plugin put them.
+        for number in [0, 1] {
+            assert!(host.disk(number).unwrap().online, "disk {number}");
+            let volumes = volumes_of(host, number);
+            assert_eq!(volumes.len(), 1, "disk {number}: {volumes:?}");
+            assert!(volumes[0].formatted && volumes[0].mounts.is_empty());
+        }
+        // The foreign partition: still unformatted (its ext4 intact), not
+        // mounted.
+        let foreign = volumes_of(host, 3);
+        assert_eq!(foreign.len(), 1);
+        assert!(!foreign[0].formatted && foreign[0].mounts.is_empty());
+        // The disk asked for as ext4: untouched.
+        assert!(!host.disk(4).unwrap().partitioned);
+        assert!(volumes_of(host, 4).is_empty());
+        // The other driver's volume: mounted where it put it, disk online.
+        assert!(matches!(
+            host.entry(OTHER_STAGING),
+            Some(PathEntry::MountPoint(_))
+        ));
+        assert!(host.disk(6).unwrap().online);
+        // Files and folders.
+        for file in [
+            FILE_TARGET.to_owned(),
+            FILE_STAGING.to_owned(),
+            format!(r"{FULL_TARGET}\data.bin"),
+            format!(r"{FULL_STAGING}\data.bin"),
+            OUTSIDE_FILE.to_owned(),
+        ] {
+            assert_eq!(host.entry(&file), Some(PathEntry::File), "{file}");
+        }
+        assert_eq!(host.entry(OUTSIDE_EMPTY), Some(PathEntry::Directory));
+    }
+}
+
+fn path(text: &str) -> WindowsPath {
+    WindowsPath::new(text).unwrap()
+}
+
+fn volumes_of(host: &FakeHost, disk: u32) -> Vec<csi_proxy_client::testing::FakeVolume> {
+    (host.volumes().into_values())
+        .filter(|volume| volume.disk == disk)
+        .collect()
+}
+
+fn code<T>(answer: Result<T, Status>) -> Code {
+    answer.err().map_or(Code::Ok, |status| status.code())
+}
+
+fn message<T: std::fmt::Debug>(answer: Result<T, Status>) -> String {
+    answer.unwrap_err().message().to_owned()
+}
+
+fn stage_at(volume: &str, staging_path: &str) -> NodeStageVolumeRequest {
+    NodeStageVolumeRequest {
+        staging_target_path: staging_path.into(),
+        ..stage(volume)
+    }
+}
+
+fn stage_as(volume: &str, fs_type: &str) -> NodeStageVolumeRequest {
+    let mut capability = writer();
+    capability.access_type = Some(capability::AccessType::Mount(capability::MountVolume {
+        fs_type: fs_type.into(),
+        ..Default::default()
+    }));
+    NodeStageVolumeRequest {
+        volume_capability: Some(capability),
+        ..stage(volume)
+    }
+}
+
+fn publish_at(volume: &str, target_path: &str) -> NodePublishVolumeRequest {
+    NodePublishVolumeRequest {
+        target_path: target_path.into(),
+        ..publish(volume)
+    }
+}
+
+fn unpublish(volume: &str, target_path: &str) -> NodeUnpublishVolumeRequest {
+    NodeUnpublishVolumeRequest {
+        volume_id: volume.into(),
+        target_path: target_path.into(),
+    }
+}
+
+fn unstage_at(volume: &str, staging_path: &str) -> NodeUnstageVolumeRequest {
+    NodeUnstageVolumeRequest {
+        volume_id: volume.into(),
+        staging_target_path: staging_path.into(),
+    }
+}
+
+#[tokio::test]
+async fn every_node_call_leaves_what_is_not_the_plugins_intact() {
+    for release in [ProxyRelease::V0_2_2, ProxyRelease::LATEST] {
+        let node = ForeignNode::new(release).await;
+        let service = node.service();
+        let s = &service;
+        // Stages: the data disk at LUN 0 is not attached yet, and the OS
+        // disk reports LUN 0 (the temporary disk LUN 1): never taken.
+        assert_eq!(
+            code(s.node_stage_volume(Request::new(stage("lun-0"))).await),
+            Code::NotFound
+        );
+        assert_eq!(
+            code(s.node_stage_volume(Request::new(stage("lun-1"))).await),
+            Code::NotFound
+        );
+        // A partition another system made reads as unformatted.
+        let foreign = s.node_stage_volume(Request::new(stage("lun-3"))).await;
+        assert_eq!(code(foreign), Code::FailedPrecondition, "{release}");
+        // A blank disk asked for as ext4 is refused before the node is
+        // touched.
+        let ext4 = s
+            .node_stage_volume(Request::new(stage_as("lun-4", "ext4")))
+            .await;
+        assert_eq!(code(ext4), Code::InvalidArgument);
+        // Staging paths held by a folder with files, and by a file.
+        let full = s
+            .node_stage_volume(Request::new(stage_at("lun-5", FULL_STAGING)))
+            .await;
+        assert_ne!(code(full), Code::Ok);
+        let file = s
+            .node_stage_volume(Request::new(stage_at("lun-7", FILE_STAGING)))
+            .await;
+        assert_ne!(code(file), Code::Ok);
+        // The plugin's own volume, staged and published as usual.
+        s.node_stage_volume(Request::new(stage("lun-5")))
+            .await
+            .unwrap();
+        s.node_publish_volume(Request::new(publish("lun-5")))
+            .await
+            .unwrap();
+        // Publish targets held by a file and a folder with files.
+        for held in [FILE_TARGET, FULL_TARGET] {
+            let published = s
+                .node_publish_volume(Request::new(publish_at("lun-5", held)))
+                .await;
+            assert_ne!(code(published), Code::Ok, "{held}");
+        }
+        // Unpublish of what is not the plugin's: a file, a folder with
+        // files, the other driver's mount point, folders outside kubelet's.
+        for held in [
+            FILE_TARGET,
+            FULL_TARGET,
+            OTHER_STAGING,
+            OUTSIDE_EMPTY,
+            r"C:\data\keep",
+        ] {
+            let gone = s
+                .node_unpublish_volume(Request::new(unpublish("lun-5", held)))
+                .await;
+            assert_eq!(code(gone), Code::FailedPrecondition, "{release}: {held}");
+        }
+        // Unstage where the journal staged nothing: another driver's
+        // volume, a file, a folder with files.
+        for held in [OTHER_STAGING, FILE_STAGING, FULL_STAGING] {
+            let gone = s
+                .node_unstage_volume(Request::new(unstage_at("lun-6", held)))
+                .await;
+            assert_eq!(code(gone), Code::FailedPrecondition, "{release}: {held}");
+        }
+        // Another tool adds a volume to the plugin's disk: the plugin's
+        // volume goes, the disk stays online.
+        let theirs = node.host.add_volume(5, true).unwrap();
+        s.node_unpublish_volume(Request::new(unpublish("lun-5", &target("lun-5"))))
+            .await
+            .unwrap();
+        s.node_unstage_volume(Request::new(unstage("lun-5")))
+            .await
+            .unwrap();
+        assert!(node.host.disk(5).unwrap().online, "{release}");
+        assert!(node.host.volume(&theirs).unwrap().formatted);
+        assert_eq!(node.host.entry(&staging("lun-5")), None);
+        node.assert_intact();
+    }
+}
+
+#[tokio::test]
+async fn a_lun_never_stages_a_disk_on_the_boot_adapter() {
+    let node = ForeignNode::new(ProxyRelease::LATEST).await;
+    let mounter = Mounter::builder(node.proxy.clone(), node.state.path())
+        .disk_wait(Duration::from_millis(100))
+        .poll_interval(Duration::from_millis(20))
+        .build()
+        .unwrap();
+    for lun in [0, 1] {
+        let staged = mounter
+            .stage_disk(&DiskSelector::lun(lun), &path(&staging("x")))
+            .await;
+        assert!(
+            matches!(staged, Err(csi_proxy_client::Error::NotFound { .. })),
+            "{staged:?}"
+        );
+    }
+    // Once the data disk is attached at LUN 0 on adapter 1, it is the one.
+    node.host.attach_disk(8, "late", 10 * GIB, 0);
+    let staged = mounter
+        .stage_disk(&DiskSelector::lun(0), &path(&staging("x")))
+        .await
+        .unwrap();
+    assert_eq!(staged.disk, 8);
+    // lun_on reaches adapter 0 when the driver names it.
+    let found = mounter
+        .find_disk(&DiskSelector::lun_on(0, 0, 1), Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(found, 1);
+    mounter
+        .unstage_disk(&path(&staging("x")), DiskAfterUnstage::KeepOnline)
+        .await
+        .unwrap();
+    node.assert_intact();
+}
+
+#[tokio::test]
+async fn refusals_say_what_was_not_proven_ours() {
+    let node = ForeignNode::new(ProxyRelease::LATEST).await;
+    let s = node.service();
+    let foreign = message(s.node_stage_volume(Request::new(stage("lun-3"))).await);
+    assert!(
+        foreign.contains("not proven to be the plugin's"),
+        "{foreign}"
+    );
+    assert!(
+        foreign.contains("partition this mounter did not make"),
+        "{foreign}"
+    );
+    let ext4 = message(
+        s.node_stage_volume(Request::new(stage_as("lun-4", "ext4")))
+            .await,
+    );
+    assert!(ext4.contains("\"ext4\"") && ext4.contains("NTFS"), "{ext4}");
+    let file = message(
+        s.node_unpublish_volume(Request::new(unpublish("x", FILE_TARGET)))
+            .await,
+    );
+    assert!(file.contains("a file"), "{file}");
+    let outside = message(
+        s.node_unpublish_volume(Request::new(unpublish("x", OUTSIDE_EMPTY)))
+            .await,
+    );
+    assert!(
+        outside.contains("not below the kubelet folder"),
+        "{outside}"
+    );
+    let other = message(
+        s.node_unstage_volume(Request::new(unstage_at("x", OTHER_STAGING)))
+            .await,
+    );
+    assert!(other.contains("records no stage"), "{other}");
+    // NTFS in any case, or nothing, is a disk's file system.
+    for fs_type in ["", "ntfs", "NTFS"] {
+        let staged = s
+            .node_stage_volume(Request::new(stage_as("lun-5", fs_type)))
+            .await;
+        assert_eq!(code(staged), Code::Ok, "{fs_type:?}");
+    }
+    node.assert_intact();
+}
