@@ -77,8 +77,22 @@ const WSAEAFNOSUPPORT: i32 = 10047;
 /// do on a Windows (or Wine) without AF_UNIX.
 #[cfg(windows)]
 pub fn bind(path: &str) -> Result<uds_windows::UnixListener, String> {
-    // A socket left by an earlier run would refuse the bind.
-    let _ = std::fs::remove_file(path);
+    // A socket left by an earlier run would refuse the bind: removed once
+    // a connection to it failed, and only if it is a socket (a reparse
+    // point; a file is someone else's).
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        use std::os::windows::fs::MetadataExt;
+        const FILE_ATTRIBUTE_REPARSE_POINT: u32 = 0x400;
+        if uds_windows::UnixStream::connect(path).is_ok() {
+            return Err(super::serve::served_already(path));
+        }
+        if meta.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT == 0 {
+            return Err(format!(
+                "{path} is a file, not a socket an earlier run left: it was left as it is"
+            ));
+        }
+        std::fs::remove_file(path).map_err(|e| format!("the old socket stays: {e}"))?;
+    }
     uds_windows::UnixListener::bind(path).map_err(|error| {
         // Windows before 10 1803 / Server 2019, and Wine, whose text for
         // this code is no help.

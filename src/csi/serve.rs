@@ -62,25 +62,48 @@ pub struct Listener {
 enum Bound {
     Tcp(tokio::net::TcpListener),
     #[cfg(unix)]
-    Unix(tokio::net::UnixListener, PathBuf),
+    Unix(tokio::net::UnixListener, SocketFile),
     /// tokio has no AF_UNIX on Windows: a blocking listener, bridged.
     #[cfg(windows)]
-    WindowsUnix(uds_windows::UnixListener, PathBuf),
+    WindowsUnix(uds_windows::UnixListener, SocketFile),
 }
 
 impl Listener {
     /// Listens on `endpoint`: `unix://PATH` (`unix:///csi/csi.sock`,
-    /// `unix://C:\csi\csi.sock`), or `tcp://ADDRESS:PORT` (port 0: one the
-    /// system chooses, see [`endpoint`](Self::endpoint)). A socket an
-    /// earlier run left at `PATH` is removed first (it would refuse the
-    /// bind).
+    /// `unix://C:\csi\csi.sock`), or `tcp://ADDRESS:PORT` on a loopback
+    /// address (port 0: one the system chooses, see
+    /// [`endpoint`](Self::endpoint)); [`bind_on_network`](Self::bind_on_network)
+    /// takes any address.
+    ///
+    /// A Unix socket file is made owner-only (mode 0600): whoever reaches
+    /// the endpoint can have the node format and remove as its
+    /// administrator. A socket an earlier run left at `PATH` is removed
+    /// first (it would refuse the bind), but only once a connection to it
+    /// failed: a socket another instance serves is an error, and stays.
     ///
     /// # Errors
     ///
-    /// [`ServeError::Endpoint`]: another scheme, or the bind failed (on a
-    /// Windows without AF_UNIX, such as Wine, the text says to use
+    /// [`ServeError::Endpoint`]: another scheme, a `tcp://` address off
+    /// loopback, a socket another instance serves, or the bind failed (on
+    /// a Windows without AF_UNIX, such as Wine, the text says to use
     /// `tcp://` instead).
     pub async fn bind(endpoint: &str) -> Result<Self, ServeError> {
+        Self::bind_with(endpoint, false).await
+    }
+
+    /// [`bind`](Self::bind), where a `tcp://` endpoint may be on any
+    /// address, such as `tcp://0.0.0.0:10000`: CSI has no authentication,
+    /// so whoever reaches the address can have the node format and remove
+    /// as its administrator. Only for a network no one else reaches.
+    ///
+    /// # Errors
+    ///
+    /// As [`bind`](Self::bind), but for the address.
+    pub async fn bind_on_network(endpoint: &str) -> Result<Self, ServeError> {
+        Self::bind_with(endpoint, true).await
+    }
+
+    async fn bind_with(endpoint: &str, on_network: bool) -> Result<Self, ServeError> {
         let failed = |reason: String| ServeError::Endpoint {
             endpoint: endpoint.to_owned(),
             reason,
@@ -91,6 +114,18 @@ impl Listener {
             let local = listener
                 .local_addr()
                 .map_err(|error| failed(error.to_string()))?;
+            if !local.ip().is_loopback() {
+                if !on_network {
+                    return Err(failed(format!(
+                        "{} is not a loopback address: CSI has no authentication, so \
+                         anyone who reaches it could have the node format and remove as \
+                         its administrator; serve on 127.0.0.1, or opt in with \
+                         Listener::bind_on_network",
+                        local.ip()
+                    )));
+                }
+                tracing::warn!(endpoint = %local, "serving CSI on a network address");
+            }
             return Ok(Self {
                 bound: Bound::Tcp(listener),
                 endpoint: format!("tcp://{local}"),
@@ -125,21 +160,84 @@ impl fmt::Debug for Listener {
 
 #[cfg(unix)]
 async fn bind_unix(path: &str) -> Result<Bound, String> {
-    use std::os::unix::fs::FileTypeExt;
-    // A socket a crashed run left: only a socket is removed, never a file.
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    // A socket a crashed run left: only a socket no one serves is
+    // removed, never a file, nor a live instance's socket.
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if meta.file_type().is_socket() {
+            if std::os::unix::net::UnixStream::connect(path).is_ok() {
+                return Err(served_already(path));
+            }
             std::fs::remove_file(path).map_err(|e| format!("the old socket stays: {e}"))?;
         }
     }
     let listener = tokio::net::UnixListener::bind(path).map_err(|error| error.to_string())?;
-    Ok(Bound::Unix(listener, PathBuf::from(path)))
+    let owner_only = std::fs::Permissions::from_mode(0o600);
+    std::fs::set_permissions(path, owner_only)
+        .map_err(|e| format!("the socket could not be made owner-only: {e}"))?;
+    Ok(Bound::Unix(listener, SocketFile::made(path)))
+}
+
+/// Another instance serves the socket at `path`.
+#[cfg(any(unix, windows))]
+pub(crate) fn served_already(path: &str) -> String {
+    format!(
+        "another instance of the plugin serves {path} (a connection to it succeeded): \
+         one instance per endpoint; it was left as it is"
+    )
+}
+
+/// The socket file this listener made: removed at the end only if it is
+/// still the one made (a newer instance may have replaced it).
+#[derive(Debug)]
+struct SocketFile {
+    path: PathBuf,
+    made: Option<FileIdentity>,
+}
+
+/// What tells one file at a path from another made there later.
+#[cfg(unix)]
+type FileIdentity = (u64, u64);
+#[cfg(not(unix))]
+type FileIdentity = std::time::SystemTime;
+
+impl SocketFile {
+    fn made(path: &str) -> Self {
+        let path = PathBuf::from(path);
+        let made = identity(&path);
+        Self { path, made }
+    }
+
+    /// Removes the socket file if it is still the one this listener made.
+    fn remove(self) {
+        match (self.made, identity(&self.path)) {
+            (Some(made), Some(now)) if made == now => {
+                let _ = std::fs::remove_file(&self.path);
+            }
+            _ => tracing::info!(
+                path = %self.path.display(),
+                "the socket file is not the one this instance made: left as it is"
+            ),
+        }
+    }
+}
+
+#[cfg(unix)]
+fn identity(path: &std::path::Path) -> Option<FileIdentity> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    Some((meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn identity(path: &std::path::Path) -> Option<FileIdentity> {
+    std::fs::symlink_metadata(path).ok()?.created().ok()
 }
 
 #[cfg(windows)]
 async fn bind_unix(path: &str) -> Result<Bound, String> {
     let listener = super::blocking_unix::bind(path)?;
-    Ok(Bound::WindowsUnix(listener, PathBuf::from(path)))
+    Ok(Bound::WindowsUnix(listener, SocketFile::made(path)))
 }
 
 #[cfg(not(any(unix, windows)))]
@@ -276,25 +374,25 @@ pub async fn serve(
                 .await
         }
         #[cfg(unix)]
-        Bound::Unix(listener, path) => {
+        Bound::Unix(listener, socket) => {
             let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
             let served = server
                 .serve_with_incoming_shutdown(router, incoming, stop)
                 .await;
-            let _ = std::fs::remove_file(path);
+            socket.remove();
             served
         }
         #[cfg(windows)]
-        Bound::WindowsUnix(listener, path) => {
+        Bound::WindowsUnix(listener, socket) => {
             let incoming =
                 super::blocking_unix::incoming(listener).map_err(|error| ServeError::Endpoint {
-                    endpoint: listener_endpoint(&path),
+                    endpoint: listener_endpoint(&socket.path),
                     reason: error.to_string(),
                 })?;
             let served = server
                 .serve_with_incoming_shutdown(router, incoming, stop)
                 .await;
-            let _ = std::fs::remove_file(path);
+            socket.remove();
             served
         }
     };

@@ -87,7 +87,7 @@ impl Error {
     /// |---|---|
     /// | [`Transport`](Error::Transport) with `maybe_sent: true`, [`Timeout`](Error::Timeout), [`InvalidResponse`](Error::InvalidResponse) | [`MayHaveRun`](Delivery::MayHaveRun) |
     /// | [`Transport`](Error::Transport) with `maybe_sent: false`, over a [`ConnectionError`] the proxy refused (`REFUSED_STREAM`, above a GOAWAY's last stream); [`HostBusy`](Error::HostBusy) | [`RefusedUnprocessed`](Delivery::RefusedUnprocessed) |
-    /// | [`Host`](Error::Host), [`NotFound`](Error::NotFound), [`Conflict`](Error::Conflict), [`NotStaged`](Error::NotStaged), [`Ambiguous`](Error::Ambiguous) | [`Answered`](Delivery::Answered) |
+    /// | [`Host`](Error::Host), [`NotFound`](Error::NotFound), [`Conflict`](Error::Conflict), [`NotStaged`](Error::NotStaged), [`NotOurs`](Error::NotOurs), [`Ambiguous`](Error::Ambiguous) | [`Answered`](Delivery::Answered) |
     /// | any other [`Transport`](Error::Transport), and every other error | [`NotSent`](Delivery::NotSent) |
     ///
     /// ```

@@ -14,6 +14,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::journal::TargetRecord;
+use super::stage::DiskStage;
 use super::{
     check_volume, Change, DiskAfterUnstage, DiskSelector, Formatting, Inner, Mounter, Staged,
 };
@@ -130,6 +131,7 @@ impl Mounter {
     ) -> Result<Staged> {
         check_volume(volume)?;
         target.validate()?;
+        self.inner.check_staged_for(volume, staging)?;
         let request = format!(
             "stage-iscsi {volume} {} {:?}",
             target.target_key(),
@@ -156,6 +158,7 @@ impl Mounter {
         disk: DiskAfterUnstage,
     ) -> Result<Change> {
         check_volume(volume)?;
+        self.inner.check_staged_for(volume, staging)?;
         let request = format!("unstage-iscsi {volume} offline={}", disk.offline());
         let inner = self.inner.clone();
         let (volume, path) = (volume.to_owned(), staging.clone());
@@ -177,7 +180,11 @@ impl Inner {
         self.log_in(volume, target, staging).await?;
         let disks = self.target_disks(target).await?;
         let selector = target.selector(disks);
-        (self.stage_disk(&selector, staging, Formatting::PartitionedHere)).await
+        let stage = DiskStage {
+            volume: Some(volume),
+            formatting: Formatting::PartitionedHere,
+        };
+        self.stage_disk(&selector, staging, stage).await
     }
 
     /// Records `volume`'s lease on the target, then logs in unless the

@@ -42,10 +42,32 @@ impl Mounter {
     /// another volume than one the mounter staged, or a path outside the
     /// kubelet folder is [`Error::NotOurs`], and stays.
     pub async fn unpublish(&self, target: &WindowsPath) -> Result<Change> {
+        self.unpublish_checked(None, target).await
+    }
+
+    /// [`unpublish`](Self::unpublish) of CSI volume `volume`: a link this
+    /// mounter made at `target` to the staging path of another volume
+    /// (as the journal records the volume IDs of stages) is
+    /// [`Error::Conflict`], and stays.
+    pub async fn unpublish_volume(&self, volume: &str, target: &WindowsPath) -> Result<Change> {
+        super::check_volume(volume)?;
+        self.unpublish_checked(Some(volume), target).await
+    }
+
+    async fn unpublish_checked(
+        &self,
+        volume: Option<&str>,
+        target: &WindowsPath,
+    ) -> Result<Change> {
         let (inner, target2) = (self.inner.clone(), target.clone());
+        let volume = volume.map(str::to_owned);
+        let request = format!("unpublish {volume:?}");
         self.inner
             .flights
-            .run(target.as_str(), "unpublish".into(), async move {
+            .run(target.as_str(), request, async move {
+                if let Some(volume) = &volume {
+                    inner.check_published_for(volume, &target2)?;
+                }
                 inner.unpublish(&target2).await
             })
             .await

@@ -81,6 +81,7 @@ mod smb;
 mod stage;
 mod unstage;
 mod usage;
+mod volume_ids;
 
 use std::path::PathBuf;
 use std::sync::Arc;

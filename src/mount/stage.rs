@@ -33,7 +33,7 @@ pub struct Staged {
 }
 
 /// Which volume without a file system a disk's stage may format
-/// ([`Mounter::stage_disk_formatting`]). CSI Proxy reads a file system
+/// ([`Mounter::stage_disk_for`]). CSI Proxy reads a file system
 /// Windows does not know (ext4 or XFS from a Linux node, a locked
 /// BitLocker volume) as none, so an unformatted-looking volume is only
 /// formatted on proof that it is the plugin's.
@@ -86,7 +86,7 @@ impl Mounter {
     /// disk ([`Formatting::PartitionedHere`]); one on a partition it found
     /// is [`Error::NotOurs`], and nothing is changed. Every Go mounter
     /// formats it. A driver whose disks come partitioned says so with
-    /// [`stage_disk_formatting`](Self::stage_disk_formatting).
+    /// [`stage_disk_for`](Self::stage_disk_for).
     ///
     /// A disk is partitioned only when it lists no volume (and the proxy
     /// partitions only a disk without partitions). CSI Proxy cannot tell a
@@ -98,25 +98,56 @@ impl Mounter {
         selector: &DiskSelector,
         staging: &WindowsPath,
     ) -> Result<Staged> {
-        self.stage_disk_formatting(selector, staging, Formatting::PartitionedHere)
+        self.stage(None, selector, staging, Formatting::PartitionedHere)
             .await
     }
 
-    /// [`stage_disk`](Self::stage_disk), formatting what `formatting`
-    /// lets it format.
-    pub async fn stage_disk_formatting(
+    /// [`stage_disk`](Self::stage_disk) of the disk of CSI volume `volume`,
+    /// formatting what `formatting` lets it format. The volume ID is
+    /// recorded with the stage: a stage of another volume at the path is
+    /// [`Error::Conflict`], and so are an [`unstage`](Self::unstage) and an
+    /// [`unpublish_volume`](Self::unpublish_volume) that name another.
+    pub async fn stage_disk_for(
         &self,
+        volume: &str,
+        selector: &DiskSelector,
+        staging: &WindowsPath,
+        formatting: Formatting,
+    ) -> Result<Staged> {
+        super::check_volume(volume)?;
+        self.stage(Some(volume), selector, staging, formatting)
+            .await
+    }
+
+    async fn stage(
+        &self,
+        volume: Option<&str>,
         selector: &DiskSelector,
         staging: &WindowsPath,
         formatting: Formatting,
     ) -> Result<Staged> {
         let inner = self.inner.clone();
         let (selector, staging) = (selector.clone(), staging.clone());
+        let volume = volume.map(str::to_owned);
         let request = format!("stage {selector}");
         let key = staging.as_str().to_owned();
-        let work = async move { inner.stage_disk(&selector, &staging, formatting).await };
+        let work = async move {
+            let stage = DiskStage {
+                volume: volume.as_deref(),
+                formatting,
+            };
+            inner.stage_disk(&selector, &staging, stage).await
+        };
         self.inner.flights.run(&key, request, work).await
     }
+}
+
+/// What a stage is for: the CSI volume ID it records, and what it may
+/// format.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct DiskStage<'a> {
+    pub volume: Option<&'a str>,
+    pub formatting: Formatting,
 }
 
 impl Inner {
@@ -124,8 +155,11 @@ impl Inner {
         self: &Arc<Self>,
         selector: &DiskSelector,
         staging: &WindowsPath,
-        formatting: Formatting,
+        stage: DiskStage<'_>,
     ) -> Result<Staged> {
+        if let Some(volume) = stage.volume {
+            self.check_staged_for(volume, staging)?;
+        }
         let found = self.inspect(staging, true).await?;
         let recorded = self.recorded_stage(staging);
         // A repeat: the volume this mounter staged there for this selector
@@ -161,14 +195,16 @@ impl Inner {
                     format!("volume {volume} of disk {holder} is mounted there, not the {selector} (disk {disk})"),
                 ));
             }
-            self.record_stage(staging, &volume, selector).await?;
+            self.record_stage(staging, &volume, selector, stage.volume)
+                .await?;
             return Ok(unchanged(disk, volume));
         }
         let onlined = self.bring_online(disk).await?;
         let (volume, partitioned) = self.volume_of(disk, selector).await?;
-        let formatted = self.format_once(&volume, selector, formatting).await?;
+        let formatted = (self.format_once(&volume, selector, stage.formatting)).await?;
         self.mount(&volume, staging, &found).await?;
-        self.record_stage(staging, &volume, selector).await?;
+        self.record_stage(staging, &volume, selector, stage.volume)
+            .await?;
         Ok(Staged {
             disk,
             volume,
@@ -203,10 +239,12 @@ impl Inner {
         staging: &WindowsPath,
         volume: &VolumeId,
         selector: &DiskSelector,
+        csi_volume: Option<&str>,
     ) -> Result<()> {
         let stage = StageRecord {
             volume: volume.clone(),
             selector: selector.to_string(),
+            csi_volume: csi_volume.map(str::to_owned),
         };
         let path_key = key(staging.as_str());
         self.journal

@@ -64,13 +64,15 @@ impl Mounter {
     /// ([`unstage_smb`](Self::unstage_smb)) when it holds the volume's
     /// lease or a share's link at the path; else as a disk's, which also
     /// clears a folder or a link left there. Nothing there:
-    /// [`Change::Unchanged`].
+    /// [`Change::Unchanged`]. Another volume than `volume` staged there,
+    /// as the journal records it: [`Error::Conflict`], nothing changed.
     pub async fn unstage(
         &self,
         volume: &str,
         staging: &WindowsPath,
         disk: DiskAfterUnstage,
     ) -> Result<Change> {
+        self.inner.check_staged_for(volume, staging)?;
         let path_key = key(staging.as_str());
         let iscsi = (self.inner.journal).view(|records| records.target_leased_by(volume).is_some());
         if iscsi {

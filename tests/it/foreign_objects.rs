@@ -282,6 +282,20 @@ async fn every_node_call_leaves_what_is_not_the_plugins_intact() {
                 .await;
             assert_eq!(code(gone), Code::FailedPrecondition, "{release}: {held}");
         }
+        // An unpublish or unstage that names another volume than the one
+        // staged there: refused, the link and the mount kept.
+        let wrong = s.node_unpublish_volume(Request::new(unpublish("lun-4", &target("lun-5"))));
+        assert_eq!(code(wrong.await), Code::FailedPrecondition, "{release}");
+        let wrong = s.node_unstage_volume(Request::new(unstage_at("lun-4", &staging("lun-5"))));
+        assert_eq!(code(wrong.await), Code::FailedPrecondition, "{release}");
+        assert!(matches!(
+            node.host.entry(&target("lun-5")),
+            Some(PathEntry::Symlink(_))
+        ));
+        assert!(matches!(
+            node.host.entry(&staging("lun-5")),
+            Some(PathEntry::MountPoint(_))
+        ));
         // Another tool adds a volume to the plugin's disk: the plugin's
         // volume goes, the disk stays online.
         let theirs = node.host.add_volume(5, true).unwrap();

@@ -33,5 +33,6 @@ mod partial_proxy;
 mod recipes;
 mod resilience;
 mod rpc_docs;
+mod second_instance;
 mod translation;
 mod wire_layout;

@@ -50,11 +50,11 @@ impl<D: NodeDriver> NodeService<D> {
         &self,
         r: &NodeUnpublishVolumeRequest,
     ) -> Result<Response<NodeUnpublishVolumeResponse>, Status> {
-        checks::required("volume_id", &r.volume_id)?;
+        let volume_id = checks::required("volume_id", &r.volume_id)?;
         let target = checks::path("target_path", &r.target_path)?;
         self.inner
             .mounter
-            .unpublish(&target)
+            .unpublish_volume(volume_id, &target)
             .await
             .map_err(answer(CsiNodeCall::UnpublishVolume))?;
         Ok(Response::new(NodeUnpublishVolumeResponse {}))

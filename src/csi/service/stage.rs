@@ -53,7 +53,7 @@ impl<D: NodeDriver> NodeService<D> {
         match &volume {
             Volume::Disk(disk) => {
                 let formatting = driver.formatting(volume_id);
-                (mounter.stage_disk_formatting(disk, &staging, formatting))
+                (mounter.stage_disk_for(volume_id, disk, &staging, formatting))
                     .await
                     .map_err(staged)?;
             }

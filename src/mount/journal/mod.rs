@@ -15,20 +15,20 @@
 //! that, is read and rewritten so on first start).
 
 mod file;
+mod folder;
 mod read;
 mod records;
 mod table;
 mod text;
 
 use std::collections::VecDeque;
-use std::fs;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::watch;
 
 use crate::error::{Error, Result};
-use file::{unusable, JournalFile};
+use file::JournalFile;
 use text::COMMIT;
 
 pub(crate) use records::{
@@ -77,10 +77,11 @@ struct State {
 }
 
 impl Journal {
-    /// Opens the journal in `dir` (made if missing), reading what an earlier
-    /// run recorded.
+    /// Opens the journal in `dir` (made owner-only if missing, refused if
+    /// others may write to it, and held by this process alone), reading
+    /// what an earlier run recorded.
     pub fn open(dir: &Path) -> Result<Self> {
-        fs::create_dir_all(dir).map_err(|e| unusable(dir, "cannot make it", &e))?;
+        folder::open(dir)?;
         let (file, records) = JournalFile::open(&dir.join(FILE_NAME))?;
         let state = State {
             records,
@@ -226,6 +227,7 @@ mod tests {
     use super::*;
     use crate::api::{SmbRemotePath, VolumeId, WindowsPath};
     use crate::mount::fingerprint::Fingerprint;
+    use std::fs;
 
     fn path(text: &str) -> WindowsPath {
         WindowsPath::new(text).unwrap()
@@ -243,8 +245,12 @@ mod tests {
         let stage = StageRecord {
             volume: volume.clone(),
             selector: "disk at LUN 3".into(),
+            csi_volume: Some("pv\t-1%".into()),
         };
         (records.stages).insert(key(staging.as_str()), (staging.clone(), stage));
+        records
+            .partitions
+            .insert("disk at LUN 3".into(), 1_700_000_000_001);
         let unstage = UnstageRecord {
             staging: staging.clone(),
             volume: Some(volume),
@@ -280,7 +286,7 @@ mod tests {
         journal.update(sample).await.unwrap();
         let again = Journal::open(dir.path()).unwrap();
         assert_eq!(again.records(), journal.records());
-        assert_eq!(again.records().len(), 9);
+        assert_eq!(again.records().len(), 10);
         let text = fs::read_to_string(dir.path().join(FILE_NAME)).unwrap();
         assert!(!text.contains("secret"), "{text}");
         // Removals are written too.

@@ -21,6 +21,9 @@ pub(crate) struct StageRecord {
     pub volume: VolumeId,
     /// The disk selector it was staged for, as text.
     pub selector: String,
+    /// The CSI volume ID it was staged for, when the caller gave one: an
+    /// unstage or unpublish that names another is refused.
+    pub csi_volume: Option<String>,
 }
 
 /// An unstage begun and not finished: what is left to do.
@@ -212,6 +215,26 @@ impl Records {
     /// The target key whose lease `volume` holds, and its staging path.
     pub fn target_leased_by(&self, volume: &str) -> Option<(&str, &WindowsPath)> {
         leased_by(&self.target_leases, volume)
+    }
+
+    /// The CSI volume the records say is staged at the path `staging_key`:
+    /// a disk's stage that named one, a share's lease, an iSCSI target's
+    /// lease.
+    pub fn csi_volume_at(&self, staging_key: &str) -> Option<&str> {
+        let at = |staging: &WindowsPath| super::key(staging.as_str()) == staging_key;
+        let disk =
+            (self.stages.get(staging_key)).and_then(|(_, stage)| stage.csi_volume.as_deref());
+        let share = || {
+            (self.leases.iter())
+                .find(|(_, lease)| at(&lease.staging))
+                .map(|((_, volume), _)| volume.as_str())
+        };
+        let target = || {
+            (self.target_leases.iter())
+                .find(|(_, staging)| at(staging))
+                .map(|((_, volume), _)| volume.as_str())
+        };
+        disk.or_else(share).or_else(target)
     }
 
     /// How many records there are.

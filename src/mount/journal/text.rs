@@ -196,12 +196,18 @@ fn link_line(link: &WindowsPath, to: &LinkTo) -> String {
 }
 
 fn stage_line(staging: &WindowsPath, stage: &StageRecord) -> String {
-    line(&[
+    let mut fields = vec![
         "stage",
         staging.as_str(),
         stage.volume.as_str(),
         &stage.selector,
-    ])
+    ];
+    // Written only when there is one, so that a stage without one reads
+    // as it did before the field was added.
+    if let Some(csi_volume) = &stage.csi_volume {
+        fields.push(csi_volume);
+    }
+    line(&fields)
 }
 
 fn unstage_line(unstage: &UnstageRecord) -> String {
@@ -281,10 +287,11 @@ pub(super) fn read_row(fields: &[&str]) -> Result<Row, String> {
         ["link", link, "smb", target] => {
             Row::Link(key(link), (path(link)?, LinkTo::Smb(remote(target)?)))
         }
-        ["stage", staging, volume, selector] => {
+        ["stage", staging, volume, selector, csi_volume @ ..] if csi_volume.len() <= 1 => {
             let stage = StageRecord {
                 volume: volume_id(volume)?,
                 selector: (*selector).to_owned(),
+                csi_volume: csi_volume.first().map(|id| (*id).to_owned()),
             };
             Row::Stage(key(staging), (path(staging)?, stage))
         }

@@ -139,6 +139,7 @@ impl Mounter {
     ) -> Result<Change> {
         check_volume(volume)?;
         check_credentials(credentials)?;
+        self.inner.check_staged_for(volume, staging)?;
         let request = format!(
             "stage-smb {volume} {} {}",
             key(share.as_str()),
@@ -162,6 +163,7 @@ impl Mounter {
     /// removes it.
     pub async fn unstage_smb(&self, volume: &str, staging: &WindowsPath) -> Result<Change> {
         check_volume(volume)?;
+        self.inner.check_staged_for(volume, staging)?;
         let request = format!("unstage-smb {volume}");
         let inner = self.inner.clone();
         let (volume, path) = (volume.to_owned(), staging.clone());

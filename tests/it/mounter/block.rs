@@ -97,7 +97,12 @@ async fn a_partition_found_is_formatted_only_when_the_driver_vouches_for_it() {
     // A driver whose disks come partitioned and empty says so.
     let staged = node
         .mounter
-        .stage_disk_formatting(&super::page83(), &path(STAGING), Formatting::AnyUnformatted)
+        .stage_disk_for(
+            "pv1",
+            &super::page83(),
+            &path(STAGING),
+            Formatting::AnyUnformatted,
+        )
         .await
         .unwrap();
     assert!(!staged.partitioned && staged.formatted, "{staged:?}");

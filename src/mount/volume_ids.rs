@@ -1,0 +1,41 @@
+//! Which CSI volume a path is the mounter's for: a call that names another
+//! volume than the one the journal staged there is refused, so that an
+//! unstage or unpublish of one volume never undoes another's.
+
+use super::journal::{key, LinkTo};
+use super::path_state::conflict;
+use super::Inner;
+use crate::api::WindowsPath;
+use crate::error::Result;
+
+impl Inner {
+    /// Fails with [`Error::Conflict`](crate::Error::Conflict) when the
+    /// journal records another CSI volume than `volume` staged at
+    /// `staging`; nothing recorded there, or the same volume, passes.
+    pub(super) fn check_staged_for(&self, volume: &str, staging: &WindowsPath) -> Result<()> {
+        let staged = self
+            .journal
+            .view(|records| (records.csi_volume_at(&key(staging.as_str()))).map(str::to_owned));
+        match staged {
+            Some(staged) if staged != volume => Err(conflict(
+                staging,
+                format!("volume {staged:?} is staged there, not {volume:?}"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// [`check_staged_for`](Self::check_staged_for) of the staging path a
+    /// link this mounter made at `target` leads to.
+    pub(super) fn check_published_for(&self, volume: &str, target: &WindowsPath) -> Result<()> {
+        match self.recorded_link(target) {
+            Some(LinkTo::Local(staging)) => self.check_staged_for(volume, &staging).map_err(|_| {
+                conflict(
+                    target,
+                    format!("it is a link of another volume's, to {staging}, not of {volume:?}"),
+                )
+            }),
+            _ => Ok(()),
+        }
+    }
+}
