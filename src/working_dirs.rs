@@ -15,20 +15,48 @@ use crate::{
 /// host backend unless told otherwise.
 pub(crate) const KUBELET_DIR: &str = r"C:\var\lib\kubelet";
 
+/// How a path is compared with the working directories.
 #[cfg(any(feature = "testing", all(windows, feature = "host-process")))]
-/// Whether `path` lies under one of `dirs`: a case-insensitive prefix
-/// match, as naive as the proxy's own (so `C:\var\lib\kubeletx` passes
-/// too, there as here).
-pub(crate) fn contains(dirs: &[String], path: &str) -> bool {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Rule {
+    /// A case-insensitive prefix match, as naive as the proxy's own (so
+    /// `C:\var\lib\kubeletx` passes too): the fake host's, which must be
+    /// no kinder than the proxy, and no stricter.
+    Prefix,
+    /// By whole path components, without case: the host backend's, which
+    /// stands for the proxy's check where no proxy is, and is held to what
+    /// the check means.
+    #[cfg_attr(not(all(windows, feature = "host-process")), allow(dead_code))]
+    Components,
+}
+
+#[cfg(any(feature = "testing", all(windows, feature = "host-process")))]
+/// Whether `path` lies under (or is) one of `dirs`, compared by `rule`.
+pub(crate) fn contains(dirs: &[String], path: &str, rule: Rule) -> bool {
     let path = path.to_lowercase();
-    dirs.iter().any(|dir| path.starts_with(&dir.to_lowercase()))
+    dirs.iter().any(|dir| {
+        let dir = dir.to_lowercase();
+        match rule {
+            Rule::Prefix => path.starts_with(&dir),
+            Rule::Components => {
+                let dir = dir.trim_end_matches('\\');
+                path.strip_prefix(dir)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('\\'))
+            }
+        }
+    })
 }
 
 #[cfg(any(feature = "testing", all(windows, feature = "host-process")))]
 /// The proxy's answer to a path outside `dirs`: a host error, as the
 /// proxy sends it.
-pub(crate) fn check(dirs: &[String], operation: Operation, path: &WindowsPath) -> Result<()> {
-    if contains(dirs, path.as_str()) {
+pub(crate) fn check(
+    dirs: &[String],
+    rule: Rule,
+    operation: Operation,
+    path: &WindowsPath,
+) -> Result<()> {
+    if contains(dirs, path.as_str(), rule) {
         return Ok(());
     }
     Err(Error::host(
@@ -39,4 +67,24 @@ pub(crate) fn check(dirs: &[String], operation: Operation, path: &WindowsPath) -
             dirs.join(", ")
         ),
     ))
+}
+
+#[cfg(all(test, feature = "testing"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_backend_compares_whole_components_and_the_fake_as_the_proxy() {
+        let dirs = [r"C:\var\lib\kubelet".to_owned()];
+        let under = r"C:\var\lib\kubelet\pods\p1";
+        let beside = r"C:\var\lib\kubeletx\pods";
+        assert!(contains(&dirs, under, Rule::Components));
+        assert!(contains(&dirs, r"c:\VAR\lib\kubelet", Rule::Components));
+        assert!(!contains(&dirs, beside, Rule::Components));
+        assert!(!contains(&dirs, r"C:\var\lib", Rule::Components));
+        // The proxy's own check lets the neighbour through: so does the
+        // fake host, never kinder and never stricter.
+        assert!(contains(&dirs, beside, Rule::Prefix));
+        assert!(contains(&dirs, under, Rule::Prefix));
+    }
 }

@@ -13,6 +13,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
@@ -23,6 +24,9 @@ use tokio_stream::wrappers::ReceiverStream;
 
 /// The bytes in flight each way between a socket and tonic.
 const BUFFER: usize = 64 * 1024;
+
+/// The connections bridged at once, at most (two threads each).
+pub const MAX_BRIDGED: usize = 64;
 
 /// A blocking socket that two threads can share: one reads, one writes.
 pub trait Stream: Read + Write + Send + Sized + 'static {
@@ -72,27 +76,11 @@ unix_socket!(uds_windows::UnixListener, uds_windows::UnixStream);
 #[cfg(windows)]
 const WSAEAFNOSUPPORT: i32 = 10047;
 
-/// Listens at `path` (kubelet's `unix://` endpoint without the scheme),
-/// in place of a socket an earlier run left there; the error says what to
-/// do on a Windows (or Wine) without AF_UNIX.
+/// Listens at `path` (kubelet's `unix://` endpoint without the scheme;
+/// the caller clears a stale socket first); the error says what to do on
+/// a Windows (or Wine) without AF_UNIX.
 #[cfg(windows)]
 pub fn bind(path: &str) -> Result<uds_windows::UnixListener, String> {
-    // A socket left by an earlier run would refuse the bind: removed once
-    // a connection to it failed, and only if it is a socket (a reparse
-    // point; a file is someone else's).
-    if let Ok(meta) = std::fs::symlink_metadata(path) {
-        use std::os::windows::fs::MetadataExt;
-        const FILE_ATTRIBUTE_REPARSE_POINT: u32 = 0x400;
-        if uds_windows::UnixStream::connect(path).is_ok() {
-            return Err(super::serve::served_already(path));
-        }
-        if meta.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT == 0 {
-            return Err(format!(
-                "{path} is a file, not a socket an earlier run left: it was left as it is"
-            ));
-        }
-        std::fs::remove_file(path).map_err(|e| format!("the old socket stays: {e}"))?;
-    }
     uds_windows::UnixListener::bind(path).map_err(|error| {
         // Windows before 10 1803 / Server 2019, and Wine, whose text for
         // this code is no help.
@@ -114,14 +102,28 @@ pub fn bind(path: &str) -> Result<uds_windows::UnixListener, String> {
 ///
 /// The accept thread blocks in `accept`: it ends at the first connection
 /// after tonic stops serving (or with the process).
+///
+/// At most [`MAX_BRIDGED`] connections are bridged at once (two threads
+/// each); one more is closed at once, with a warning, and its client dials
+/// again.
 pub fn incoming<L: Listener>(listener: L) -> io::Result<ReceiverStream<io::Result<DuplexStream>>> {
     let runtime = Handle::current();
     let (sender, receiver) = mpsc::channel(1);
+    // Each bridge holds a clone while either of its threads runs.
+    let bridges = Arc::new(());
     thread::Builder::new()
         .name("csi-uds-accept".into())
         .spawn(move || loop {
             let connection = match listener.accept() {
-                Ok(socket) => bridge(socket, &runtime),
+                Ok(socket) if Arc::strong_count(&bridges) - 1 >= MAX_BRIDGED => {
+                    tracing::warn!(
+                        limit = MAX_BRIDGED,
+                        "a CSI connection over the limit of bridged connections: closed"
+                    );
+                    drop(socket);
+                    continue;
+                }
+                Ok(socket) => bridge(socket, &runtime, bridges.clone()),
                 Err(error) => {
                     // tonic skips a failed accept; an error that lasts (no
                     // more handles, say) must not spin this thread.
@@ -141,20 +143,30 @@ pub fn incoming<L: Listener>(listener: L) -> io::Result<ReceiverStream<io::Resul
 /// peer sends and sends what is written to it. Both threads end when
 /// either side closes: the peer's end of stream reaches tokio as one, and
 /// tokio's (or a dropped end) shuts the socket down.
-pub fn bridge<S: Stream>(socket: S, runtime: &Handle) -> io::Result<DuplexStream> {
+/// `alive` is held by both threads until they end: what counts the
+/// bridges that run.
+pub fn bridge<S: Stream>(socket: S, runtime: &Handle, alive: Arc<()>) -> io::Result<DuplexStream> {
     let (theirs, ours) = tokio::io::duplex(BUFFER);
     let (from_tokio, to_tokio) = tokio::io::split(ours);
     let reader = socket.try_clone()?;
+    // One count for both threads: `alive` goes with the last of them.
+    let alive = Arc::new(alive);
     // The writing thread first: should the reading one fail to start,
     // `theirs` is dropped, and the writing thread shuts the socket down.
-    let rt = runtime.clone();
+    let (rt, held) = (runtime.clone(), alive.clone());
     thread::Builder::new()
         .name("csi-uds-out".into())
-        .spawn(move || tokio_to_socket(from_tokio, socket, &rt))?;
+        .spawn(move || {
+            tokio_to_socket(from_tokio, socket, &rt);
+            drop(held);
+        })?;
     let rt = runtime.clone();
     thread::Builder::new()
         .name("csi-uds-in".into())
-        .spawn(move || socket_to_tokio(reader, to_tokio, &rt))?;
+        .spawn(move || {
+            socket_to_tokio(reader, to_tokio, &rt);
+            drop(alive);
+        })?;
     Ok(theirs)
 }
 

@@ -3,6 +3,8 @@
 //! cannot give (a raw block volume, several nodes on a disk, a read-only
 //! use) is refused before anything is touched.
 
+use std::collections::HashMap;
+
 use crate::api::WindowsPath;
 use crate::Status;
 
@@ -15,6 +17,36 @@ pub(crate) fn required<'a>(what: &str, value: &'a str) -> Result<&'a str, Status
     match value {
         "" => Err(Status::invalid_argument(format!("{what} is missing"))),
         value => Ok(value),
+    }
+}
+
+/// The CSI spec's size limit of a string field (a volume ID).
+pub(crate) const MAX_STRING_BYTES: usize = 128;
+/// The CSI spec's size limit of a map field (a context), its keys and
+/// values together.
+pub(crate) const MAX_MAP_BYTES: usize = 4 << 10;
+
+/// The request's volume ID: there, and within the spec's 128 bytes (it is
+/// recorded in the journal and named in logs).
+pub(crate) fn volume_id(value: &str) -> Result<&str, Status> {
+    let value = required("volume_id", value)?;
+    match value.len() > MAX_STRING_BYTES {
+        true => Err(Status::invalid_argument(format!(
+            "volume_id has {} bytes, more than the {MAX_STRING_BYTES} the CSI spec allows",
+            value.len()
+        ))),
+        false => Ok(value),
+    }
+}
+
+/// A context map within the spec's 4 KiB, keys and values together.
+pub(crate) fn context(what: &str, map: &HashMap<String, String>) -> Result<(), Status> {
+    let bytes: usize = map.iter().map(|(key, value)| key.len() + value.len()).sum();
+    match bytes > MAX_MAP_BYTES {
+        true => Err(Status::invalid_argument(format!(
+            "{what} has {bytes} bytes, more than the {MAX_MAP_BYTES} the CSI spec allows"
+        ))),
+        false => Ok(()),
     }
 }
 

@@ -38,7 +38,9 @@ pub(crate) use ids::{is_work_volume, test_volume};
 ///   be such a disk), one create at a time; a size no free disk has is
 ///   `OUT_OF_RANGE`, a multi-node access mode `INVALID_ARGUMENT`. With a
 ///   `share` parameter (for a driver that serves shares), it makes a
-///   folder named after the volume on that share instead, as
+///   folder named after the volume on that share instead (one that is
+///   not there yet: an existing folder is `ALREADY_EXISTS`, never
+///   adopted, since a delete removes it with what it holds), as
 ///   csi-driver-smb's controller does, with the create's secrets
 ///   `username` and `password`.
 /// - `DeleteVolume` releases the claim, and removes a share volume's
@@ -79,6 +81,9 @@ pub struct TestController {
     used: Mutex<HashSet<String>>,
     /// One create at a time, so that two never claim one disk.
     creating: tokio::sync::Mutex<()>,
+    /// The share folders it made (lower-cased `\\server\share\folder`),
+    /// noted before each is made: never one that was there already.
+    folders: Mutex<HashSet<String>>,
 }
 
 impl TestController {
@@ -100,6 +105,7 @@ impl TestController {
             claims: Mutex::default(),
             used: Mutex::default(),
             creating: tokio::sync::Mutex::default(),
+            folders: Mutex::default(),
         }
     }
 }

@@ -116,5 +116,8 @@ pub use controller::TestController;
 pub use driver::{NodeDriver, NodeInfo, Volume, VolumeKind, VolumeRequest};
 pub use observe::{CSI_CALLS_TOTAL, CSI_CALL_DURATION_SECONDS};
 pub use plugin::{NodePlugin, USAGE};
-pub use serve::{serve, stop_signal, Listener, ServeError, Services};
+pub use serve::{
+    serve, stop_signal, Listener, ServeError, Services, MAX_CONCURRENT_CALLS,
+    MAX_STREAMS_PER_CONNECTION, SHUTDOWN_DEADLINE,
+};
 pub use service::NodeService;

@@ -165,8 +165,16 @@ async fn bind_unix(path: &str) -> Result<Bound, String> {
     // removed, never a file, nor a live instance's socket.
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if meta.file_type().is_socket() {
-            if std::os::unix::net::UnixStream::connect(path).is_ok() {
-                return Err(served_already(path));
+            match std::os::unix::net::UnixStream::connect(path) {
+                Ok(_) => return Err(served_already(path)),
+                // No one listens: an earlier run's.
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {}
+                Err(e) => {
+                    return Err(format!(
+                        "a socket is at {path}, and whether an instance serves it could \
+                         not be told ({e}): it was left as it is"
+                    ))
+                }
             }
             std::fs::remove_file(path).map_err(|e| format!("the old socket stays: {e}"))?;
         }
@@ -180,7 +188,7 @@ async fn bind_unix(path: &str) -> Result<Bound, String> {
 
 /// Another instance serves the socket at `path`.
 #[cfg(any(unix, windows))]
-pub(crate) fn served_already(path: &str) -> String {
+fn served_already(path: &str) -> String {
     format!(
         "another instance of the plugin serves {path} (a connection to it succeeded): \
          one instance per endpoint; it was left as it is"
@@ -192,50 +200,80 @@ pub(crate) fn served_already(path: &str) -> String {
 #[derive(Debug)]
 struct SocketFile {
     path: PathBuf,
-    made: Option<FileIdentity>,
+    #[cfg(unix)]
+    made: Option<(u64, u64)>,
 }
-
-/// What tells one file at a path from another made there later.
-#[cfg(unix)]
-type FileIdentity = (u64, u64);
-#[cfg(not(unix))]
-type FileIdentity = std::time::SystemTime;
 
 impl SocketFile {
     fn made(path: &str) -> Self {
         let path = PathBuf::from(path);
-        let made = identity(&path);
-        Self { path, made }
+        Self {
+            #[cfg(unix)]
+            made: identity(&path),
+            path,
+        }
     }
 
-    /// Removes the socket file if it is still the one this listener made.
+    /// Removes the socket file if it is still the one this listener made
+    /// (the same device and inode) and no one answers on it (an inode
+    /// number may be used again for a newer instance's socket).
+    #[cfg(unix)]
     fn remove(self) {
-        match (self.made, identity(&self.path)) {
-            (Some(made), Some(now)) if made == now => {
-                let _ = std::fs::remove_file(&self.path);
-            }
-            _ => tracing::info!(
-                path = %self.path.display(),
-                "the socket file is not the one this instance made: left as it is"
-            ),
+        let same = self.made.is_some() && self.made == identity(&self.path);
+        if same && std::os::unix::net::UnixStream::connect(&self.path).is_err() {
+            let _ = std::fs::remove_file(&self.path);
+            return;
         }
+        tracing::info!(
+            path = %self.path.display(),
+            "the socket file is not this instance's any more: left as it is"
+        );
+    }
+
+    /// Leaves the socket file: on Windows nothing tells this instance's
+    /// socket from a newer one's made at the same path (NTFS gives a name
+    /// made again soon its old creation time), and the bridge's accept
+    /// thread still answers on it. The next start removes it once a
+    /// connection to it fails.
+    #[cfg(windows)]
+    fn remove(self) {
+        tracing::debug!(path = %self.path.display(), "the socket file is left for the next start");
     }
 }
 
 #[cfg(unix)]
-fn identity(path: &std::path::Path) -> Option<FileIdentity> {
+fn identity(path: &std::path::Path) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::symlink_metadata(path).ok()?;
     Some((meta.dev(), meta.ino()))
 }
 
-#[cfg(not(unix))]
-fn identity(path: &std::path::Path) -> Option<FileIdentity> {
-    std::fs::symlink_metadata(path).ok()?.created().ok()
-}
-
 #[cfg(windows)]
 async fn bind_unix(path: &str) -> Result<Bound, String> {
+    // A socket left by an earlier run would refuse the bind: removed once
+    // a connection to it failed, and only if it is a socket (a reparse
+    // point; a file is someone else's).
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        use std::os::windows::fs::MetadataExt;
+        const FILE_ATTRIBUTE_REPARSE_POINT: u32 = 0x400;
+        match uds_windows::UnixStream::connect(path) {
+            Ok(_) => return Err(served_already(path)),
+            // No one listens: an earlier run's (or a file).
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {}
+            Err(e) => {
+                return Err(format!(
+                    "something is at {path}, and whether an instance serves it could \
+                     not be told ({e}): it was left as it is"
+                ))
+            }
+        }
+        if meta.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT == 0 {
+            return Err(format!(
+                "{path} is a file, not a socket an earlier run left: it was left as it is"
+            ));
+        }
+        std::fs::remove_file(path).map_err(|e| format!("the old socket stays: {e}"))?;
+    }
     let listener = super::blocking_unix::bind(path)?;
     Ok(Bound::WindowsUnix(listener, SocketFile::made(path)))
 }
@@ -244,6 +282,19 @@ async fn bind_unix(path: &str) -> Result<Bound, String> {
 async fn bind_unix(_: &str) -> Result<Bound, String> {
     Err("no Unix sockets on this platform".into())
 }
+
+/// The CSI calls an endpoint runs at once; more wait for a place.
+/// kubelet makes a few per volume, so a node at its volume limit stays
+/// far below it; a client that floods the endpoint queues behind it.
+pub const MAX_CONCURRENT_CALLS: usize = 64;
+/// The HTTP/2 streams one connection may have open at once.
+pub const MAX_STREAMS_PER_CONNECTION: u32 = 64;
+/// How long [`serve`] waits, once asked to stop, for the calls under way
+/// before it returns anyway: under a pod's default grace period of 30 s,
+/// so that the plugin exits by itself. A call cut short is finished by
+/// kubelet's retry, or by `reconcile` at the next start (the journal
+/// records each step before it is taken).
+pub const SHUTDOWN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(25);
 
 /// One gRPC service of the endpoint.
 type Route = BoxCloneSyncService<http::Request<Body>, http::Response<Body>, Infallible>;
@@ -297,10 +348,12 @@ impl fmt::Debug for Services {
     }
 }
 
-/// The services as one tower service: by the path's service name.
+/// The services as one tower service: by the path's service name, at
+/// most [`MAX_CONCURRENT_CALLS`] at once.
 #[derive(Clone)]
 struct Router {
     routes: Arc<[(&'static str, Route)]>,
+    places: Arc<tokio::sync::Semaphore>,
 }
 
 impl Service<http::Request<Body>> for Router {
@@ -326,7 +379,14 @@ impl Service<http::Request<Body>> for Router {
             .find(|(name, _)| Some(*name) == service)
             .map(|(_, route)| route.clone());
         match route {
-            Some(route) => Box::pin(route.oneshot(request)),
+            Some(route) => {
+                let places = self.places.clone();
+                Box::pin(async move {
+                    // Never closed, so a place always comes.
+                    let _place = places.acquire_owned().await;
+                    route.oneshot(request).await
+                })
+            }
             None => {
                 let status = Status::unimplemented(format!("{path} is not served here"));
                 Box::pin(async move { Ok(status.into_http()) })
@@ -337,8 +397,11 @@ impl Service<http::Request<Body>> for Router {
 
 /// Serves `services` on `listener` until `stop` completes (such as
 /// [`stop_signal`]); then it takes no new call, answers the calls under
-/// way, and returns once their connections are closed. A `unix://`
-/// socket file is removed at the end.
+/// way, and returns once their connections are closed, or after
+/// [`SHUTDOWN_DEADLINE`] at the most. A `unix://` socket file this
+/// listener made is removed at the end. At most [`MAX_CONCURRENT_CALLS`]
+/// calls run at once, and a connection has at most
+/// [`MAX_STREAMS_PER_CONNECTION`] streams.
 ///
 /// ```no_run
 /// use csi_proxy_client::csi::{serve, stop_signal, Listener, NodeDriver, NodeService};
@@ -363,22 +426,39 @@ pub async fn serve(
 ) -> Result<(), ServeError> {
     let router = Router {
         routes: services.routes.into(),
+        places: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_CALLS)),
     };
-    let server = Server::builder();
+    let server = Server::builder().max_concurrent_streams(MAX_STREAMS_PER_CONNECTION);
+    // Once `stop` completes, the server's drain gets the deadline.
+    let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
+    let stop = async move {
+        stop.await;
+        let _ = stopping.send(());
+    };
+    let deadline = async move {
+        if stopped.await.is_err() {
+            return std::future::pending().await;
+        }
+        tokio::time::sleep(SHUTDOWN_DEADLINE).await;
+    };
     tracing::info!(endpoint = %listener.endpoint, "serving CSI");
     let served = match listener.bound {
         Bound::Tcp(listener) => {
             let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-            server
-                .serve_with_incoming_shutdown(router, incoming, stop)
-                .await
+            within(
+                deadline,
+                server.serve_with_incoming_shutdown(router, incoming, stop),
+            )
+            .await
         }
         #[cfg(unix)]
         Bound::Unix(listener, socket) => {
             let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
-            let served = server
-                .serve_with_incoming_shutdown(router, incoming, stop)
-                .await;
+            let served = within(
+                deadline,
+                server.serve_with_incoming_shutdown(router, incoming, stop),
+            )
+            .await;
             socket.remove();
             served
         }
@@ -389,15 +469,35 @@ pub async fn serve(
                     endpoint: listener_endpoint(&socket.path),
                     reason: error.to_string(),
                 })?;
-            let served = server
-                .serve_with_incoming_shutdown(router, incoming, stop)
-                .await;
+            let served = within(
+                deadline,
+                server.serve_with_incoming_shutdown(router, incoming, stop),
+            )
+            .await;
             socket.remove();
             served
         }
     };
     tracing::info!("stopped serving CSI");
     served.map_err(ServeError::Serve)
+}
+
+/// `served`, or success once `deadline` passed first (the calls still
+/// under way are dropped, with a warning).
+async fn within<E>(
+    deadline: impl Future<Output = ()>,
+    served: impl Future<Output = Result<(), E>>,
+) -> Result<(), E> {
+    tokio::select! {
+        served = served => served,
+        () = deadline => {
+            tracing::warn!(
+                deadline = ?SHUTDOWN_DEADLINE,
+                "calls still under way after the shutdown deadline: stopping without them"
+            );
+            Ok(())
+        }
+    }
 }
 
 #[cfg(windows)]

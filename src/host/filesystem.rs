@@ -16,7 +16,7 @@ use crate::api::{FilesystemApi, WindowsPath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 use crate::group::ApiGroup;
-use crate::working_dirs;
+use crate::working_dirs::{self, Rule};
 
 /// `ERROR_FILE_NOT_FOUND`: what `Lstat` of a missing path fails with.
 const ERROR_FILE_NOT_FOUND: i32 = 2;
@@ -51,7 +51,7 @@ impl HostFilesystem {
         work: impl FnOnce(&Files, [WindowsPath; N]) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         for path in paths {
-            working_dirs::check(&self.files.working_dirs, operation, path)?;
+            working_dirs::check(&self.files.working_dirs, Rule::Components, operation, path)?;
         }
         let object = paths.map(WindowsPath::as_str).join(" -> ");
         let (files, paths) = (self.files.clone(), paths.map(WindowsPath::clone));

@@ -16,6 +16,7 @@ use crate::capability::Operation as Op;
 use crate::error::Result;
 use crate::group::ApiGroup;
 use crate::redact::redact;
+use crate::working_dirs::Rule;
 
 pub(super) const NAMESPACE: &str = r"Root\Microsoft\Windows\SMB";
 pub(super) const CLASS: &str = "MSFT_SmbGlobalMapping";
@@ -147,7 +148,7 @@ impl SmbApi for HostSmb {
     async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
         let op = Op::NewSmbGlobalMapping;
         if let Some(local) = &mapping.local_path {
-            crate::working_dirs::check(&self.working_dirs, op, local)?;
+            crate::working_dirs::check(&self.working_dirs, Rule::Components, op, local)?;
         }
         let mapping = mapping.clone();
         let root = root_of(op, &mapping.remote_path)?;

@@ -131,7 +131,6 @@ impl Mounter {
     ) -> Result<Staged> {
         check_volume(volume)?;
         target.validate()?;
-        self.inner.check_staged_for(volume, staging)?;
         let request = format!(
             "stage-iscsi {volume} {} {:?}",
             target.target_key(),
@@ -139,7 +138,11 @@ impl Mounter {
         );
         let inner = self.inner.clone();
         let (volume, target, path) = (volume.to_owned(), target.clone(), staging.clone());
-        let work = async move { inner.stage_iscsi(&volume, &target, &path).await };
+        let work = async move {
+            // Inside the flight: a call that ran before changed the records.
+            inner.check_staged_for(&volume, &path)?;
+            inner.stage_iscsi(&volume, &target, &path).await
+        };
         self.inner
             .flights
             .run(staging.as_str(), request, work)
@@ -158,11 +161,13 @@ impl Mounter {
         disk: DiskAfterUnstage,
     ) -> Result<Change> {
         check_volume(volume)?;
-        self.inner.check_staged_for(volume, staging)?;
         let request = format!("unstage-iscsi {volume} offline={}", disk.offline());
         let inner = self.inner.clone();
         let (volume, path) = (volume.to_owned(), staging.clone());
-        let work = async move { inner.unstage_iscsi(&volume, &path, disk.offline()).await };
+        let work = async move {
+            inner.check_staged_for(&volume, &path)?;
+            inner.unstage_iscsi(&volume, &path, disk.offline()).await
+        };
         self.inner
             .flights
             .run(staging.as_str(), request, work)

@@ -22,15 +22,39 @@ impl Mounter {
     ///   changed (kubelet may publish after a failed unstage,
     ///   kubernetes #100182).
     pub async fn publish(&self, staging: &WindowsPath, target: &WindowsPath) -> Result<Change> {
+        self.publish_checked(None, staging, target).await
+    }
+
+    /// [`publish`](Self::publish) of CSI volume `volume`: a staging path
+    /// where the journal records another volume's stage is
+    /// [`Error::Conflict`], and nothing is linked (a pod would get another
+    /// volume's data).
+    pub async fn publish_volume(
+        &self,
+        volume: &str,
+        staging: &WindowsPath,
+        target: &WindowsPath,
+    ) -> Result<Change> {
+        super::check_volume(volume)?;
+        self.publish_checked(Some(volume), staging, target).await
+    }
+
+    async fn publish_checked(
+        &self,
+        volume: Option<&str>,
+        staging: &WindowsPath,
+        target: &WindowsPath,
+    ) -> Result<Change> {
         let (inner, staging2, target2) = (self.inner.clone(), staging.clone(), target.clone());
-        self.inner
-            .flights
-            .run(
-                target.as_str(),
-                format!("publish {}", key(staging.as_str())),
-                async move { inner.publish(&staging2, &target2).await },
-            )
-            .await
+        let request = format!("publish {volume:?} {}", key(staging.as_str()));
+        let volume = volume.map(str::to_owned);
+        let work = async move {
+            if let Some(volume) = &volume {
+                inner.check_staged_for(volume, &staging2)?;
+            }
+            inner.publish(&staging2, &target2).await
+        };
+        self.inner.flights.run(target.as_str(), request, work).await
     }
 
     /// `NodeUnpublishVolume`: removes the link (or the empty folder) at

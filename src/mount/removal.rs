@@ -34,18 +34,23 @@ impl Inner {
     /// proven the mounter's to remove; whether something was removed.
     ///
     /// - nothing there: nothing to do;
-    /// - a path the journal records (a link or folder of the mounter's),
-    ///   or a link that leads somewhere: removed unforced (a folder with
-    ///   files in it is a conflict, and stays);
-    /// - a directory no record names: removed only once shown to be an
-    ///   empty folder; a file (or a link that leads nowhere, which the
-    ///   proxy cannot tell from one) is [`Error::NotOurs`];
-    /// - a mount point no record names: [`Error::NotOurs`].
+    /// - a link the journal records (whether it still leads somewhere or
+    ///   not), or any link that leads somewhere: removed unforced;
+    /// - a directory (recorded or not: a record may outlive its folder):
+    ///   removed only once shown to be an empty folder; a file (or a link
+    ///   that leads nowhere that no record names, which the proxy cannot
+    ///   tell from one) is [`Error::NotOurs`], a folder with files in it a
+    ///   conflict;
+    /// - a mount point: [`Error::NotOurs`] (callers unmount what they
+    ///   staged first).
     pub(super) async fn remove_found(&self, path: &WindowsPath, found: &PathState) -> Result<bool> {
         match found {
             PathState::Absent => Ok(false),
-            _ if self.recorded_path(path) => self.remove_if_there(path).await,
             PathState::Link {
+                target: Some(_), ..
+            }
+            | PathState::SmbLink { .. }
+            | PathState::Link {
                 reachable: true, ..
             } => self.remove_if_there(path).await,
             PathState::Directory => self.remove_empty_folder(path).await,

@@ -252,6 +252,7 @@ impl Inner {
                 records.links.remove(&path_key);
                 records.unstages.remove(&path_key);
                 records.partitions.remove(&selector.to_string());
+                records.partitioned.remove(volume.as_str());
                 records.stages.insert(path_key, (staging.clone(), stage));
             })
             .await
@@ -302,12 +303,38 @@ impl Inner {
                     self.settings.volume_wait
                 ),
             }),
-            1 => Ok((listed.remove(0), partitioned)),
+            1 => {
+                let volume = listed.remove(0);
+                self.own_partition(selector, &volume).await?;
+                Ok((volume, partitioned))
+            }
             _ => Err(Error::Ambiguous {
                 what: format!("volume on disk {disk}"),
                 candidates: listed.iter().map(ToString::to_string).collect(),
             }),
         }
+    }
+
+    /// Moves the record of a partition sent for `selector` to the volume it
+    /// made, `volume`: a volume ID names that partition alone, where the
+    /// selector (a LUN) may name another disk tomorrow. A record older than
+    /// [`PARTITION_PROOF_MILLIS`] (its stage failed, and a disk attached
+    /// since may sit at that LUN) proves nothing, and goes.
+    async fn own_partition(&self, selector: &DiskSelector, volume: &VolumeId) -> Result<()> {
+        let selector = selector.to_string();
+        let Some(sent) = (self.journal).view(|records| records.partitions.get(&selector).copied())
+        else {
+            return Ok(());
+        };
+        let recent = unix_millis().saturating_sub(sent) < PARTITION_PROOF_MILLIS;
+        self.journal
+            .update(|records| {
+                records.partitions.remove(&selector);
+                if recent {
+                    records.partitioned.insert(volume.as_str().to_owned(), ());
+                }
+            })
+            .await
     }
 
     /// Formats `volume` if it has no file system and it is proven the
@@ -329,11 +356,11 @@ impl Inner {
                 .await?;
             return Ok(false);
         }
-        // Proof: this mounter partitioned the disk, or sent a format of
-        // this volume before; or the driver vouches for its disks.
+        // Proof: this mounter made the volume's partition, or sent a
+        // format of this volume before; or the driver vouches for its
+        // disks.
         let partitioned_here = self.journal.view(|records| {
-            records.partitions.contains_key(&selector.to_string())
-                || records.formats.contains_key(&id)
+            records.partitioned.contains_key(&id) || records.formats.contains_key(&id)
         });
         if !partitioned_here && formatting != Formatting::AnyUnformatted {
             return Err(Error::NotOurs {
@@ -473,6 +500,12 @@ fn unchanged(disk: u32, volume: VolumeId) -> Staged {
         formatted: false,
     }
 }
+
+/// How long the record of a `PartitionDisk` sent for a selector proves
+/// that the volume next found by that selector is the mounter's: long
+/// enough for a stage's retries and a plugin's restart, short of a disk
+/// detached and another attached at the same LUN.
+const PARTITION_PROOF_MILLIS: u64 = 15 * 60 * 1_000;
 
 /// `seconds` since the Unix epoch as `YYYY-MM-DD HH:MM:SS`, in UTC.
 fn utc_text(seconds: u64) -> String {

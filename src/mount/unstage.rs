@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::again::{idempotent, never};
 use super::journal::{key, LinkTo, UnstageRecord};
 use super::path_state::conflict;
-use super::{Change, Inner, Mounter, PathState};
+use super::{check_volume, Change, Inner, Mounter, PathState};
 use crate::api::{VolumeId, WindowsPath};
 use crate::error::{Error, Result};
 
@@ -72,7 +72,7 @@ impl Mounter {
         staging: &WindowsPath,
         disk: DiskAfterUnstage,
     ) -> Result<Change> {
-        self.inner.check_staged_for(volume, staging)?;
+        check_volume(volume)?;
         let path_key = key(staging.as_str());
         let iscsi = (self.inner.journal).view(|records| records.target_leased_by(volume).is_some());
         if iscsi {
@@ -87,7 +87,7 @@ impl Mounter {
         });
         match share {
             true => self.unstage_smb(volume, staging).await,
-            false => self.unstage_disk(staging, disk).await,
+            false => (self.unstage_disk_checked(Some(volume), staging, disk.offline())).await,
         }
     }
 
@@ -98,11 +98,29 @@ impl Mounter {
         staging: &WindowsPath,
         offline: bool,
     ) -> Result<Change> {
+        self.unstage_disk_checked(None, staging, offline).await
+    }
+
+    /// [`unstage_disk_offline`](Self::unstage_disk_offline), refused
+    /// (inside the path's flight) when the journal records another CSI
+    /// volume than `volume` staged there.
+    async fn unstage_disk_checked(
+        &self,
+        volume: Option<&str>,
+        staging: &WindowsPath,
+        offline: bool,
+    ) -> Result<Change> {
         let inner = self.inner.clone();
         let key = staging.as_str().to_owned();
         let staging = staging.clone();
-        let work = async move { inner.unstage_disk(&staging, offline).await };
-        let request = format!("unstage offline={offline}");
+        let request = format!("unstage {volume:?} offline={offline}");
+        let volume = volume.map(str::to_owned);
+        let work = async move {
+            if let Some(volume) = &volume {
+                inner.check_staged_for(volume, &staging)?;
+            }
+            inner.unstage_disk(&staging, offline).await
+        };
         self.inner.flights.run(&key, request, work).await
     }
 }
@@ -121,7 +139,7 @@ impl Inner {
             let staged = records.stages.get(&path_key).map(|(_, s)| s.volume.clone());
             (left, staged)
         });
-        let mut work = UnstageRecord {
+        let work = UnstageRecord {
             staging: staging.clone(),
             volume: left
                 .as_ref()
@@ -159,26 +177,27 @@ impl Inner {
         let mut changed = false;
         match found {
             PathState::Absent | PathState::SmbLink { .. } => {}
+            // Only the volume a stage or unstage record names: a volume
+            // mounted since at a folder the mounter merely made (or
+            // linked) is another's.
+            PathState::VolumeMount { volume } if work.volume.as_ref() != Some(&volume) => {
+                return Err(Error::NotOurs {
+                    what: format!("volume {volume}, mounted at {staging}"),
+                    why: "the journal records no stage of it there, so it is not unmounted, \
+                          nor its disk taken offline"
+                        .to_owned(),
+                });
+            }
             PathState::VolumeMount { volume } => {
                 self.unmount(&volume, staging).await?;
-                if work.volume.is_none() {
-                    // A folder the mounter made, where a volume was
-                    // mounted since: its unmount names the disk to take
-                    // offline (never a volume merely named for the path,
-                    // which from v1.3 may be a link's holder).
-                    work.volume = Some(volume.clone());
-                    self.journal
-                        .update(|r| r.unstages.insert(path_key.clone(), work.clone()))
-                        .await?;
-                }
                 self.remove_unforced(staging).await?;
                 changed = true;
             }
             // No volume there, the host said: a folder, or a link, at a
-            // path the journal records.
-            PathState::Directory | PathState::Link { .. } => {
-                self.remove_unforced(staging).await?;
-                changed = true;
+            // path the journal records; only on proof that it holds
+            // nothing.
+            found @ (PathState::Directory | PathState::Link { .. }) => {
+                changed = self.remove_found(staging, &found).await?;
             }
         }
         if let (true, Some(volume)) = (work.offline, &work.volume) {

@@ -41,6 +41,7 @@ const FULL_STAGING: &str = r"C:\var\lib\kubelet\plugins\test.csi\full-s\globalmo
 /// `C:\data` lets the plugin reach.
 const OUTSIDE_EMPTY: &str = r"C:\data\empty";
 const OUTSIDE_FILE: &str = r"C:\data\keep\report.txt";
+const SHARE: &str = r"\\files\data";
 
 /// The seeded node, its proxy, and the plugin's service on it.
 struct ForeignNode {
@@ -77,6 +78,9 @@ impl ForeignNode {
             .working_dir(r"C:\data")
             .dir(OUTSIDE_EMPTY)
             .file(OUTSIDE_FILE)
+            // A share with a folder someone else made, and a file in it.
+            .smb_share(SHARE, "user", "pw")
+            .share_folder(&format!(r"{SHARE}\pv-existing\keep"))
             .release(release)
             .build();
         let mut fake = FakeProxy::for_host(node.transport(), &host);
@@ -151,6 +155,7 @@ impl ForeignNode {
             assert_eq!(host.entry(&file), Some(PathEntry::File), "{file}");
         }
         assert_eq!(host.entry(OUTSIDE_EMPTY), Some(PathEntry::Directory));
+        assert!(host.share_folder_exists(&format!(r"{SHARE}\pv-existing\keep")));
     }
 }
 
@@ -392,5 +397,94 @@ async fn refusals_say_what_was_not_proven_ours() {
             .await;
         assert_eq!(code(staged), Code::Ok, "{fs_type:?}");
     }
+    node.assert_intact();
+}
+
+#[tokio::test]
+async fn the_test_controller_never_adopts_a_folder_it_did_not_make() {
+    use csi_proxy_client::csi::v1::controller_server::Controller;
+    use csi_proxy_client::csi::TestController;
+
+    let node = ForeignNode::new(ProxyRelease::LATEST).await;
+    let mounter = Mounter::builder(node.proxy.clone(), node.state.path())
+        .build()
+        .unwrap();
+    let controller = TestController::new(mounter, "node-1", "test.csi", &[VolumeKind::Smb]);
+    let create = |name: &str| CreateVolumeRequest {
+        name: name.into(),
+        volume_capabilities: vec![writer()],
+        parameters: [("share".to_owned(), SHARE.to_owned())].into(),
+        secrets: [("username", "user"), ("password", "pw")]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .into(),
+        ..Default::default()
+    };
+    let taken = controller
+        .create_volume(Request::new(create("pv-existing")))
+        .await;
+    assert_eq!(code(taken), Code::AlreadyExists);
+    // A new name is a folder of its own, made and deleted.
+    let made = controller
+        .create_volume(Request::new(create("pv-new")))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(node.host.share_folder_exists(&format!(r"{SHARE}\pv-new")));
+    let volume_id = made.volume.unwrap().volume_id;
+    controller
+        .delete_volume(Request::new(DeleteVolumeRequest {
+            volume_id,
+            secrets: [("username", "user"), ("password", "pw")]
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .into(),
+            ..Default::default()
+        }))
+        .await
+        .unwrap();
+    assert!(!node.host.share_folder_exists(&format!(r"{SHARE}\pv-new")));
+    node.assert_intact();
+}
+
+#[tokio::test]
+async fn oversized_ids_and_contexts_are_refused_and_a_failed_stage_records_nothing() {
+    let node = ForeignNode::new(ProxyRelease::LATEST).await;
+    let s = node.service();
+    let long = format!("lun-5{}", "0".repeat(124));
+    assert_eq!(long.len(), 129);
+    let staged = s
+        .node_stage_volume(Request::new(stage_at(&long, &staging("lun-5"))))
+        .await;
+    assert_eq!(code(staged), Code::InvalidArgument);
+    let mut big = stage("lun-5");
+    big.volume_context = [("k".to_owned(), "v".repeat(4 << 10))].into();
+    assert_eq!(
+        code(s.node_stage_volume(Request::new(big)).await),
+        Code::InvalidArgument
+    );
+    let mut big = publish("lun-5");
+    big.publish_context = [("k".to_owned(), "v".repeat(4 << 10))].into();
+    assert_eq!(
+        code(s.node_publish_volume(Request::new(big)).await),
+        Code::InvalidArgument
+    );
+    assert!(volumes_of(&node.host, 5).is_empty(), "nothing was touched");
+    // A stage that fails leaves no contexts behind; one that succeeds
+    // does.
+    let mut refused = stage("lun-3");
+    refused.volume_context = [("marker".to_owned(), "refused-stage".to_owned())].into();
+    assert_ne!(
+        code(s.node_stage_volume(Request::new(refused)).await),
+        Code::Ok
+    );
+    let mut staged = stage("lun-5");
+    staged.volume_context = [("marker".to_owned(), "good-stage".to_owned())].into();
+    s.node_stage_volume(Request::new(staged)).await.unwrap();
+    let mut recorded = String::new();
+    for entry in std::fs::read_dir(node.state.path()).unwrap() {
+        let path = entry.unwrap().path();
+        recorded += &std::fs::read_to_string(path).unwrap_or_default();
+    }
+    assert!(recorded.contains("good-stage"), "{recorded}");
+    assert!(!recorded.contains("refused-stage"), "{recorded}");
     node.assert_intact();
 }

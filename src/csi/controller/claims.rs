@@ -33,6 +33,11 @@ impl TestController {
             .cloned()
     }
 
+    /// The share folders it made.
+    pub(super) fn folders(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+        self.folders.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Whether the disk of `identity` was claimed before.
     pub(super) fn was_claimed(&self, (key, value): &(String, String)) -> bool {
         let used = self.used.lock().unwrap_or_else(|p| p.into_inner());

@@ -75,7 +75,27 @@ impl TestController {
             .await?;
         let on_share = link.join(folder)?;
         let done = match work {
-            FolderWork::Make => filesystem.mkdir(&on_share).await,
+            // A folder that is there is someone's: never adopted (a
+            // delete would remove it with what it holds).
+            FolderWork::Make => {
+                let remote = format!(r"{share}\{folder}").to_lowercase();
+                let ours = self.folders().contains(&remote);
+                match filesystem.path_exists(&on_share).await {
+                    Ok(true) if !ours => Err(Error::Conflict {
+                        path: format!(r"{share}\{folder}"),
+                        found: "the folder exists on the share, and the test controller \
+                                makes (and deletes) only folders of its own"
+                            .into(),
+                    }),
+                    Ok(_) => {
+                        // Noted before it is made: a retry after a lost
+                        // answer, or a failed unstage, finds it its own.
+                        self.folders().insert(remote);
+                        filesystem.mkdir(&on_share).await
+                    }
+                    Err(error) => Err(error),
+                }
+            }
             FolderWork::Remove => filesystem.rmdir(&on_share, true).await,
         };
         let unstaged = self.mounter.unstage_smb(&volume, &link).await;

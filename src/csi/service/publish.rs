@@ -18,10 +18,12 @@ impl<D: NodeDriver> NodeService<D> {
         &self,
         r: &NodePublishVolumeRequest,
     ) -> Result<Response<NodePublishVolumeResponse>, Status> {
-        let volume_id = checks::required("volume_id", &r.volume_id)?;
+        let volume_id = checks::volume_id(&r.volume_id)?;
         let target = checks::path("target_path", &r.target_path)?;
         let mode = checks::capability(r.volume_capability.as_ref())?;
         let staging = checks::path("staging_target_path", &r.staging_target_path)?;
+        checks::context("volume_context", &r.volume_context)?;
+        checks::context("publish_context", &r.publish_context)?;
         if r.readonly {
             return Err(checks::read_only("readonly"));
         }
@@ -39,7 +41,7 @@ impl<D: NodeDriver> NodeService<D> {
         // Nothing staged there is `FAILED_PRECONDITION`: stage first.
         self.inner
             .mounter
-            .publish(&staging, &target)
+            .publish_volume(volume_id, &staging, &target)
             .await
             .map_err(answer(CsiNodeCall::PublishVolume))?;
         Ok(Response::new(NodePublishVolumeResponse {}))
@@ -50,7 +52,7 @@ impl<D: NodeDriver> NodeService<D> {
         &self,
         r: &NodeUnpublishVolumeRequest,
     ) -> Result<Response<NodeUnpublishVolumeResponse>, Status> {
-        let volume_id = checks::required("volume_id", &r.volume_id)?;
+        let volume_id = checks::volume_id(&r.volume_id)?;
         let target = checks::path("target_path", &r.target_path)?;
         self.inner
             .mounter

@@ -23,9 +23,11 @@ impl<D: NodeDriver> NodeService<D> {
         &self,
         r: &NodeStageVolumeRequest,
     ) -> Result<Response<NodeStageVolumeResponse>, Status> {
-        let volume_id = checks::required("volume_id", &r.volume_id)?;
+        let volume_id = checks::volume_id(&r.volume_id)?;
         let staging = checks::path("staging_target_path", &r.staging_target_path)?;
         let mode = checks::capability(r.volume_capability.as_ref())?;
+        checks::context("volume_context", &r.volume_context)?;
+        checks::context("publish_context", &r.publish_context)?;
         let request = VolumeRequest {
             call: CsiNodeCall::StageVolume,
             volume_id,
@@ -39,15 +41,6 @@ impl<D: NodeDriver> NodeService<D> {
         checks::usable(volume.kind(), mode, request.capability)?;
         let driver = &self.inner.driver;
         driver.before_stage(&request, &volume).await?;
-        let contexts = Contexts {
-            volume: r.volume_context.clone(),
-            publish: r.publish_context.clone(),
-        };
-        // Before the stage, so that stats after a crash mid-stage, or
-        // after a restart, find them.
-        if let Err(error) = self.inner.recorded.set(volume_id, contexts).await {
-            tracing::warn!(%error, "the volume's contexts could not be recorded");
-        }
         let mounter = &self.inner.mounter;
         let staged = answer(CsiNodeCall::StageVolume);
         match &volume {
@@ -74,6 +67,15 @@ impl<D: NodeDriver> NodeService<D> {
                     .map_err(staged)?;
             }
         }
+        // Once the stage succeeded (a failed one leaves none behind), so
+        // that stats and expand after a restart find them.
+        let contexts = Contexts {
+            volume: r.volume_context.clone(),
+            publish: r.publish_context.clone(),
+        };
+        if let Err(error) = self.inner.recorded.set(volume_id, contexts).await {
+            tracing::warn!(%error, "the volume's contexts could not be recorded");
+        }
         driver.after_stage(&request, &volume, &staging).await?;
         Ok(Response::new(NodeStageVolumeResponse {}))
     }
@@ -83,7 +85,7 @@ impl<D: NodeDriver> NodeService<D> {
         &self,
         r: &NodeUnstageVolumeRequest,
     ) -> Result<Response<NodeUnstageVolumeResponse>, Status> {
-        let volume_id = checks::required("volume_id", &r.volume_id)?;
+        let volume_id = checks::volume_id(&r.volume_id)?;
         let staging = checks::path("staging_target_path", &r.staging_target_path)?;
         // The journal says what is staged there (a disk, a share, an
         // iSCSI target's disk); nothing there is done already. The

@@ -23,7 +23,7 @@ impl<D: NodeDriver> NodeService<D> {
         r: &NodeGetVolumeStatsRequest,
     ) -> Result<Response<NodeGetVolumeStatsResponse>, Status> {
         let call = CsiNodeCall::GetVolumeStats;
-        let volume_id = checks::required("volume_id", &r.volume_id)?;
+        let volume_id = checks::volume_id(&r.volume_id)?;
         let at = checks::volume_path(&r.volume_path)?;
         let staging = WindowsPath::new(&r.staging_target_path).ok();
         let contexts = self.inner.recorded.get(volume_id).await;
@@ -59,7 +59,7 @@ impl<D: NodeDriver> NodeService<D> {
         r: &NodeExpandVolumeRequest,
     ) -> Result<Response<NodeExpandVolumeResponse>, Status> {
         let call = CsiNodeCall::ExpandVolume;
-        let volume_id = checks::required("volume_id", &r.volume_id)?;
+        let volume_id = checks::volume_id(&r.volume_id)?;
         let at = checks::volume_path(&r.volume_path)?;
         if r.volume_capability.is_some() {
             checks::capability(r.volume_capability.as_ref())?;

@@ -5,9 +5,9 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::read::read_text;
+use super::read::read_bytes;
 use super::records::Records;
-use super::text::{COMMIT, HEADER_2};
+use super::text::{seal, HEADER_2};
 use crate::error::{Error, Result};
 
 /// The file is rewritten whole once it holds more change lines than this
@@ -42,7 +42,7 @@ impl JournalFile {
             damaged: false,
             writes: 0,
         };
-        let text = match fs::read_to_string(path) {
+        let text = match fs::read(path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 file.rewrite("")?;
@@ -50,17 +50,19 @@ impl JournalFile {
             }
             Err(e) => return Err(unusable(path, "cannot read it", &e)),
         };
-        let read = read_text(&text).map_err(|why| Error::Configuration {
+        let read = read_bytes(&text).map_err(|why| Error::Configuration {
             setting: format!("mounter journal {}", path.display()),
             reason: format!(
-                "{why}; move it away to start afresh (what it recorded is then forgotten)"
+                "{why}; nothing was done. Run the build that wrote it, or move it away \
+                 to start afresh (what it recorded is then forgotten, and the mounter \
+                 destroys nothing that only those records proved its own)"
             ),
         })?;
         if read.format == 1 || read.length < text.len() as u64 {
             if read.format == 2 {
                 tracing::warn!(
                     journal = %path.display(),
-                    "the mounter journal's last change was cut short (a crash while it was written): it is dropped"
+                    "the mounter journal's last change was cut short or torn (a crash while it was written): it is dropped"
                 );
             }
             file.rewrite(&read.records.lines())?;
@@ -117,7 +119,7 @@ impl JournalFile {
     /// Writes `lines` (every record) as the whole file, beside it first,
     /// then renamed into place: a crash leaves the old file or the new.
     pub(super) fn rewrite(&mut self, lines: &str) -> Result<()> {
-        let text = format!("{HEADER_2}\n{lines}{COMMIT}\n");
+        let text = format!("{HEADER_2}\n{lines}{}", seal(lines));
         let fresh = self.path.with_extension("new");
         // Windows renames nothing over a file that is open.
         self.out = None;
@@ -138,9 +140,8 @@ impl JournalFile {
 
     /// The records as the file holds them now.
     pub(super) fn read_back(&self) -> Result<Records> {
-        let text = fs::read_to_string(&self.path)
-            .map_err(|e| unusable(&self.path, "cannot read it", &e))?;
-        let read = read_text(&text).map_err(|why| Error::Configuration {
+        let text = fs::read(&self.path).map_err(|e| unusable(&self.path, "cannot read it", &e))?;
+        let read = read_bytes(&text).map_err(|why| Error::Configuration {
             setting: format!("mounter journal {}", self.path.display()),
             reason: why,
         })?;

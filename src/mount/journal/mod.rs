@@ -29,7 +29,6 @@ use tokio::sync::watch;
 
 use crate::error::{Error, Result};
 use file::JournalFile;
-use text::COMMIT;
 
 pub(crate) use records::{
     Lease, LinkTo, MappingKey, Records, ShareRecord, StageRecord, TargetRecord, UnstageRecord,
@@ -125,9 +124,8 @@ impl Journal {
             let lines = state.records.take_changes(rule);
             if !lines.is_empty() {
                 state.queued_lines += lines.matches('\n').count() + 1;
+                // Sealed as one block with the changes written with it.
                 state.queue.push_str(&lines);
-                state.queue.push_str(COMMIT);
-                state.queue.push('\n');
                 state.last_made += 1;
                 if !state.writing {
                     state.writing = true;
@@ -193,7 +191,9 @@ impl Shared {
             };
             let written = match all {
                 Some(all) => file.rewrite(&all),
-                None => file.append(&lines, count),
+                // One seal for the changes written (and synced) together:
+                // a torn write damages the last block only.
+                None => file.append(&format!("{lines}{}", text::seal(&lines)), count),
             };
             let mut state = self.lock();
             if let Err(error) = written {
@@ -251,6 +251,7 @@ mod tests {
         records
             .partitions
             .insert("disk at LUN 3".into(), 1_700_000_000_001);
+        (records.partitioned).insert(r"\\?\Volume{2}\".into(), ());
         let unstage = UnstageRecord {
             staging: staging.clone(),
             volume: Some(volume),
@@ -286,7 +287,7 @@ mod tests {
         journal.update(sample).await.unwrap();
         let again = Journal::open(dir.path()).unwrap();
         assert_eq!(again.records(), journal.records());
-        assert_eq!(again.records().len(), 10);
+        assert_eq!(again.records().len(), 11);
         let text = fs::read_to_string(dir.path().join(FILE_NAME)).unwrap();
         assert!(!text.contains("secret"), "{text}");
         // Removals are written too.

@@ -86,9 +86,11 @@ pub(crate) struct Records {
     pub formats: Table<String, u64>,
     /// Disks this mounter sent `PartitionDisk` for, by selector text: when
     /// it was sent (milliseconds since the Unix epoch), recorded before it
-    /// is sent. Its volume is the mounter's to format; the row goes when
-    /// the stage is recorded.
+    /// is sent. Moved to `partitioned` once the volume is found.
     pub partitions: Table<String, u64>,
+    /// Volumes on partitions this mounter made, by volume ID: the mounter's
+    /// to format. The row goes when the stage is recorded.
+    pub partitioned: Table<String, ()>,
     /// Folders this mounter made (staging folders it found missing), which
     /// `reconcile` may remove when they are left empty.
     pub made: Table<String, WindowsPath>,
@@ -244,6 +246,7 @@ impl Records {
             + self.unstages.len()
             + self.formats.len()
             + self.partitions.len()
+            + self.partitioned.len()
             + self.made.len()
             + self.shares.len()
             + self.mapped.len()

@@ -14,9 +14,25 @@ use crate::mount::fingerprint::Fingerprint;
 pub(super) const HEADER_1: &str = "csi-proxy-client mounter journal 1";
 /// The first line of a format 2 file: changes, appended.
 pub(super) const HEADER_2: &str = "csi-proxy-client mounter journal 2";
-/// The line that ends a change: the lines before it since the last one
-/// count only with it.
+/// The first word of the line that ends a change: the lines before it
+/// since the last one count only with it. Written as [`seal`] writes it;
+/// a bare `commit` (earlier builds) is read too.
 pub(super) const COMMIT: &str = "commit";
+
+/// The `commit` line that ends the block of changes made of `lines`
+/// (whole lines, each with its line feed; the changes one write appends):
+/// their length in bytes and the first 16 hex digits of their SHA-256, so
+/// that a block a torn write damaged is told from a whole one.
+pub(super) fn seal(lines: &str) -> String {
+    format!("{COMMIT}\t{}\t{}\n", lines.len(), digest(lines.as_bytes()))
+}
+
+/// The first 16 hex digits of the SHA-256 of `bytes`.
+pub(super) fn digest(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    let hash = Sha256::digest(bytes);
+    hash[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
 
 /// One record, read from its line.
 #[derive(Debug)]
@@ -28,6 +44,7 @@ pub(super) enum Row {
     Rule(MappingKey),
     Format(String, u64),
     Partition(String, u64),
+    Partitioned(String),
     Share(String, ShareRecord),
     Mapped(ShareRow),
     Confirmed(ShareRow),
@@ -57,6 +74,7 @@ impl Records {
             Row::Made(key, value) => set(&mut self.made, key, value, present),
             Row::Format(key, value) => set(&mut self.formats, key, value, present),
             Row::Partition(key, value) => set(&mut self.partitions, key, value, present),
+            Row::Partitioned(key) => set(&mut self.partitioned, key, (), present),
             Row::Share(key, value) => set(&mut self.shares, key, value, present),
             Row::Mapped(key) => set(&mut self.mapped, key, (), present),
             Row::Confirmed(key) => set(&mut self.confirmed, key, (), present),
@@ -95,6 +113,9 @@ impl Records {
         }
         for (selector, sent) in self.partitions.iter() {
             push(partition_line(selector, *sent));
+        }
+        for (volume, ()) in self.partitioned.iter() {
+            push(line(&["partitioned", volume]));
         }
         for (share, record) in self.shares.iter() {
             push(share_line(share, record));
@@ -155,6 +176,10 @@ impl Records {
         for (selector, was, now) in self.partitions.take_touched() {
             let text = |sent: &u64| partition_line(&selector, *sent);
             change(now.map(text), was.as_ref().map(text));
+        }
+        for (volume, was, now) in self.partitioned.take_touched() {
+            let text = |()| line(&["partitioned", &volume]);
+            change(now.map(|_| text(())), was.map(text));
         }
         for (share, was, now) in self.shares.take_touched() {
             let text = |record: &ShareRecord| share_line(&share, record);
@@ -311,6 +336,7 @@ pub(super) fn read_row(fields: &[&str]) -> Result<Row, String> {
         ["rule", "smb-mapping-key", "exact-path"] => Row::Rule(MappingKey::ExactPath),
         ["format-ms", volume, sent] => Row::Format((*volume).to_owned(), number(sent)?),
         ["partition-ms", selector, sent] => Row::Partition((*selector).to_owned(), number(sent)?),
+        ["partitioned", volume] => Row::Partitioned((*volume).to_owned()),
         // Written in whole seconds by format 1 before.
         ["format", volume, sent] => {
             Row::Format((*volume).to_owned(), number(sent)?.saturating_mul(1_000))

@@ -139,7 +139,6 @@ impl Mounter {
     ) -> Result<Change> {
         check_volume(volume)?;
         check_credentials(credentials)?;
-        self.inner.check_staged_for(volume, staging)?;
         let request = format!(
             "stage-smb {volume} {} {}",
             key(share.as_str()),
@@ -148,7 +147,11 @@ impl Mounter {
         let inner = self.inner.clone();
         let (volume, share) = (volume.to_owned(), share.clone());
         let (credentials, path) = (credentials.clone(), staging.clone());
-        let work = async move { inner.stage_smb(&volume, &share, &credentials, &path).await };
+        let work = async move {
+            // Inside the flight: a call that ran before changed the records.
+            inner.check_staged_for(&volume, &path)?;
+            inner.stage_smb(&volume, &share, &credentials, &path).await
+        };
         self.inner
             .flights
             .run(staging.as_str(), request, work)
@@ -163,11 +166,13 @@ impl Mounter {
     /// removes it.
     pub async fn unstage_smb(&self, volume: &str, staging: &WindowsPath) -> Result<Change> {
         check_volume(volume)?;
-        self.inner.check_staged_for(volume, staging)?;
         let request = format!("unstage-smb {volume}");
         let inner = self.inner.clone();
         let (volume, path) = (volume.to_owned(), staging.clone());
-        let work = async move { inner.unstage_smb(&volume, &path).await };
+        let work = async move {
+            inner.check_staged_for(&volume, &path)?;
+            inner.unstage_smb(&volume, &path).await
+        };
         self.inner
             .flights
             .run(staging.as_str(), request, work)

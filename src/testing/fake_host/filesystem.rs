@@ -14,6 +14,7 @@ use super::{host_error, FakeHost};
 use crate::api::{FilesystemApi, WindowsPath};
 use crate::capability::Operation;
 use crate::error::Result;
+use crate::working_dirs::Rule;
 
 /// How many links a lookup follows before it gives up (Windows allows 63
 /// reparse points in a path).
@@ -183,7 +184,7 @@ impl HostState {
 
     fn rmdir(&mut self, path: &WindowsPath, force: bool) -> Result<()> {
         let op = Operation::Rmdir;
-        crate::working_dirs::check(&self.working_dirs, op, path)?;
+        crate::working_dirs::check(&self.working_dirs, Rule::Prefix, op, path)?;
         // Forced, the proxy runs Go's `os.RemoveAll`, which is content
         // with a path that is not there.
         if force && matches!(self.find(path.as_str(), Last::Kept), Ok(None)) {
@@ -238,7 +239,7 @@ impl HostState {
 
     fn rmdir_contents(&mut self, path: &WindowsPath) -> Result<()> {
         let op = Operation::RmdirContents;
-        crate::working_dirs::check(&self.working_dirs, op, path)?;
+        crate::working_dirs::check(&self.working_dirs, Rule::Prefix, op, path)?;
         // `os.Open` follows the links: what goes is below where they lead.
         match self.existing(op, path, Last::Followed)? {
             Found::Local(at, _) => {
@@ -257,8 +258,8 @@ impl HostState {
 
     fn create_symlink(&mut self, target: &WindowsPath, link: &WindowsPath) -> Result<()> {
         let op = Operation::CreateSymlink;
-        crate::working_dirs::check(&self.working_dirs, op, target)?;
-        crate::working_dirs::check(&self.working_dirs, op, link)?;
+        crate::working_dirs::check(&self.working_dirs, Rule::Prefix, op, target)?;
+        crate::working_dirs::check(&self.working_dirs, Rule::Prefix, op, link)?;
         let exists = |state: &Self| state.find(link.as_str(), Last::Kept);
         match exists(self) {
             Ok(None) => {}
@@ -324,7 +325,7 @@ impl FilesystemApi for FakeHost {
     async fn path_exists(&self, path: &WindowsPath) -> Result<bool> {
         let (op, path) = (Operation::PathExists, path.clone());
         self.host_call(op, move |state| {
-            crate::working_dirs::check(&state.working_dirs, op, &path)?;
+            crate::working_dirs::check(&state.working_dirs, Rule::Prefix, op, &path)?;
             // Like the proxy's `os.Lstat`: a link exists, wherever it leads;
             // a path through a link is where the link leads.
             match state.find(path.as_str(), Last::Kept) {
@@ -338,7 +339,7 @@ impl FilesystemApi for FakeHost {
     async fn mkdir(&self, path: &WindowsPath) -> Result<()> {
         let (op, path) = (Operation::Mkdir, path.clone());
         self.host_call(op, move |state| {
-            crate::working_dirs::check(&state.working_dirs, op, &path)?;
+            crate::working_dirs::check(&state.working_dirs, Rule::Prefix, op, &path)?;
             state
                 .make_dirs(path.as_str())
                 .map_err(|error| error.into_error(op))

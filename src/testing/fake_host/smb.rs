@@ -12,6 +12,7 @@ use crate::api::{share_root, SmbApi, SmbMapping, SmbRemotePath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
 use crate::testing::ProxyRelease;
+use crate::working_dirs::Rule;
 
 /// `remote` as a mapping key is compared: backslashes, lower-cased, no
 /// trailing backslash.
@@ -203,7 +204,7 @@ impl HostState {
         // As the proxy does: the local path is checked only now, so a
         // mapping made above stays when it is refused.
         if let Some(local) = &mapping.local_path {
-            crate::working_dirs::check(&self.working_dirs, op, local)?;
+            crate::working_dirs::check(&self.working_dirs, Rule::Prefix, op, local)?;
             if self.tree.exists(local.as_str()) {
                 return Err(host_error(
                     op,

@@ -255,8 +255,8 @@ async fn unix_endpoints_on_windows_serve_or_say_to_use_tcp() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("csi.sock");
     let path = path.to_str().unwrap().to_owned();
-    // An earlier run's socket, or anything at the path, is replaced.
-    std::fs::write(&path, "stale").unwrap();
+    // (A stale socket is the plugin's Listener's to clear: a file at the
+    // path is never removed, second_instance.rs.)
     match blocking_unix::bind(&path) {
         Ok(listener) => {
             let (stop, server) = serve(listener);
@@ -269,7 +269,7 @@ async fn unix_endpoints_on_windows_serve_or_say_to_use_tcp() {
                         })
                         .await??;
                         let runtime = tokio::runtime::Handle::current();
-                        let stream = blocking_unix::bridge(socket, &runtime)?;
+                        let stream = blocking_unix::bridge(socket, &runtime, Default::default())?;
                         Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
                     }
                 }))
