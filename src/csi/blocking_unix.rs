@@ -115,7 +115,8 @@ pub fn incoming<L: Listener>(listener: L) -> io::Result<ReceiverStream<io::Resul
         .name("csi-uds-accept".into())
         .spawn(move || loop {
             let connection = match listener.accept() {
-                Ok(socket) if Arc::strong_count(&bridges) - 1 >= MAX_BRIDGED => {
+                // One count is this thread's own.
+                Ok(socket) if Arc::strong_count(&bridges) > MAX_BRIDGED => {
                     tracing::warn!(
                         limit = MAX_BRIDGED,
                         "a CSI connection over the limit of bridged connections: closed"

@@ -437,7 +437,6 @@ async fn the_test_controller_never_adopts_a_folder_it_did_not_make() {
             secrets: [("username", "user"), ("password", "pw")]
                 .map(|(k, v)| (k.to_owned(), v.to_owned()))
                 .into(),
-            ..Default::default()
         }))
         .await
         .unwrap();
