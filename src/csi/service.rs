@@ -158,7 +158,8 @@ impl<D: NodeDriver> NodeService<D> {
     fn volume(&self, request: &VolumeRequest<'_>) -> Result<Volume, Status> {
         #[cfg(feature = "testing")]
         if self.test_volumes {
-            if let Some(volume) = super::controller::test_volume(request.volume_id) {
+            let test = super::controller::test_volume(request.volume_id, request.volume_context);
+            if let Some(volume) = test {
                 return volume;
             }
         }

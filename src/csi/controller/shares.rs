@@ -11,7 +11,7 @@ use crate::mount::SmbCredentials;
 use crate::{Error, Status};
 
 use super::claims::Claim;
-use super::ids::{TEST_VOLUME, WORK_VOLUME};
+use super::ids::{fnv1a, smb_volume_id, SHARE_CONTEXT, WORK_VOLUME};
 use super::TestController;
 
 /// What the controller does to a volume's folder on its share.
@@ -135,20 +135,12 @@ impl TestController {
             .await?;
         Ok(Claim {
             kind: VolumeKind::Smb,
-            volume_id: format!("{TEST_VOLUME}smb:{remote}"),
+            volume_id: smb_volume_id(&remote),
             capacity: 0,
-            context: HashMap::new(),
+            context: [(SHARE_CONTEXT.to_owned(), remote.to_string())].into(),
             folder: Some((share, folder)),
         })
     }
-}
-
-/// The 64-bit FNV-1a hash of `text`: a short name for a folder's link,
-/// the same in every run.
-fn fnv1a(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 /// The SMB credentials of a controller call's secrets (`username`,
