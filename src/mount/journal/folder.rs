@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::error::{Error, Result};
+use crate::mount::fingerprint::Key;
 
 /// The lock file in the state folder; it holds the holder's process ID.
 pub(crate) const LOCK_FILE: &str = "instance.lock";
@@ -203,6 +204,103 @@ fn try_lock(_: &fs::File) -> std::io::Result<bool> {
     Ok(true)
 }
 
+/// The file of the node-local secret that keys credential fingerprints.
+pub(crate) const KEY_FILE: &str = "credential.key";
+
+/// The node-local secret in `dir` (made, the owner's alone, with 32
+/// random bytes from the system, the first time).
+///
+/// # Errors
+///
+/// [`Error::Configuration`] naming the folder: the key cannot be read,
+/// made, or is not one.
+pub(crate) fn credential_key(dir: &Path) -> Result<Key> {
+    let path = dir.join(KEY_FILE);
+    let read = |text: &str| -> Result<Key> {
+        let text = text.trim();
+        let bytes: Option<Vec<u8>> = (0..text.len())
+            .step_by(2)
+            .map(|i| {
+                text.get(i..i + 2)
+                    .and_then(|b| u8::from_str_radix(b, 16).ok())
+            })
+            .collect();
+        match bytes.map(Key::try_from) {
+            Some(Ok(key)) => Ok(key),
+            _ => Err(unusable(
+                dir,
+                format!("{KEY_FILE} is not a key of 64 hex digits"),
+            )),
+        }
+    };
+    match fs::read_to_string(&path) {
+        Ok(text) => return read(&text),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(unusable(dir, format!("cannot read {KEY_FILE}: {e}")))
+        }
+        Err(_) => {}
+    }
+    let key =
+        random_key().map_err(|e| unusable(dir, format!("no random key could be made: {e}")))?;
+    let text: String = key.iter().map(|b| format!("{b:02x}")).collect();
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(&path) {
+        Ok(mut file) => {
+            let written = writeln!(file, "{text}").and_then(|()| file.sync_all());
+            written.map_err(|e| unusable(dir, format!("cannot write {KEY_FILE}: {e}")))?;
+            Ok(key)
+        }
+        // Made meanwhile: that one is the key.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let text = fs::read_to_string(&path)
+                .map_err(|e| unusable(dir, format!("cannot read {KEY_FILE}: {e}")))?;
+            read(&text)
+        }
+        Err(e) => Err(unusable(dir, format!("cannot make {KEY_FILE}: {e}"))),
+    }
+}
+
+/// 32 bytes from the system's random source.
+#[cfg(unix)]
+fn random_key() -> std::io::Result<Key> {
+    let mut key = [0u8; 32];
+    fs::File::open("/dev/urandom")?.read_exact(&mut key)?;
+    Ok(key)
+}
+
+/// 32 bytes from the system's preferred random number generator.
+#[cfg(windows)]
+fn random_key() -> std::io::Result<Key> {
+    use windows_sys::Win32::Security::Cryptography::{
+        BCryptGenRandom, BCRYPT_USE_SYSTEM_PREFERRED_RNG,
+    };
+    let mut key = [0u8; 32];
+    // SAFETY: the buffer is valid for its length; no algorithm handle is
+    // needed with the system's preferred generator.
+    let status = unsafe {
+        BCryptGenRandom(
+            std::ptr::null_mut(),
+            key.as_mut_ptr(),
+            key.len() as u32,
+            BCRYPT_USE_SYSTEM_PREFERRED_RNG,
+        )
+    };
+    match status {
+        0 => Ok(key),
+        status => Err(std::io::Error::other(format!(
+            "BCryptGenRandom failed with status {status:#x}"
+        ))),
+    }
+}
+
+#[cfg(not(any(unix, windows)))]
+fn random_key() -> std::io::Result<Key> {
+    Err(std::io::Error::other("no random source on this platform"))
+}
+
 fn unusable(dir: &Path, why: String) -> Error {
     Error::Configuration {
         setting: format!("mounter state folder {}", dir.display()),
@@ -230,6 +328,25 @@ mod tests {
             "{text}"
         );
         assert!(text.contains(&dir.path().display().to_string()), "{text}");
+    }
+
+    #[test]
+    fn the_credential_key_is_made_once_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = credential_key(dir.path()).unwrap();
+        assert_ne!(key, [0; 32]);
+        assert_eq!(credential_key(dir.path()).unwrap(), key);
+        let other = tempfile::tempdir().unwrap();
+        assert_ne!(credential_key(other.path()).unwrap(), key);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let meta = fs::metadata(dir.path().join(KEY_FILE)).unwrap();
+            assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        }
+        fs::write(dir.path().join(KEY_FILE), "not hex").unwrap();
+        let error = credential_key(dir.path()).unwrap_err().to_string();
+        assert!(error.contains("not a key"), "{error}");
     }
 
     #[cfg(unix)]

@@ -48,6 +48,9 @@ pub(crate) fn key(text: &str) -> String {
 #[derive(Debug)]
 pub(crate) struct Journal {
     shared: Arc<Shared>,
+    /// The node-local secret beside the journal that keys credential
+    /// fingerprints.
+    key: crate::mount::fingerprint::Key,
 }
 
 #[derive(Debug)]
@@ -81,6 +84,7 @@ impl Journal {
     /// what an earlier run recorded.
     pub fn open(dir: &Path) -> Result<Self> {
         folder::open(dir)?;
+        let key = folder::credential_key(dir)?;
         let (file, records) = JournalFile::open(&dir.join(FILE_NAME))?;
         let state = State {
             records,
@@ -97,7 +101,13 @@ impl Journal {
                 settled: watch::Sender::new(0),
                 file: Mutex::new(file),
             }),
+            key,
         })
+    }
+
+    /// The key of the credential fingerprints the journal records.
+    pub fn credential_key(&self) -> &crate::mount::fingerprint::Key {
+        &self.key
     }
 
     /// What `look` finds in the records, without copying them. It sees
@@ -263,7 +273,7 @@ mod tests {
         let root = r"\\files\share";
         let share = ShareRecord {
             ours: true,
-            fingerprint: Some(Fingerprint::of("user", "secret")),
+            fingerprint: Some(Fingerprint::of(&[7; 32], "user", "secret")),
         };
         records.shares.insert(root.into(), share);
         records.add_mapped(root, remote.as_str());

@@ -217,7 +217,7 @@ mod tests {
     #[tokio::test]
     async fn a_format_1_journal_is_read_and_rewritten_in_format_2() {
         let dir = tempfile::tempdir().unwrap();
-        let print = Fingerprint::of("user", "secret").to_text();
+        let print = Fingerprint::of(&[7; 32], "user", "secret").to_text();
         let text = format!(
             "{HEADER_1}\n\
              link\tC:\\pods\\p\\mount\tlocal\tC:\\staging\\s\n\

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{Mutex as AsyncMutex, OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
 
 use super::SmbCredentials;
-use crate::mount::fingerprint::Fingerprint;
+use crate::mount::fingerprint::{Fingerprint, Key};
 
 /// What this process knows of a share's mapping.
 #[derive(Debug, Default)]
@@ -107,10 +107,9 @@ impl ShareGate {
         self.mapping.clone().write_owned().await
     }
 
-    /// The fingerprint of `credentials`, made once per share and
-    /// credentials (it takes thousands of hash rounds), on a thread of
-    /// the blocking pool.
-    pub async fn fingerprint(&self, credentials: &SmbCredentials) -> Fingerprint {
+    /// The fingerprint of `credentials` under the node's `key`, made once
+    /// per share and credentials.
+    pub async fn fingerprint(&self, credentials: &SmbCredentials, key: &Key) -> Fingerprint {
         let tag = credentials.request_tag();
         let mut cached = self.fingerprint.lock().await;
         if let Some((known, print)) = cached.as_ref() {
@@ -118,13 +117,7 @@ impl ShareGate {
                 return print.clone();
             }
         }
-        let (user, password) = (credentials.username.clone(), credentials.password.clone());
-        let made = tokio::task::spawn_blocking(move || Fingerprint::of(&user, password.expose()));
-        let print = match made.await {
-            Ok(print) => print,
-            // The blocking pool is shutting down: made here instead.
-            Err(_) => Fingerprint::of(&credentials.username, credentials.password.expose()),
-        };
+        let print = Fingerprint::of(key, &credentials.username, credentials.password.expose());
         *cached = Some((tag, print.clone()));
         print
     }

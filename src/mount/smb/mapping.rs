@@ -184,13 +184,16 @@ impl Inner {
             ));
         }
         let secret = credentials.password.expose();
-        if (record.fingerprint.as_ref()).is_some_and(|f| f.matches(&credentials.username, secret)) {
+        let key = self.journal.credential_key();
+        if (record.fingerprint.as_ref())
+            .is_some_and(|f| f.matches(key, &credentials.username, secret))
+        {
             return Ok(Rotated {
                 change: Change::Unchanged,
                 interrupted: Vec::new(),
             });
         }
-        let print = gate.fingerprint(credentials).await;
+        let print = gate.fingerprint(credentials, key).await;
         self.remove_mappings(&mapped).await?;
         alone.removed();
         let smb = self.proxy.smb()?;

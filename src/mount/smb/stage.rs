@@ -54,7 +54,10 @@ impl Inner {
         // with, before any lock.
         let print = match recorded {
             true => None,
-            false => Some(gate.fingerprint(credentials).await),
+            false => Some(
+                gate.fingerprint(credentials, self.journal.credential_key())
+                    .await,
+            ),
         };
         // This volume's own path first, beside the share's other volumes.
         if let Found::Staged = self
@@ -77,7 +80,9 @@ impl Inner {
         if before.first_use && !fingerprinted {
             // The share's last lease went while this volume cleared its
             // path: this stage is its first use after all.
-            let print = gate.fingerprint(credentials).await;
+            let print = gate
+                .fingerprint(credentials, self.journal.credential_key())
+                .await;
             self.journal
                 .update(|records| {
                     if let Some(record) = records.shares.get_mut(root.as_str()) {
