@@ -246,11 +246,12 @@ async fn every_node_call_leaves_what_is_not_the_plugins_intact() {
         let full = s
             .node_stage_volume(Request::new(stage_at("lun-5", FULL_STAGING)))
             .await;
-        assert_ne!(code(full), Code::Ok);
+        assert_eq!(code(full), Code::AlreadyExists, "{release}");
         let file = s
             .node_stage_volume(Request::new(stage_at("lun-7", FILE_STAGING)))
             .await;
-        assert_ne!(code(file), Code::Ok);
+        // The proxy mounts nothing at a file (and the file stays).
+        assert_ne!(code(file), Code::Ok, "{release}");
         // The plugin's own volume, staged and published as usual.
         s.node_stage_volume(Request::new(stage("lun-5")))
             .await
@@ -259,11 +260,14 @@ async fn every_node_call_leaves_what_is_not_the_plugins_intact() {
             .await
             .unwrap();
         // Publish targets held by a file and a folder with files.
-        for held in [FILE_TARGET, FULL_TARGET] {
+        for (held, refused) in [
+            (FILE_TARGET, Code::FailedPrecondition),
+            (FULL_TARGET, Code::AlreadyExists),
+        ] {
             let published = s
                 .node_publish_volume(Request::new(publish_at("lun-5", held)))
                 .await;
-            assert_ne!(code(published), Code::Ok, "{held}");
+            assert_eq!(code(published), refused, "{release}: {held}");
         }
         // Unpublish of what is not the plugin's: a file, a folder with
         // files, the other driver's mount point, folders outside kubelet's.
