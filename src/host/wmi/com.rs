@@ -6,8 +6,12 @@
 //! `IWbemCallResult::GetResultObject`: both in slices (see `wait`), so
 //! that a request WMI does not answer is given up, and released. Wine's
 //! WMI ignores the flag and answers at once: a method call then gives its
-//! output straight away, which is taken as it is.
+//! output straight away, which is taken as it is. A WMI that refuses a
+//! semisynchronous method call (`WBEM_E_INVALID_PARAMETER`) gets the call
+//! again synchronously, and every later one of the process, with a
+//! warning in the log once: such a call cannot be given up.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use windows::core::{Interface, BSTR, HRESULT, PCWSTR};
@@ -20,8 +24,9 @@ use windows::Win32::System::Com::{
 use windows::Win32::System::Rpc::{RPC_C_AUTHN_WINNT, RPC_C_AUTHZ_NONE};
 use windows::Win32::System::Wmi::{
     IEnumWbemClassObject, IWbemCallResult, IWbemClassObject, IWbemContext, IWbemLocator,
-    IWbemServices, WbemLocator, WBEM_FLAG_CONNECT_USE_MAX_WAIT, WBEM_FLAG_FORWARD_ONLY,
-    WBEM_FLAG_RETURN_IMMEDIATELY, WBEM_FLAG_RETURN_WBEM_COMPLETE, WBEM_S_TIMEDOUT,
+    IWbemServices, WbemLocator, WBEM_E_INVALID_PARAMETER, WBEM_FLAG_CONNECT_USE_MAX_WAIT,
+    WBEM_FLAG_FORWARD_ONLY, WBEM_FLAG_RETURN_IMMEDIATELY, WBEM_FLAG_RETURN_WBEM_COMPLETE,
+    WBEM_GENERIC_FLAG_TYPE, WBEM_S_TIMEDOUT,
 };
 use wmi::{IWbemClassWrapper, Variant};
 
@@ -189,24 +194,68 @@ pub fn call(
     method: &str,
     input: Option<&IWbemClassWrapper>,
 ) -> Result<CallOutput, WmiFailure> {
+    if !SYNCHRONOUS_CALLS.load(Ordering::Relaxed) {
+        match exec_method(services, target, method, input, true) {
+            Err(error) if refuses_semisynchronous(error.code()) => {
+                if !SYNCHRONOUS_CALLS.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        %method,
+                        error = %error,
+                        "WMI refuses semisynchronous method calls: they are made \
+                         synchronously from now on, and a call WMI does not answer \
+                         can no longer be given up"
+                    );
+                }
+            }
+            called => return called.map_err(|e| failure(&e)),
+        }
+    }
+    exec_method(services, target, method, input, false).map_err(|e| failure(&e))
+}
+
+/// Set once WMI refused a semisynchronous method call: every later call
+/// of the process is synchronous.
+static SYNCHRONOUS_CALLS: AtomicBool = AtomicBool::new(false);
+
+/// Whether a method call's failure is WMI refusing the semisynchronous
+/// form (its flag with both the output and the call result asked for).
+fn refuses_semisynchronous(code: HRESULT) -> bool {
+    code == HRESULT(WBEM_E_INVALID_PARAMETER.0)
+}
+
+/// `ExecMethod`, semisynchronous (`WBEM_FLAG_RETURN_IMMEDIATELY`) or not.
+fn exec_method(
+    services: &IWbemServices,
+    target: &str,
+    method: &str,
+    input: Option<&IWbemClassWrapper>,
+    semisynchronous: bool,
+) -> windows::core::Result<CallOutput> {
     let (mut output, mut pending) = (None, None);
     forget_error_object();
+    let flags = match semisynchronous {
+        true => WBEM_FLAG_RETURN_IMMEDIATELY,
+        false => WBEM_GENERIC_FLAG_TYPE(0),
+    };
     // SAFETY: live services and input; `output` and `pending` receive
-    // owned objects or stay `None`. Both are given: WMI fills the call
-    // result of a semisynchronous call (and no output), an implementation
-    // that makes the call synchronously (Wine's) the output.
-    let called = unsafe {
+    // owned objects or stay `None`. Semisynchronous, both are given: WMI
+    // fills the call result (and no output), an implementation that makes
+    // the call synchronously (Wine's) the output; synchronous, only the
+    // output.
+    unsafe {
         services.ExecMethod(
             &BSTR::from(target),
             &BSTR::from(method),
-            WBEM_FLAG_RETURN_IMMEDIATELY,
+            flags,
             None::<&IWbemContext>,
             input.map(|input| &input.inner),
             Some(&mut output),
-            Some(&mut pending),
+            match semisynchronous {
+                true => Some(&mut pending),
+                false => None,
+            },
         )
-    };
-    called.map_err(|e| failure(&e))?;
+    }?;
     Ok(match pending {
         Some(pending) => CallOutput::Pending(pending),
         None => CallOutput::Ready(output),
@@ -311,4 +360,19 @@ fn error_details(object: &IWbemClassWrapper) -> WmiObject {
 fn forget_error_object() {
     // SAFETY: no object: clears the thread's error information.
     let _ = unsafe { SetErrorInfo(0, None::<&IErrorInfo>) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use windows::Win32::Foundation::E_ACCESSDENIED;
+    use windows::Win32::System::Wmi::WBEM_E_FAILED;
+
+    #[test]
+    fn only_wmis_refusal_of_the_semisynchronous_form_falls_back() {
+        assert!(refuses_semisynchronous(HRESULT(WBEM_E_INVALID_PARAMETER.0)));
+        assert!(!refuses_semisynchronous(HRESULT(WBEM_E_FAILED.0)));
+        assert!(!refuses_semisynchronous(E_ACCESSDENIED));
+        assert!(!refuses_semisynchronous(HRESULT(WBEM_S_TIMEDOUT.0)));
+    }
 }
