@@ -17,11 +17,11 @@ use csi_proxy_client::csi::v1::node_server::Node;
 use csi_proxy_client::csi::v1::{volume_capability as capability, *};
 use csi_proxy_client::csi::{NodeService, VolumeKind};
 use csi_proxy_client::mount::{DiskAfterUnstage, DiskSelector, Mounter};
-use csi_proxy_client::testing::{FakeHost, FakeProxy, PathEntry, ProxyRelease};
+use csi_proxy_client::testing::{FakeHost, PathEntry, ProxyRelease};
 use csi_proxy_client::{Code, CsiProxy, Status};
 use tonic::Request;
 
-use crate::common::TestNode;
+use crate::common::node::FakeNode;
 use crate::csi_service::{publish, stage, staging, target, unstage, writer, TestDriver};
 
 const GIB: u64 = 1 << 30;
@@ -45,9 +45,8 @@ const SHARE: &str = r"\\files\data";
 
 /// The seeded node, its proxy, and the plugin's service on it.
 struct ForeignNode {
-    _node: TestNode,
+    _node: FakeNode,
     host: FakeHost,
-    _fake: FakeProxy,
     proxy: CsiProxy,
     state: tempfile::TempDir,
     other_state: tempfile::TempDir,
@@ -55,7 +54,6 @@ struct ForeignNode {
 
 impl ForeignNode {
     async fn new(release: ProxyRelease) -> Self {
-        let node = TestNode::new();
         let host = FakeHost::builder()
             // The node's own disks, where Azure puts them.
             .system_disk(0, "os", 128 * GIB)
@@ -83,17 +81,11 @@ impl ForeignNode {
             .share_folder(&format!(r"{SHARE}\pv-existing\keep"))
             .release(release)
             .build();
-        let mut fake = FakeProxy::for_host(node.transport(), &host);
-        fake.serve_release(release).await.unwrap();
-        let proxy = CsiProxy::builder()
-            .transport(node.transport())
-            .connect()
-            .await
-            .unwrap();
+        let node = FakeNode::at(release, &host).await;
+        let proxy = node.client().await;
         let this = Self {
             _node: node,
             host,
-            _fake: fake,
             proxy,
             state: tempfile::tempdir().unwrap(),
             other_state: tempfile::tempdir().unwrap(),

@@ -64,18 +64,11 @@ async fn a_live_instances_socket_is_neither_taken_nor_removed() {
 #[tokio::test]
 async fn a_state_folder_another_process_holds_is_refused_untouched() {
     use csi_proxy_client::mount::Mounter;
-    use csi_proxy_client::testing::{FakeHost, FakeProxy, ProxyRelease};
-    use csi_proxy_client::CsiProxy;
+    use csi_proxy_client::testing::{FakeHost, ProxyRelease};
 
-    let node = crate::common::TestNode::new();
     let host = FakeHost::builder().build();
-    let mut fake = FakeProxy::for_host(node.transport(), &host);
-    fake.serve_release(ProxyRelease::LATEST).await.unwrap();
-    let proxy = CsiProxy::builder()
-        .transport(node.transport())
-        .connect()
-        .await
-        .unwrap();
+    let node = crate::common::node::FakeNode::at(ProxyRelease::LATEST, &host).await;
+    let proxy = node.client().await;
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     std::fs::create_dir(&state).unwrap();
