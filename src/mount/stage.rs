@@ -129,7 +129,8 @@ impl Mounter {
         let inner = self.inner.clone();
         let (selector, staging) = (selector.clone(), staging.clone());
         let volume = volume.map(str::to_owned);
-        let request = format!("stage {selector}");
+        // A stage for another volume ID joins nothing: it is checked.
+        let request = format!("stage {volume:?} {selector}");
         let key = staging.as_str().to_owned();
         let work = async move {
             let stage = DiskStage {
