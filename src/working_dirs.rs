@@ -30,6 +30,16 @@ pub(crate) enum Rule {
     Components,
 }
 
+/// What follows folder `dir` in `path`, compared by whole components
+/// without case: `Some("")` for `dir` itself, `Some(r"\x")` below it,
+/// `None` anywhere else (`C:\var\lib\kubeletx` is not below
+/// `C:\var\lib\kubelet`).
+pub(crate) fn rest_below(path: &str, dir: &str) -> Option<String> {
+    let (path, dir) = (path.to_lowercase(), dir.to_lowercase());
+    let rest = path.strip_prefix(dir.trim_end_matches('\\'))?;
+    (rest.is_empty() || rest.starts_with('\\')).then(|| rest.to_owned())
+}
+
 #[cfg(any(feature = "testing", all(windows, feature = "host-process")))]
 /// Whether `path` lies under (or is) one of `dirs`, compared by `rule`.
 pub(crate) fn contains(dirs: &[String], path: &str, rule: Rule) -> bool {
@@ -38,11 +48,7 @@ pub(crate) fn contains(dirs: &[String], path: &str, rule: Rule) -> bool {
         let dir = dir.to_lowercase();
         match rule {
             Rule::Prefix => path.starts_with(&dir),
-            Rule::Components => {
-                let dir = dir.trim_end_matches('\\');
-                path.strip_prefix(dir)
-                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('\\'))
-            }
+            Rule::Components => rest_below(&path, &dir).is_some(),
         }
     })
 }

@@ -138,11 +138,13 @@ fn new_salt() -> [u8; SALT_BYTES] {
     salt
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// `bytes` as lower-case hex digits.
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn unhex<const N: usize>(text: &str) -> Option<[u8; N]> {
+/// `N` bytes from `2 * N` hex digits; `None` for anything else.
+pub(crate) fn unhex<const N: usize>(text: &str) -> Option<[u8; N]> {
     if text.len() != 2 * N || !text.is_ascii() {
         return None;
     }

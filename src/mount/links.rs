@@ -6,7 +6,7 @@ use super::again::{idempotent, never};
 use super::journal::{key, LinkTo};
 use super::path_state::conflict;
 use super::{Change, Inner, Mounter, PathState};
-use crate::api::{VolumeId, WindowsPath};
+use crate::api::WindowsPath;
 use crate::error::{Error, Result};
 use crate::host_cause::HostCause;
 
@@ -215,11 +215,6 @@ impl Inner {
             }
             .to_owned(),
         })
-    }
-
-    /// Whether the journal records `volume` staged at some path.
-    pub(super) fn staged_anywhere(&self, volume: &VolumeId) -> bool {
-        (self.journal).view(|records| records.stages.values().any(|(_, s)| s.volume == *volume))
     }
 
     async fn record_link(&self, link: &WindowsPath, to: &WindowsPath) -> Result<()> {

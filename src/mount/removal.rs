@@ -125,11 +125,8 @@ impl Inner {
 /// Fails unless `path` lies strictly below `root` (compared by whole
 /// components, without case): the mounter removes nothing elsewhere.
 pub(super) fn check_removable(path: &WindowsPath, root: &WindowsPath) -> Result<()> {
-    let (path_key, root_key) = (key(path.as_str()), key(root.as_str()));
-    let below = path_key
-        .strip_prefix(&root_key)
-        .is_some_and(|rest| rest.starts_with('\\') && rest.len() > 1);
-    match below {
+    let rest = crate::working_dirs::rest_below(path.as_str(), root.as_str());
+    match rest.is_some_and(|rest| !rest.trim_matches('\\').is_empty()) {
         true => Ok(()),
         false => Err(Error::NotOurs {
             what: format!("{path}"),

@@ -5,7 +5,7 @@
 use super::journal::{key, LinkTo};
 use super::path_state::conflict;
 use super::Inner;
-use crate::api::WindowsPath;
+use crate::api::{VolumeId, WindowsPath};
 use crate::error::Result;
 
 impl Inner {
@@ -23,6 +23,11 @@ impl Inner {
             )),
             _ => Ok(()),
         }
+    }
+
+    /// Whether the journal records `volume` staged at some path.
+    pub(super) fn staged_anywhere(&self, volume: &VolumeId) -> bool {
+        (self.journal).view(|records| records.stages.values().any(|(_, s)| s.volume == *volume))
     }
 
     /// [`check_staged_for`](Self::check_staged_for) of the staging path a

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::error::{Error, Result};
-use crate::mount::fingerprint::Key;
+use crate::mount::fingerprint::{hex, unhex, Key};
 
 /// The lock file in the state folder; it holds the holder's process ID.
 pub(crate) const LOCK_FILE: &str = "instance.lock";
@@ -217,21 +217,8 @@ pub(crate) const KEY_FILE: &str = "credential.key";
 pub(crate) fn credential_key(dir: &Path) -> Result<Key> {
     let path = dir.join(KEY_FILE);
     let read = |text: &str| -> Result<Key> {
-        let text = text.trim();
-        let bytes: Option<Vec<u8>> = (0..text.len())
-            .step_by(2)
-            .map(|i| {
-                text.get(i..i + 2)
-                    .and_then(|b| u8::from_str_radix(b, 16).ok())
-            })
-            .collect();
-        match bytes.map(Key::try_from) {
-            Some(Ok(key)) => Ok(key),
-            _ => Err(unusable(
-                dir,
-                format!("{KEY_FILE} is not a key of 64 hex digits"),
-            )),
-        }
+        unhex(text.trim())
+            .ok_or_else(|| unusable(dir, format!("{KEY_FILE} is not a key of 64 hex digits")))
     };
     match fs::read_to_string(&path) {
         Ok(text) => return read(&text),
@@ -242,7 +229,7 @@ pub(crate) fn credential_key(dir: &Path) -> Result<Key> {
     }
     let key =
         random_key().map_err(|e| unusable(dir, format!("no random key could be made: {e}")))?;
-    let text: String = key.iter().map(|b| format!("{b:02x}")).collect();
+    let text = hex(&key);
     let mut options = fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]

@@ -31,7 +31,7 @@ pub(super) fn seal(lines: &str) -> String {
 pub(super) fn digest(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
     let hash = Sha256::digest(bytes);
-    hash[..8].iter().map(|b| format!("{b:02x}")).collect()
+    crate::mount::fingerprint::hex(&hash[..8])
 }
 
 /// One record, read from its line.
