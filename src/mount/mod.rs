@@ -16,6 +16,7 @@
 //! | [`publish`](Mounter::publish) / [`unpublish`](Mounter::unpublish) | `NodePublishVolume` / `NodeUnpublishVolume` | a link from the pod's target to the staging path, replacing only an empty folder; a link elsewhere is a conflict |
 //! | [`expand`](Mounter::expand) | `NodeExpandVolume` | rescan and grow; "nothing to grow" is success |
 //! | [`stats`](Mounter::stats) | `NodeGetVolumeStats` | total, used, available: right on every release |
+//! | [`share_stats`](Mounter::share_stats) | `NodeGetVolumeStats` of a share | the share's size and use as the node sees it ([`ShareSpace`]), where it can tell |
 //! | [`stage_smb`](Mounter::stage_smb) / [`unstage_smb`](Mounter::unstage_smb) | stage / unstage of a share | one mapping per share, leased by each volume, removed when the last one goes and only if this mounter made it |
 //! | [`rotate_smb_credentials`](Mounter::rotate_smb_credentials) | | maps a share again with new credentials |
 //! | [`stage_iscsi`](Mounter::stage_iscsi) / [`unstage_iscsi`](Mounter::unstage_iscsi) | stage / unstage of an iSCSI volume | portal, login (CHAP), the target's disk staged as `stage_disk` does; the session leased by each volume, logged out of with the last one and only if this mounter logged in |
@@ -77,6 +78,7 @@ mod links;
 mod path_state;
 mod reconcile;
 mod removal;
+mod share_space;
 mod smb;
 mod stage;
 mod unstage;
@@ -91,6 +93,7 @@ pub use disks::{DiskCandidate, DiskSelector};
 pub use iscsi::IscsiVolume;
 pub use path_state::PathState;
 pub use reconcile::ReconcileReport;
+pub use share_space::{NodeShareSpace, ShareSpace};
 pub use smb::{Rotated, SmbCredentials, SmbMappingRemoval};
 pub use stage::{Formatting, Staged};
 pub use unstage::DiskAfterUnstage;
@@ -159,6 +162,8 @@ pub(crate) struct Inner {
     /// The disk listings and rescans concurrent finders share.
     looks: disks::Looks,
     settings: Settings,
+    /// How a share's size is measured.
+    share_space: Arc<dyn ShareSpace>,
 }
 
 /// The timings and policies of a [`Mounter`].
@@ -185,11 +190,21 @@ impl Settings {
 }
 
 /// Sets up a [`Mounter`]: [`Mounter::builder`].
-#[derive(Debug)]
 pub struct MounterBuilder {
     proxy: CsiProxy,
     state_dir: PathBuf,
     settings: Settings,
+    share_space: Option<Arc<dyn ShareSpace>>,
+}
+
+impl std::fmt::Debug for MounterBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MounterBuilder")
+            .field("state_dir", &self.state_dir)
+            .field("settings", &self.settings)
+            .field("share_space", &self.share_space.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Mounter {
@@ -214,6 +229,7 @@ impl Mounter {
                 kubelet_dir: crate::api::WindowsPath::new(crate::working_dirs::KUBELET_DIR)
                     .expect("the kubelet folder is a Windows path"),
             },
+            share_space: None,
         }
     }
 
@@ -298,6 +314,15 @@ impl MounterBuilder {
         self
     }
 
+    /// How [`Mounter::share_stats`] measures a share (default
+    /// [`NodeShareSpace`]: Windows' own reading, nothing elsewhere). A test
+    /// on a [`FakeHost`](crate::testing::FakeHost) passes the host, which
+    /// keeps each share's size and use.
+    pub fn share_space(mut self, space: impl ShareSpace) -> Self {
+        self.share_space = Some(Arc::new(space));
+        self
+    }
+
     /// The mounter, with the journal read from the state folder (made if
     /// missing).
     ///
@@ -316,6 +341,7 @@ impl MounterBuilder {
                 shares: smb::ShareGates::default(),
                 looks: disks::Looks::default(),
                 settings: self.settings,
+                share_space: self.share_space.unwrap_or_else(|| Arc::new(NodeShareSpace)),
             }),
         })
     }

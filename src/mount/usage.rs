@@ -30,6 +30,20 @@ pub struct FsStats {
     pub available_bytes: u64,
 }
 
+impl FsStats {
+    /// A reading of `total_bytes`, of which `used_bytes` are in use and
+    /// `available_bytes` free to this node (a quota may leave less free
+    /// than the rest): for a [`ShareSpace`](super::ShareSpace) of a
+    /// driver's own.
+    pub fn new(total_bytes: u64, used_bytes: u64, available_bytes: u64) -> Self {
+        Self {
+            total_bytes,
+            used_bytes,
+            available_bytes,
+        }
+    }
+}
+
 /// Links followed through the journal, at most: a pod's link leads to a
 /// staging path, which is no link.
 const RECORDED_HOPS: usize = 4;
@@ -61,7 +75,8 @@ impl Mounter {
     /// bytes, right on every proxy release (CSI Proxy v0.2.x sent the free
     /// space where later ones send the total). Another disk's volume at
     /// the path, or none, is [`Error::NotFound`]; a share this mounter
-    /// staged has no volume, and is [`Error::InvalidArgument`].
+    /// staged has no volume, and is [`Error::InvalidArgument`] (its
+    /// space is [`share_stats`](Self::share_stats)).
     pub async fn stats(&self, disk: &DiskSelector, volume_path: &WindowsPath) -> Result<FsStats> {
         if self.inner.is_smb_path(volume_path) {
             return Err(Error::invalid_argument(
@@ -125,7 +140,7 @@ impl Inner {
     }
 
     /// `path` with the local links this mounter made followed.
-    fn through_recorded_links(&self, path: &WindowsPath) -> WindowsPath {
+    pub(super) fn through_recorded_links(&self, path: &WindowsPath) -> WindowsPath {
         self.journal.view(|records| {
             let mut at = path.clone();
             for _ in 0..RECORDED_HOPS {

@@ -18,7 +18,9 @@ use csi_proxy_client::csi::v1::{volume_capability as capability, *};
 use csi_proxy_client::csi::{
     NodeDriver, NodeInfo, NodeService, Volume, VolumeKind, VolumeRequest, CSI_CALLS_TOTAL,
 };
-use csi_proxy_client::mount::{DiskAfterUnstage, DiskSelector, IscsiVolume, Mounter};
+use csi_proxy_client::mount::{
+    DiskAfterUnstage, DiskSelector, IscsiVolume, Mounter, MounterBuilder,
+};
 use csi_proxy_client::testing::{FakeHost, FakeProxy, PathEntry, ProxyRelease};
 use csi_proxy_client::{Code, CsiProxy, Status};
 use tonic::Request;
@@ -138,6 +140,7 @@ impl Node1 {
             .disk(1, "", 10 * GIB)
             .disk(2, "", 10 * GIB)
             .smb_share(r"\\files\data", "user", "pw")
+            .share_size(r"\\files\data", 100 * GIB, 30 * GIB)
             .share_folder(r"\\files\data\pv")
             .iscsi_target(
                 TargetPortal::new("10.0.0.5"),
@@ -167,10 +170,23 @@ impl Node1 {
 
     /// The service of `driver` (a new one each time: a plugin's restart).
     pub fn service<D: NodeDriver>(&self, driver: D) -> NodeService<D> {
+        self.service_on(driver, |mounter| mounter)
+    }
+
+    /// The service of `driver`, which measures shares as the fake host
+    /// keeps them, as a node that reaches them does.
+    pub fn service_measuring_shares<D: NodeDriver>(&self, driver: D) -> NodeService<D> {
+        self.service_on(driver, |mounter| mounter.share_space(self.host.clone()))
+    }
+
+    fn service_on<D: NodeDriver>(
+        &self,
+        driver: D,
+        configure: impl FnOnce(MounterBuilder) -> MounterBuilder,
+    ) -> NodeService<D> {
         let mounter = Mounter::builder(self.proxy.clone(), self.state.path())
-            .disk_wait(Duration::from_millis(100))
-            .build()
-            .unwrap();
+            .disk_wait(Duration::from_millis(100));
+        let mounter = configure(mounter).build().unwrap();
         NodeService::new(driver, mounter, "node-1", self.state.path()).unwrap()
     }
 }
@@ -383,7 +399,7 @@ async fn capabilities_info_and_probe_follow_the_drivers_kinds() {
     let caps = shares.node_get_capabilities(Request::new(NodeGetCapabilitiesRequest {}));
     assert_eq!(
         rpcs(caps.await.unwrap().into_inner()),
-        [Type::StageUnstageVolume as i32]
+        [Type::StageUnstageVolume, Type::GetVolumeStats].map(|t| t as i32)
     );
     let plugin = shares.get_plugin_capabilities(Request::new(GetPluginCapabilitiesRequest {}));
     assert!(plugin.await.unwrap().into_inner().capabilities.is_empty());
@@ -563,11 +579,44 @@ async fn a_share_is_staged_with_the_node_stage_secrets_and_published() {
         node.host.entry(&target(volume)),
         Some(PathEntry::Symlink(_))
     ));
-    // A share has no volume of the node's: no stats.
+    // A node that cannot reach the share from the plugin (here: not
+    // Windows, or Wine with no SMB) answers a usage with nothing set,
+    // which kubelet takes.
     let answer = service
         .node_get_volume_stats(Request::new(stats(volume, &target(volume))))
         .await;
-    assert_eq!(code(answer), Code::InvalidArgument);
+    let usage = answer.unwrap().into_inner().usage;
+    assert_eq!(usage.len(), 1);
+    assert_eq!(
+        (usage[0].total, usage[0].used, usage[0].available),
+        (0, 0, 0)
+    );
+    assert_eq!(usage[0].unit, volume_usage::Unit::Bytes as i32);
+    // One that reaches it measures the share, through the pod's link or
+    // the staging path; a plugin of disks and shares grows nothing of it.
+    let measuring =
+        node.service_measuring_shares(TestDriver::of(&[VolumeKind::Disk, VolumeKind::Smb]));
+    for path in [target(volume), staging(volume)] {
+        let answer = measuring
+            .node_get_volume_stats(Request::new(stats(volume, &path)))
+            .await;
+        let usage = &answer.unwrap().into_inner().usage[0];
+        assert_eq!((usage.total, usage.used), (100 << 30, 30 << 30), "{path}");
+        assert_eq!(usage.available, 70 << 30);
+    }
+    let expand = NodeExpandVolumeRequest {
+        volume_id: volume.into(),
+        volume_path: target(volume),
+        ..Default::default()
+    };
+    let expanded = measuring.node_expand_volume(Request::new(expand)).await;
+    assert_eq!(expanded.unwrap().into_inner().capacity_bytes, 100 << 30);
+    // Another share folder's ID at this path: it is not there.
+    let other = r"share-\\files\data\other";
+    let answer = measuring
+        .node_get_volume_stats(Request::new(stats(other, &target(volume))))
+        .await;
+    assert_eq!(code(answer), Code::NotFound);
     let unpublish = NodeUnpublishVolumeRequest {
         volume_id: volume.into(),
         target_path: target(volume),

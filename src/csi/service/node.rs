@@ -72,9 +72,11 @@ impl<D: NodeDriver> Node for NodeService<D> {
     ) -> Result<Response<NodeGetCapabilitiesResponse>, Status> {
         use node_service_capability::{rpc::Type, Rpc, Type as Kind};
         observed("NodeGetCapabilities", "", async {
-            let mut rpcs = vec![Type::StageUnstageVolume];
+            // Stats for every kind (a share as the node measures it);
+            // expand where a kind has a volume of the node's to grow.
+            let mut rpcs = vec![Type::StageUnstageVolume, Type::GetVolumeStats];
             if self.has_volumes() {
-                rpcs.extend([Type::GetVolumeStats, Type::ExpandVolume]);
+                rpcs.push(Type::ExpandVolume);
             }
             let capabilities = rpcs
                 .into_iter()

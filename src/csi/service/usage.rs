@@ -1,6 +1,7 @@
 //! `NodeGetVolumeStats` and `NodeExpandVolume`: a staged volume's size,
-//! answered only for the disk the driver names for that ID, with the
-//! stage's contexts.
+//! answered only for the disk (or share) the driver names for that ID,
+//! with the stage's contexts. A share is measured where the node can
+//! measure it, and has nothing of the node's to grow.
 
 use std::collections::HashMap;
 
@@ -39,16 +40,31 @@ impl<D: NodeDriver> NodeService<D> {
             staging_target_path: staging.as_ref(),
         };
         let volume = self.volume(&request)?;
-        let disk = self.disk_of(&volume, call).await?;
-        let stats = self.inner.mounter.stats(&disk, &at).await;
+        let stats = match &volume {
+            Volume::Smb(share, _) => self.inner.mounter.share_stats(share, &at).await,
+            _ => {
+                let disk = self.disk_of(&volume, call).await?;
+                self.inner.mounter.stats(&disk, &at).await.map(Some)
+            }
+        };
         let stats = stats.map_err(answer(call))?;
-        Ok(Response::new(NodeGetVolumeStatsResponse {
-            usage: vec![VolumeUsage {
+        // Unmeasured (a share the node cannot reach from here): the usage
+        // with nothing set, which CSI reads as "not reported" and kubelet
+        // takes without an error (no usage at all is one).
+        let usage = stats.map_or(
+            VolumeUsage {
+                unit: volume_usage::Unit::Bytes as i32,
+                ..VolumeUsage::default()
+            },
+            |stats| VolumeUsage {
                 available: bytes(stats.available_bytes),
                 total: bytes(stats.total_bytes),
                 used: bytes(stats.used_bytes),
                 unit: volume_usage::Unit::Bytes as i32,
-            }],
+            },
+        );
+        Ok(Response::new(NodeGetVolumeStatsResponse {
+            usage: vec![usage],
             volume_condition: None,
         }))
     }
@@ -77,6 +93,16 @@ impl<D: NodeDriver> NodeService<D> {
             staging_target_path: staging.as_ref(),
         };
         let volume = self.volume(&request)?;
+        if let Volume::Smb(share, _) = &volume {
+            // A share grows on its server (the controller's work): the node
+            // has nothing to do. Its size where the node can read it, else
+            // 0, CSI's "unknown".
+            let stats = self.inner.mounter.share_stats(share, &at).await;
+            let stats = stats.map_err(answer(call))?;
+            return Ok(Response::new(NodeExpandVolumeResponse {
+                capacity_bytes: stats.map_or(0, |stats| bytes(stats.total_bytes)),
+            }));
+        }
         let disk = self.disk_of(&volume, call).await?;
         let required_bytes = r
             .capacity_range
@@ -89,15 +115,16 @@ impl<D: NodeDriver> NodeService<D> {
         }))
     }
 
-    /// The disk that must hold the volume, for stats and expand.
+    /// The disk that must hold a disk's or an iSCSI volume, for stats and
+    /// expand.
     async fn disk_of(&self, volume: &Volume, call: CsiNodeCall) -> Result<DiskSelector, Status> {
         match volume {
             Volume::Disk(selector) => Ok(selector.clone()),
             Volume::Iscsi(target) => iscsi_disk(&self.inner.mounter, target)
                 .await
                 .map_err(|error| error.csi_status_for(call)),
-            Volume::Smb(share, _) => Err(Status::invalid_argument(format!(
-                "{share} is a share: it has no volume of the node's to measure or grow"
+            Volume::Smb(share, _) => Err(Status::internal(format!(
+                "{share} is a share, measured as one: it has no disk"
             ))),
         }
     }

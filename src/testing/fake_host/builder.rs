@@ -154,9 +154,54 @@ impl FakeHostBuilder {
                 username: String::new(),
                 password: Secret::new(""),
                 folders: BTreeSet::new(),
+                total_bytes: super::state::SHARE_SIZE,
+                used_bytes: 0,
             });
         share.username = username.to_owned();
         share.password = Secret::new(password);
+        self
+    }
+
+    /// Sets the size of share `root` (added before with
+    /// [`smb_share`](Self::smb_share); 1 TiB, none used, until set) and
+    /// the bytes in use on it: what a node that reaches the share measures
+    /// ([`ShareSpace`](crate::mount::ShareSpace), as the host implements
+    /// it). Only a folder that is there, through a usable mapping, is
+    /// measured, as Windows reaches a share.
+    ///
+    /// ```
+    /// use csi_proxy_client::api::SmbRemotePath;
+    /// use csi_proxy_client::mount::ShareSpace;
+    /// use csi_proxy_client::testing::{FakeHost, SmbMappingStatus};
+    ///
+    /// let host = FakeHost::builder()
+    ///     .smb_share(r"\\files\data", "user", "pw")
+    ///     .share_size(r"\\files\data", 100 << 30, 30 << 30)
+    ///     .share_folder(r"\\files\data\pv-1")
+    ///     .build();
+    /// let folder = SmbRemotePath::new(r"\\files\data\pv-1")?;
+    /// assert_eq!(host.measure(&folder), None, "not mapped");
+    /// host.map_smb_outside(r"\\files\data", "user", "pw");
+    /// let stats = host.measure(&folder).expect("mapped");
+    /// assert_eq!((stats.total_bytes, stats.available_bytes), (100 << 30, 70 << 30));
+    /// host.set_smb_mapping_status(r"\\files\data", SmbMappingStatus::Disconnected);
+    /// assert_eq!(host.measure(&folder), None, "the mapping is broken");
+    /// # Ok::<(), csi_proxy_client::Error>(())
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When the builder has no share `root`, or `used_bytes` is more than
+    /// `total_bytes`.
+    pub fn share_size(mut self, root: &str, total_bytes: u64, used_bytes: u64) -> Self {
+        assert!(
+            used_bytes <= total_bytes,
+            "FakeHostBuilder::share_size: more used than the share holds"
+        );
+        match self.state.shares.get_mut(&super::smb::normalized(root)) {
+            Some(share) => (share.total_bytes, share.used_bytes) = (total_bytes, used_bytes),
+            None => panic!("FakeHostBuilder::share_size: no share {root}; add the share first"),
+        }
         self
     }
 

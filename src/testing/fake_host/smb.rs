@@ -283,3 +283,21 @@ impl SmbApi for FakeHost {
         .await
     }
 }
+
+/// A share's space as a node that reaches it measures it: only through a
+/// usable global mapping that covers the folder, and only for a folder
+/// that is there (Windows answers "network path not found" otherwise).
+impl crate::mount::ShareSpace for FakeHost {
+    fn measure(&self, folder: &SmbRemotePath) -> Option<crate::mount::FsStats> {
+        let state = self.state();
+        let reachable = matches!(state.smb_access(folder.as_str()), SmbAccess::Usable)
+            && state.share_folder_exists(folder.as_str());
+        let (root, _) = share_folder_of(folder.as_str())?;
+        let share = state.shares.get(&root).filter(|_| reachable)?;
+        Some(crate::mount::FsStats {
+            total_bytes: share.total_bytes,
+            used_bytes: share.used_bytes,
+            available_bytes: share.total_bytes - share.used_bytes,
+        })
+    }
+}

@@ -98,7 +98,14 @@ pub(super) struct SmbShare {
     /// leading or trailing backslash); the root always exists. A folder is
     /// there once seeded or made, as on a file server.
     pub folders: BTreeSet<String>,
+    /// The share's size and the bytes in use on it, as its server reports
+    /// them: [`FakeHostBuilder::share_size`](super::FakeHostBuilder::share_size).
+    pub total_bytes: u64,
+    pub used_bytes: u64,
 }
+
+/// The size of a share the test did not size: 1 TiB, none of it in use.
+pub(super) const SHARE_SIZE: u64 = 1 << 40;
 
 /// The status Windows reports for an SMB global mapping
 /// (`Get-SmbGlobalMapping`'s `Status`), set with

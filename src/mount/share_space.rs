@@ -1,0 +1,95 @@
+//! A staged share's size and use: `share_stats`. No CSI Proxy release can
+//! measure a share (its calls take a volume ID, and a share has none), so
+//! the node measures the share itself, through a [`ShareSpace`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::journal::LinkTo;
+use super::{FsStats, Mounter};
+use crate::api::{SmbRemotePath, WindowsPath};
+use crate::error::{Error, Result};
+
+/// How long a measure may take: a share's server that stopped answering
+/// must not hold kubelet's periodic stats call.
+const MEASURE_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Measures the space of an SMB share's folder as this node sees it:
+/// [`MounterBuilder::share_space`](super::MounterBuilder::share_space).
+///
+/// The default, [`NodeShareSpace`], asks Windows in-process; a
+/// [`FakeHost`](crate::testing::FakeHost) answers from the sizes it keeps.
+pub trait ShareSpace: Send + Sync + 'static {
+    /// The size and use of the share that holds `folder`
+    /// (`\\server\share\folder`), or `None` where this node cannot tell
+    /// (the share is not reachable from this process, or the platform has
+    /// no way to ask). It may block: the mounter calls it off the runtime's
+    /// threads, and gives up after 10 seconds.
+    fn measure(&self, folder: &SmbRemotePath) -> Option<FsStats>;
+}
+
+/// The node's own reading of a share's space: on Windows,
+/// `GetDiskFreeSpaceExW` on the folder's UNC path, which a plugin reaches
+/// through the node's SMB global mapping (in a Windows container and in a
+/// HostProcess container alike); elsewhere nothing (`None`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NodeShareSpace;
+
+impl ShareSpace for NodeShareSpace {
+    #[cfg(windows)]
+    fn measure(&self, folder: &SmbRemotePath) -> Option<FsStats> {
+        use windows_sys::Win32::Storage::FileSystem::GetDiskFreeSpaceExW;
+        // A folder's path must end with a backslash for a UNC root.
+        let path = format!("{}\\", folder.as_str().trim_end_matches('\\'));
+        let wide: Vec<u16> = path.encode_utf16().chain([0]).collect();
+        let (mut available, mut total, mut free) = (0u64, 0u64, 0u64);
+        // SAFETY: `wide` is NUL-terminated and outlives the call; the
+        // three out-pointers are valid u64s.
+        let ok =
+            unsafe { GetDiskFreeSpaceExW(wide.as_ptr(), &mut available, &mut total, &mut free) };
+        (ok != 0 && total > 0).then(|| FsStats {
+            total_bytes: total,
+            used_bytes: total.saturating_sub(free),
+            available_bytes: available,
+        })
+    }
+
+    #[cfg(not(windows))]
+    fn measure(&self, _folder: &SmbRemotePath) -> Option<FsStats> {
+        None
+    }
+}
+
+impl Mounter {
+    /// `NodeGetVolumeStats` of the share folder `share`, at `volume_path`
+    /// (its staging path or a published link): the share's size and use as
+    /// this node sees it ([`ShareSpace`]), or `None` when the node cannot
+    /// measure it. A path that does not lead, through the links this
+    /// mounter made, to that share's staging link is [`Error::NotFound`]:
+    /// the request's volume is not there.
+    pub async fn share_stats(
+        &self,
+        share: &SmbRemotePath,
+        volume_path: &WindowsPath,
+    ) -> Result<Option<FsStats>> {
+        let at = self.inner.through_recorded_links(volume_path);
+        match self.inner.recorded_link(&at) {
+            Some(LinkTo::Smb(remote)) if remote.as_str().eq_ignore_ascii_case(share.as_str()) => {}
+            _ => {
+                return Err(Error::NotFound {
+                    what: format!("the share {share} at {volume_path}"),
+                })
+            }
+        }
+        let space = Arc::clone(&self.inner.share_space);
+        let folder = share.clone();
+        let measure = tokio::task::spawn_blocking(move || space.measure(&folder));
+        match tokio::time::timeout(MEASURE_DEADLINE, measure).await {
+            Ok(Ok(stats)) => Ok(stats),
+            Ok(Err(_)) | Err(_) => {
+                tracing::warn!(%share, "the share's space could not be measured");
+                Ok(None)
+            }
+        }
+    }
+}
