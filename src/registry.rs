@@ -57,7 +57,6 @@ pub(crate) struct WireVersion {
     pub version_name: &'static str,
     pub layout: Layout,
     /// The first CSI Proxy release (major, minor, patch) that served it.
-    #[cfg(feature = "testing")]
     pub first_release: (u32, u32, u32),
 }
 
@@ -99,8 +98,6 @@ const fn wire_version(
     layout: Layout,
     first_release: (u32, u32, u32),
 ) -> WireVersion {
-    #[cfg(not(feature = "testing"))]
-    let _ = first_release;
     WireVersion {
         group,
         version: match ApiVersion::parse(version) {
@@ -110,7 +107,6 @@ const fn wire_version(
         #[cfg(feature = "metrics")]
         version_name: version,
         layout,
-        #[cfg(feature = "testing")]
         first_release,
     }
 }
@@ -163,6 +159,28 @@ impl ApiGroup {
     /// Whether CSI Proxy has ever served `version` of this group.
     pub fn has_version(self, version: ApiVersion) -> bool {
         self.versions().contains(&version)
+    }
+
+    /// The newest version of this group that CSI Proxy `release` (major,
+    /// minor, patch) serves, previews (`v2alpha1`) left out as negotiation
+    /// leaves them out by default; `None` when that release has no version
+    /// of the group. Every later release serves it too: CSI Proxy has never
+    /// stopped serving a version.
+    ///
+    /// ```
+    /// use csi_proxy_client::{ApiGroup, ApiVersion};
+    ///
+    /// assert_eq!(ApiGroup::Disk.newest_served_by((0, 2, 2)), Some(ApiVersion::V1BETA2));
+    /// assert_eq!(ApiGroup::Filesystem.newest_served_by((1, 3, 0)), Some(ApiVersion::V1));
+    /// assert_eq!(ApiGroup::Iscsi.newest_served_by((0, 2, 1)), None);
+    /// ```
+    pub fn newest_served_by(self, release: (u32, u32, u32)) -> Option<ApiVersion> {
+        WIRE_VERSIONS
+            .iter()
+            .filter(|row| row.group == self && row.first_release <= release)
+            .map(|row| row.version)
+            .filter(|version| !version.is_preview())
+            .next_back()
     }
 }
 

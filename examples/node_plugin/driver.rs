@@ -7,9 +7,13 @@
 //! share is `smb:<\\server\share\folder>`, mapped with the node-stage
 //! secrets `username` and `password`. A real driver's IDs name its
 //! cloud's disks; the rest (checks, codes, the mounter's calls, serving)
-//! is the library's.
+//! is the library's. `controller_ids` names the test controller's volumes
+//! as this driver's controller would, so that csi-sanity reaches
+//! `volume` with them.
 
 use csi_proxy_client::api::SmbRemotePath;
+#[cfg(feature = "testing")]
+use csi_proxy_client::csi::{ControllerVolume, TestVolume};
 use csi_proxy_client::csi::{NodeDriver, Volume, VolumeKind, VolumeRequest};
 use csi_proxy_client::mount::DiskSelector;
 use csi_proxy_client::Status;
@@ -17,20 +21,68 @@ use csi_proxy_client::Status;
 /// The name this plugin registers with kubelet.
 pub const DRIVER_NAME: &str = "node-plugin.example.csi-proxy-client.rs";
 
-/// A disk driver or a share driver, as azuredisk and csi-driver-smb are.
+/// The example's own flag, beside the library's.
+pub const KIND_USAGE: &str =
+    "  --kind KINDS           the volumes served: disk, smb or disk,smb (default: disk)";
+
+/// A driver of disks, of shares (as azuredisk and csi-driver-smb are), or
+/// of both.
 pub struct ExampleDriver {
-    kinds: [VolumeKind; 1],
+    kinds: Vec<VolumeKind>,
 }
 
 impl ExampleDriver {
-    /// The driver of `kind`: `disk` or `smb`.
-    pub fn of_kind(kind: &str) -> Result<Self, String> {
-        let kind = match kind {
-            "disk" => VolumeKind::Disk,
-            "smb" => VolumeKind::Smb,
-            other => return Err(format!("--kind {other}: disk or smb")),
-        };
-        Ok(Self { kinds: [kind] })
+    /// The driver of `kinds`: `disk`, `smb`, or both, comma-separated.
+    pub fn of_kind(kinds: &str) -> Result<Self, String> {
+        let mut parsed = Vec::new();
+        for kind in kinds.split(',') {
+            let kind = match kind.trim() {
+                "disk" => VolumeKind::Disk,
+                "smb" => VolumeKind::Smb,
+                other => return Err(format!("--kind {other}: disk, smb or disk,smb")),
+            };
+            if !parsed.contains(&kind) {
+                parsed.push(kind);
+            }
+        }
+        Ok(Self { kinds: parsed })
+    }
+
+    /// The driver `--kind` names in `args` (default: disks), taking the
+    /// flag out: what is left is the library's (`NodePlugin::args`).
+    pub fn from_args(args: &mut Vec<String>) -> Result<Self, String> {
+        let mut kinds = "disk".to_owned();
+        while let Some(at) = args
+            .iter()
+            .position(|a| a == "--kind" || a.starts_with("--kind="))
+        {
+            let flag = args.remove(at);
+            kinds = match flag.strip_prefix("--kind=") {
+                Some(value) => value.to_owned(),
+                None if at < args.len() => args.remove(at),
+                None => return Err("--kind needs a value: disk, smb or disk,smb".into()),
+            };
+        }
+        Self::of_kind(&kinds)
+    }
+}
+
+/// The ID and contexts this driver's controller would give a volume the
+/// test controller made: a disk by its page 0x83 ID, with its LUN in the
+/// publish context as an attach reports it (which `volume` reads first); a
+/// share's folder by its path.
+#[cfg(feature = "testing")]
+pub fn controller_ids(made: &TestVolume) -> ControllerVolume {
+    match made {
+        TestVolume::Disk { page83, lun } if !page83.is_empty() => {
+            ControllerVolume::new(format!("disk:page83:{page83}")).with_publish_context("lun", lun)
+        }
+        TestVolume::Disk { lun, .. } => {
+            ControllerVolume::new(format!("disk:lun:{lun}")).with_publish_context("lun", lun)
+        }
+        TestVolume::Share(folder) => ControllerVolume::new(format!("smb:{folder}")),
+        // A kind this driver does not serve: an ID it answers NOT_FOUND for.
+        _ => ControllerVolume::new("unknown"),
     }
 }
 

@@ -5,7 +5,7 @@
 //! - `cargo run --example node_plugin`: a demonstration against embedded
 //!   fake proxies of CSI Proxy v0.2.2 and v1.3, kubelet's calls through the
 //!   plugin's Node service, printing the calls the proxy received.
-//! - `cargo run --example node_plugin -- serve --endpoint unix:///csi/csi.sock [--kind disk|smb] ...`:
+//! - `cargo run --example node_plugin -- serve --endpoint unix:///csi/csi.sock [--kind disk,smb] ...`:
 //!   the plugin, as kubelet runs it (`serve --help` lists the options; with
 //!   `--controller`, the test controller for csi-sanity).
 
@@ -32,7 +32,7 @@ async fn main() -> std::process::ExitCode {
     }
 }
 
-/// `serve [--kind disk|smb] [the library's flags]`.
+/// `serve [--kind KINDS] [the library's flags]`.
 async fn serve(mut args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
     // Its log (the library's: a span per CSI call) on stderr; RUST_LOG
     // tunes it.
@@ -43,15 +43,13 @@ async fn serve(mut args: Vec<String>) -> Result<(), Box<dyn std::error::Error>> 
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .init();
-    let mut kind = "disk".to_owned();
-    if let Some(at) = args.iter().position(|arg| arg == "--kind") {
-        let mut taken = args.drain(at..(at + 2).min(args.len()));
-        kind = taken.nth(1).ok_or("--kind needs a value")?;
-    }
-    let plugin = NodePlugin::new(ExampleDriver::of_kind(&kind)?);
+    let driver = ExampleDriver::from_args(&mut args)?;
+    // Under csi-sanity (`--controller`), its volumes named as this
+    // driver's controller names them.
+    let plugin = NodePlugin::new(driver).test_volume_ids(driver::controller_ids);
     match plugin.args(args) {
         Err(ServeError::Help(usage)) => {
-            println!("{usage}\n  --kind disk|smb        the volumes served (default: disk)");
+            println!("{usage}\n{}", driver::KIND_USAGE);
             Ok(())
         }
         plugin => Ok(plugin?.run().await?),

@@ -13,6 +13,7 @@ mod calls;
 mod claims;
 mod disks;
 mod ids;
+mod naming;
 mod shares;
 
 use std::collections::{HashMap, HashSet};
@@ -25,6 +26,8 @@ use super::driver::VolumeKind;
 use claims::Claim;
 
 pub(crate) use ids::{is_work_volume, test_volume};
+pub(crate) use naming::VolumeIds;
+pub use naming::{ControllerVolume, TestVolume};
 
 /// A CSI Controller for tests only, so that csi-sanity can run a volume's
 /// whole life against a node plugin
@@ -53,11 +56,13 @@ pub(crate) use ids::{is_work_volume, test_volume};
 /// - `ListVolumes` pages through the claims; `GetCapacity` adds up the
 ///   disks a create could still claim.
 ///
-/// Its volume IDs are its own (`csi-test:...`): the node service resolves
-/// them itself, so the driver's [`NodeDriver::volume`](super::NodeDriver::volume)
-/// is asked only for the IDs csi-sanity makes up (and must answer
-/// `NOT_FOUND` for them). Claims live in this process only: a real
-/// controller is the cloud's.
+/// Its volume IDs are its own (`csi-test:...`), which the node service
+/// resolves itself, unless the driver names them as its own controller
+/// would ([`with_volume_ids`](Self::with_volume_ids)): then every volume
+/// goes through the driver's [`NodeDriver::volume`](super::NodeDriver::volume),
+/// as in a cluster. Either way the driver is asked for the IDs csi-sanity
+/// makes up (and must answer `NOT_FOUND` for them). Claims live in this
+/// process only: a real controller is the cloud's.
 ///
 /// A share's folder is made (and removed) on the node, through the SDK:
 /// the node's mounter stages the share at a link of the controller's own
@@ -84,6 +89,8 @@ pub struct TestController {
     /// The share folders it made (lower-cased `\\server\share\folder`),
     /// noted before each is made: never one that was there already.
     folders: Mutex<HashSet<String>>,
+    /// The driver's naming of the volumes, if it gave one.
+    volume_ids: Option<VolumeIds>,
 }
 
 impl TestController {
@@ -106,6 +113,22 @@ impl TestController {
             used: Mutex::default(),
             creating: tokio::sync::Mutex::default(),
             folders: Mutex::default(),
+            volume_ids: None,
         }
+    }
+
+    /// Names each volume it makes as `ids` says, as the driver's own
+    /// controller would (its ID, volume context and publish context), in
+    /// place of the controller's own `csi-test:` IDs: so the node service
+    /// asks the driver's [`NodeDriver::volume`](super::NodeDriver::volume)
+    /// for csi-sanity's volumes too. See
+    /// [`NodePlugin::test_volume_ids`](super::NodePlugin::test_volume_ids).
+    #[must_use]
+    pub fn with_volume_ids(
+        mut self,
+        ids: impl Fn(&TestVolume) -> ControllerVolume + Send + Sync + 'static,
+    ) -> Self {
+        self.volume_ids = Some(std::sync::Arc::new(ids));
+        self
     }
 }

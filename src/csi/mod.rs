@@ -95,6 +95,7 @@ mod blocking_unix;
 mod checks;
 #[cfg(feature = "testing")]
 mod controller;
+mod deployment;
 mod driver;
 mod observe;
 mod plugin;
@@ -112,7 +113,8 @@ pub mod v1;
 
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
-pub use controller::TestController;
+pub use controller::{ControllerVolume, TestController, TestVolume};
+pub use deployment::proxy_pipes;
 pub use driver::{NodeDriver, NodeInfo, Volume, VolumeKind, VolumeRequest};
 pub use observe::{CSI_CALLS_TOTAL, CSI_CALL_DURATION_SECONDS};
 pub use plugin::{NodePlugin, USAGE};
@@ -121,3 +123,13 @@ pub use serve::{
     MAX_STREAMS_PER_CONNECTION, SHUTDOWN_DEADLINE,
 };
 pub use service::NodeService;
+/// tonic's request and response, as the services' methods take and give
+/// them: a driver's test calls a [`NodeService`] with these and needs no
+/// tonic of its own (nor the right version of it).
+pub use tonic::{Request, Response};
+/// The Identity service's calls: in scope, they are methods of a
+/// [`NodeService`].
+pub use v1::identity_server::Identity;
+/// The Node service's calls (`node_stage_volume`, ...): in scope, they
+/// are methods of a [`NodeService`].
+pub use v1::node_server::Node;

@@ -84,6 +84,8 @@ pub struct NodePlugin<D> {
     proxy: CsiProxyBuilder,
     mounter: Option<Box<dyn FnOnce(MounterBuilder) -> MounterBuilder + Send>>,
     test_controller: bool,
+    #[cfg(feature = "testing")]
+    test_volume_ids: Option<super::controller::VolumeIds>,
     stop: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
 }
 
@@ -101,6 +103,8 @@ impl<D: NodeDriver> NodePlugin<D> {
             proxy: CsiProxy::builder().wait_for_proxy(Duration::ZERO),
             mounter: None,
             test_controller: false,
+            #[cfg(feature = "testing")]
+            test_volume_ids: None,
             stop: None,
         }
     }
@@ -151,6 +155,37 @@ impl<D: NodeDriver> NodePlugin<D> {
     #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
     pub fn test_controller(mut self) -> Self {
         self.test_controller = true;
+        self
+    }
+
+    /// Has the test controller (with `--controller`, or
+    /// [`test_controller`](Self::test_controller)) name its volumes as the
+    /// driver's own controller would: `ids` gives the ID, volume context
+    /// and publish context of each disk it claims and each share folder
+    /// it makes ([`TestController::with_volume_ids`](super::TestController::with_volume_ids)).
+    /// csi-sanity's volumes then reach the node through the driver's
+    /// [`NodeDriver::volume`], as a cluster's do.
+    ///
+    /// ```
+    /// use csi_proxy_client::csi::{ControllerVolume, NodeDriver, NodePlugin, TestVolume};
+    ///
+    /// fn with_my_ids<D: NodeDriver>(plugin: NodePlugin<D>) -> NodePlugin<D> {
+    ///     plugin.test_volume_ids(|made| match made {
+    ///         // As the cloud's attach reports a disk: by LUN.
+    ///         TestVolume::Disk { lun, .. } => ControllerVolume::new(format!("disk-{lun}"))
+    ///             .with_publish_context("lun", lun.clone()),
+    ///         TestVolume::Share(folder) => ControllerVolume::new(format!("smb:{folder}")),
+    ///         _ => ControllerVolume::new("unknown"),
+    ///     })
+    /// }
+    /// ```
+    #[cfg(feature = "testing")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
+    pub fn test_volume_ids(
+        mut self,
+        ids: impl Fn(&super::TestVolume) -> super::ControllerVolume + Send + Sync + 'static,
+    ) -> Self {
+        self.test_volume_ids = Some(std::sync::Arc::new(ids));
         self
     }
 
@@ -236,7 +271,7 @@ impl<D: NodeDriver> NodePlugin<D> {
                 driver.name()
             ))
         });
-        let proxy = self.proxy.connect().await?;
+        let proxy = self.proxy.connect().await.map_err(in_flags)?;
         let mut mounter = Mounter::builder(proxy, &state_dir);
         if let Some(configure) = self.mounter {
             mounter = configure(mounter);
@@ -258,7 +293,7 @@ impl<D: NodeDriver> NodePlugin<D> {
         let services = Services::new();
         #[cfg(feature = "testing")]
         let (node, services) = match self.test_controller {
-            true => with_test_controller(node, &node_id),
+            true => with_test_controller(node, &node_id, self.test_volume_ids),
             false => (node, services),
         };
         let services = services
@@ -277,15 +312,19 @@ impl<D: NodeDriver> NodePlugin<D> {
 fn with_test_controller<D: NodeDriver>(
     node: NodeService<D>,
     node_id: &str,
+    volume_ids: Option<super::controller::VolumeIds>,
 ) -> (NodeService<D>, Services) {
     let node = node.with_controller_service().resolving_test_volumes();
     let driver = node.driver();
-    let controller = super::TestController::new(
+    let mut controller = super::TestController::new(
         node.mounter().clone(),
         node_id,
         driver.name(),
         driver.kinds(),
     );
+    if let Some(ids) = volume_ids {
+        controller = controller.with_volume_ids(move |made| ids(made));
+    }
     let controller = super::v1::controller_server::ControllerServer::new(controller);
     (node, Services::new().with_service(controller))
 }
@@ -329,6 +368,23 @@ impl Flags {
         }
         Ok(Some(transport.trusting(trust)))
     }
+}
+
+/// `error` of the client's start in the plugin's own terms: its flags, not
+/// the builder's methods, where a flag would mend it.
+fn in_flags(error: crate::Error) -> ServeError {
+    let flag = match &error {
+        crate::Error::Configuration { setting, .. } if setting == "transport" => {
+            "CSI Proxy's named pipes exist only on Windows: give --socket-dir DIR \
+             (a fake proxy's Unix sockets)"
+        }
+        crate::Error::Configuration { reason, .. } if reason.contains("Backend::Host") => {
+            "--host: the host backend needs a Windows build of the plugin with the feature \
+             csi-proxy-client/host-process"
+        }
+        _ => return ServeError::Client(error),
+    };
+    ServeError::Usage(format!("{flag}\n{USAGE}"))
 }
 
 /// The node's name: `$NODE_NAME` (the downward API's `spec.nodeName`,

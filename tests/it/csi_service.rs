@@ -761,6 +761,29 @@ async fn an_endpoint_that_cannot_be_served_stops_the_start_before_the_proxy() {
     }
 }
 
+/// A plugin started on Linux without `--socket-dir` says which flag to
+/// give, not which builder method to call.
+#[cfg(unix)]
+#[tokio::test]
+async fn the_plugins_start_errors_name_its_flags() {
+    use csi_proxy_client::csi::{NodePlugin, ServeError};
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--endpoint", "tcp://127.0.0.1:0", "--state-dir"].map(str::to_owned);
+    let args = args.into_iter().chain([dir.path().display().to_string()]);
+    let plugin = NodePlugin::new(TestDriver::of(&[VolumeKind::Disk]))
+        .args(args)
+        .unwrap();
+    let error = plugin.run().await.unwrap_err();
+    let ServeError::Usage(text) = &error else {
+        panic!("not a usage error: {error}");
+    };
+    assert!(
+        text.starts_with("CSI Proxy's named pipes exist only on Windows: give --socket-dir"),
+        "{text}"
+    );
+    assert!(!text.contains("CsiProxyBuilder"), "{text}");
+}
+
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_socket_is_bound_before_the_proxy_is_dialled_and_a_stale_one_replaced() {

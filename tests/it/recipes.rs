@@ -6,10 +6,17 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use std::collections::HashMap;
+
 use csi_proxy_client::api::WindowsPath;
+use csi_proxy_client::csi::v1::volume_capability::{access_mode::Mode, AccessMode, AccessType};
+use csi_proxy_client::csi::v1::*;
+use csi_proxy_client::csi::{
+    Node, NodeDriver, NodeService, Request, Volume, VolumeKind, VolumeRequest,
+};
 use csi_proxy_client::mount::{DiskSelector, Mounter, Staged};
 use csi_proxy_client::testing::{FakeHost, FakeProxy, LocalEndpoints, PathEntry, ProxyRelease};
-use csi_proxy_client::{Code, CsiProxy, Error, Operation};
+use csi_proxy_client::{Code, CsiProxy, Error, Operation, Status};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -201,6 +208,118 @@ async fn the_disk_is_not_attached() -> TestResult {
     Ok(())
 }
 
+/// The driver under test: its disks at the LUN its controller's attach
+/// reports in the publish context.
+struct LunDriver;
+
+impl NodeDriver for LunDriver {
+    fn name(&self) -> &str {
+        "disk.csi.example.com"
+    }
+    fn version(&self) -> &str {
+        "1.0.0"
+    }
+    fn kinds(&self) -> &[VolumeKind] {
+        &[VolumeKind::Disk]
+    }
+    fn volume(&self, request: &VolumeRequest<'_>) -> Result<Volume, Status> {
+        match request.publish_context.get("lun") {
+            Some(lun) => Ok(Volume::Disk(DiskSelector::lun(lun))),
+            None => Err(Status::not_found(format!(
+                "no volume {}",
+                request.volume_id
+            ))),
+        }
+    }
+}
+
+/// "Testing your NodeDriver": kubelet's calls of one volume's life
+/// through the driver's node service, on a node of CSI Proxy v0.2.2 and
+/// one of the newest release.
+#[tokio::test]
+async fn testing_your_node_driver() -> TestResult {
+    let volume = "pv-1";
+    let staging = r"C:\var\lib\kubelet\plugins\kubernetes.io\csi\pv-1\globalmount";
+    let target = r"C:\var\lib\kubelet\pods\p1\volumes\kubernetes.io~csi\pv-1\mount";
+    let mount = VolumeCapability {
+        access_type: Some(AccessType::Mount(Default::default())),
+        access_mode: Some(AccessMode {
+            mode: Mode::SingleNodeWriter as i32,
+        }),
+    };
+    // The fake's data disk 1 is at adapter 1, target 0, LUN 1.
+    let attached = HashMap::from([("lun".to_owned(), "1".to_owned())]);
+    for release in [ProxyRelease::V0_2_2, ProxyRelease::LATEST] {
+        let endpoints = LocalEndpoints::new()?;
+        let host = FakeHost::builder()
+            .disk(1, "", 10 << 30)
+            // The parents kubelet makes.
+            .dir(r"C:\var\lib\kubelet\plugins\kubernetes.io\csi\pv-1")
+            .dir(r"C:\var\lib\kubelet\pods\p1\volumes\kubernetes.io~csi\pv-1")
+            .build();
+        let mut fake = FakeProxy::for_host(endpoints.transport(), &host);
+        fake.serve_release(release).await?;
+        let proxy = CsiProxy::builder()
+            .transport(endpoints.transport())
+            .connect()
+            .await?;
+        let state = tempfile::tempdir()?;
+        let mounter = Mounter::builder(proxy, state.path()).build()?;
+        let node = NodeService::new(LunDriver, mounter, "node-1", state.path())?;
+
+        let stage = NodeStageVolumeRequest {
+            volume_id: volume.into(),
+            publish_context: attached.clone(),
+            staging_target_path: staging.into(),
+            volume_capability: Some(mount.clone()),
+            ..Default::default()
+        };
+        node.node_stage_volume(Request::new(stage)).await?;
+        let publish = NodePublishVolumeRequest {
+            volume_id: volume.into(),
+            publish_context: attached.clone(),
+            staging_target_path: staging.into(),
+            target_path: target.into(),
+            volume_capability: Some(mount.clone()),
+            ..Default::default()
+        };
+        node.node_publish_volume(Request::new(publish)).await?;
+        assert!(matches!(host.entry(target), Some(PathEntry::Symlink(_))));
+
+        let stats = NodeGetVolumeStatsRequest {
+            volume_id: volume.into(),
+            volume_path: target.into(),
+            ..Default::default()
+        };
+        let stats = node.node_get_volume_stats(Request::new(stats)).await?;
+        assert!(stats.into_inner().usage[0].total > 9 << 30, "{release}");
+        // The controller grew the disk; kubelet has the node grow the volume.
+        assert!(host.set_disk_size(1, 20 << 30));
+        let expand = NodeExpandVolumeRequest {
+            volume_id: volume.into(),
+            volume_path: target.into(),
+            ..Default::default()
+        };
+        let grown = node.node_expand_volume(Request::new(expand)).await?;
+        assert!(grown.into_inner().capacity_bytes > 19 << 30, "{release}");
+
+        let unpublish = NodeUnpublishVolumeRequest {
+            volume_id: volume.into(),
+            target_path: target.into(),
+        };
+        node.node_unpublish_volume(Request::new(unpublish)).await?;
+        let unstage = NodeUnstageVolumeRequest {
+            volume_id: volume.into(),
+            staging_target_path: staging.into(),
+        };
+        node.node_unstage_volume(Request::new(unstage)).await?;
+        assert_eq!(host.entry(target), None);
+        assert_eq!(host.entry(staging), None);
+        assert!(!host.disk(1).unwrap().online, "taken offline");
+    }
+    Ok(())
+}
+
 /// The guide shows these tests' code: each recipe test's body, and the
 /// driver's functions, appear in docs/testing.md as they are here (the
 /// guide's `#` lines, hidden in its rendering, set up `main`).
@@ -218,6 +337,7 @@ fn the_guide_shows_the_code_these_tests_run() {
     for recipe in [
         "the_proxy_restarts_in_the_middle_of_my_operation",
         "the_disk_is_not_attached",
+        "testing_your_node_driver",
     ] {
         let start = source.find(&format!("async fn {recipe}() -> TestResult {{\n"));
         let body = &source[start.expect(recipe)..];
@@ -228,7 +348,12 @@ fn the_guide_shows_the_code_these_tests_run() {
             .collect();
         pieces.push((recipe, body));
     }
-    for function in ["async fn node_stage(", "async fn as_kubelet<"] {
+    for function in [
+        "async fn node_stage(",
+        "async fn as_kubelet<",
+        "struct LunDriver;",
+        "impl NodeDriver for LunDriver {",
+    ] {
         let start = source.find(function).expect(function);
         let start = source[..start].rfind("\n\n").unwrap() + 2;
         let end = start + source[start..].find("\n}\n").unwrap() + 3;

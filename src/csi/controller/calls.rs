@@ -21,7 +21,7 @@ use crate::csi::v1::{
 use crate::Status;
 
 use super::claims::Claim;
-use super::ids::TEST_VOLUME;
+use super::naming::named_as;
 use super::shares::{credentials, FolderWork};
 use super::TestController;
 
@@ -95,16 +95,10 @@ impl Controller for TestController {
         let claim = match kind {
             VolumeKind::Smb => self.make_folder(name, &r.parameters, &r.secrets).await?,
             _ => {
-                let (identity, size) = self.free_disk(fits).await?;
+                let (identity, disk, size) = self.free_disk(fits).await?;
+                let named = named_as(&disk, self.volume_ids.as_ref())?;
                 self.mark_claimed(&identity);
-                let (key, value) = identity;
-                Claim {
-                    kind,
-                    volume_id: format!("{TEST_VOLUME}disk:{key}:{value}"),
-                    capacity: size,
-                    context: HashMap::from([(key, value)]),
-                    folder: None,
-                }
+                Claim::new(kind, size, named, None)
             }
         };
         // Two creates of one name at once: the first one's claim stands.
@@ -151,7 +145,7 @@ impl Controller for TestController {
             return Err(Status::not_found(format!("no node {node_id}")));
         }
         Ok(Response::new(ControllerPublishVolumeResponse {
-            publish_context: claim.context,
+            publish_context: claim.publish_context,
         }))
     }
 
@@ -243,7 +237,12 @@ impl Controller for TestController {
         _: Request<GetCapacityRequest>,
     ) -> Result<Response<GetCapacityResponse>, Status> {
         let available = match self.kinds.contains(&VolumeKind::Disk) {
-            true => self.free_disks().await?.iter().map(|(_, size)| size).sum(),
+            true => self
+                .free_disks()
+                .await?
+                .iter()
+                .map(|(_, _, size)| size)
+                .sum(),
             false => 0,
         };
         Ok(Response::new(GetCapacityResponse {
@@ -281,7 +280,7 @@ fn volume(claim: &Claim) -> CreateVolumeResponse {
         volume: Some(CsiVolume {
             capacity_bytes: claim.capacity,
             volume_id: claim.volume_id.clone(),
-            volume_context: claim.context.clone(),
+            volume_context: claim.volume_context.clone(),
             content_source: None,
             accessible_topology: Vec::new(),
         }),

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use crate::api::SmbRemotePath;
 use crate::csi::driver::VolumeKind;
 
+use super::naming::ControllerVolume;
 use super::TestController;
 
 /// A volume the controller made.
@@ -14,9 +15,31 @@ pub(super) struct Claim {
     pub(super) kind: VolumeKind,
     pub(super) volume_id: String,
     pub(super) capacity: i64,
-    pub(super) context: HashMap<String, String>,
+    /// `CreateVolume`'s volume context.
+    pub(super) volume_context: HashMap<String, String>,
+    /// `ControllerPublishVolume`'s publish context.
+    pub(super) publish_context: HashMap<String, String>,
     /// A share volume's folder: the share and the folder's name on it.
     pub(super) folder: Option<(SmbRemotePath, String)>,
+}
+
+impl Claim {
+    /// The claim of a volume of `kind` of `capacity` bytes, as `named`.
+    pub(super) fn new(
+        kind: VolumeKind,
+        capacity: i64,
+        named: ControllerVolume,
+        folder: Option<(SmbRemotePath, String)>,
+    ) -> Self {
+        Self {
+            kind,
+            volume_id: named.volume_id,
+            capacity,
+            volume_context: named.volume_context,
+            publish_context: named.publish_context,
+            folder,
+        }
+    }
 }
 
 impl TestController {

@@ -3,27 +3,31 @@
 
 use crate::Status;
 
+use super::naming::TestVolume;
 use super::TestController;
+
+/// A disk a create could claim: how it is told from others (`page83` or
+/// `lun`, and the value), what the driver's naming is given, its size.
+pub(super) type FreeDisk = ((String, String), TestVolume, i64);
 
 impl TestController {
     /// The lowest-numbered disk whose size `fits` that is online, has no
-    /// volume and was never claimed: its identity (`page83` or `lun`, and
-    /// the value) and size.
+    /// volume and was never claimed.
     pub(super) async fn free_disk(
         &self,
         fits: impl Fn(i64) -> bool + Sync,
-    ) -> Result<((String, String), i64), Status> {
+    ) -> Result<FreeDisk, Status> {
         let found = self.free_disks_until(&fits).await?;
         found
             .into_iter()
-            .find(|(_, size)| fits(*size))
+            .find(|(_, _, size)| fits(*size))
             .ok_or_else(|| {
                 Status::out_of_range("the node has no unused disk of the size asked for")
             })
     }
 
     /// Every disk a create could claim.
-    pub(super) async fn free_disks(&self) -> Result<Vec<((String, String), i64)>, Status> {
+    pub(super) async fn free_disks(&self) -> Result<Vec<FreeDisk>, Status> {
         self.free_disks_until(&|_| false).await
     }
 
@@ -32,17 +36,20 @@ impl TestController {
     async fn free_disks_until(
         &self,
         enough: &(dyn Fn(i64) -> bool + Sync),
-    ) -> Result<Vec<((String, String), i64)>, Status> {
+    ) -> Result<Vec<FreeDisk>, Status> {
         let (disk, volume) = (self.proxy.disk()?, self.proxy.volume()?);
         let locations = disk.list_disk_locations().await?;
         let ids = disk.list_disk_ids().await.unwrap_or_default();
         let mut free = Vec::new();
         for (number, location) in locations {
             // A LUN may repeat across adapters; a page 0x83 ID does not.
-            let identity = match ids.get(&number).map(|ids| ids.page83.clone()) {
-                Some(page83) if !page83.is_empty() => ("page83".to_owned(), page83),
-                _ => ("lun".to_owned(), location.lun_id.clone()),
+            let page83 = ids.get(&number).map(|ids| ids.page83.clone());
+            let page83 = page83.unwrap_or_default();
+            let identity = match page83.is_empty() {
+                false => ("page83".to_owned(), page83.clone()),
+                true => ("lun".to_owned(), location.lun_id.clone()),
             };
+            let lun = location.lun_id.clone();
             if self.was_claimed(&identity) {
                 continue;
             }
@@ -51,7 +58,7 @@ impl TestController {
                 continue;
             }
             let size = i64::try_from(disk.get_disk_stats(number).await?).unwrap_or(i64::MAX);
-            free.push((identity, size));
+            free.push((identity, TestVolume::Disk { page83, lun }, size));
             if enough(size) {
                 break;
             }

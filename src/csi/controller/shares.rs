@@ -11,7 +11,8 @@ use crate::mount::SmbCredentials;
 use crate::{Error, Status};
 
 use super::claims::Claim;
-use super::ids::{fnv1a, smb_volume_id, SHARE_CONTEXT, WORK_VOLUME};
+use super::ids::{fnv1a, WORK_VOLUME};
+use super::naming::{named_as, TestVolume};
 use super::TestController;
 
 /// What the controller does to a volume's folder on its share.
@@ -131,15 +132,13 @@ impl TestController {
                  the volume's folder is made on the share with them",
             )
         })?;
+        let named = named_as(&TestVolume::Share(remote), self.volume_ids.as_ref());
+        // Named before the folder is made: a naming that fails leaves
+        // nothing behind.
+        let named = named?;
         self.on_share(&share, &folder, &credentials, FolderWork::Make)
             .await?;
-        Ok(Claim {
-            kind: VolumeKind::Smb,
-            volume_id: smb_volume_id(&remote),
-            capacity: 0,
-            context: [(SHARE_CONTEXT.to_owned(), remote.to_string())].into(),
-            folder: Some((share, folder)),
-        })
+        Ok(Claim::new(VolumeKind::Smb, 0, named, Some((share, folder))))
     }
 }
 
