@@ -4,7 +4,8 @@
 //! or its LUN, from the publish context (what the controller's attach
 //! reported, as Azure drivers read a LUN), else the volume context, else
 //! the ID itself: `disk:page83:<id>`, `disk:lun:<lun>`; a folder on a
-//! share is `smb:<\\server\share\folder>`, mapped with the node-stage
+//! share is `smb:<\\server\share\folder>` (or, for a folder too long for
+//! an ID, the volume context's `source`), mapped with the node-stage
 //! secrets `username` and `password`. A real driver's IDs name its
 //! cloud's disks; the rest (checks, codes, the mounter's calls, serving)
 //! is the library's. `controller_ids` names the test controller's volumes
@@ -80,7 +81,18 @@ pub fn controller_ids(made: &TestVolume) -> ControllerVolume {
         TestVolume::Disk { lun, .. } => {
             ControllerVolume::new(format!("disk:lun:{lun}")).with_publish_context("lun", lun)
         }
-        TestVolume::Share(folder) => ControllerVolume::new(format!("smb:{folder}")),
+        TestVolume::Share(folder) => match format!("smb:{folder}") {
+            // CSI's IDs have at most 128 bytes: a longer folder is named
+            // by its hash, and found in the volume context.
+            id if id.len() <= 128 => ControllerVolume::new(id),
+            _ => {
+                use std::hash::{Hash, Hasher};
+                let mut hash = std::collections::hash_map::DefaultHasher::new();
+                folder.as_str().to_lowercase().hash(&mut hash);
+                ControllerVolume::new(format!("smb:#{:016x}", hash.finish()))
+                    .with_volume_context("source", folder.as_str())
+            }
+        },
         // A kind this driver does not serve: an ID it answers NOT_FOUND for.
         _ => ControllerVolume::new("unknown"),
     }
@@ -117,6 +129,11 @@ impl NodeDriver for ExampleDriver {
         } else if let Some(lun) = id.strip_prefix("disk:lun:") {
             Ok(Volume::Disk(DiskSelector::lun(lun)))
         } else if let Some(share) = id.strip_prefix("smb:") {
+            // A folder too long for the ID is in the volume context.
+            let share = request
+                .volume_context
+                .get("source")
+                .map_or(share, String::as_str);
             let share = SmbRemotePath::new(share).map_err(|_| unknown())?;
             // `None`: the node-stage secrets `username` and `password`.
             Ok(Volume::Smb(share, None))

@@ -4,19 +4,30 @@
 # test controller, on a fake CSI Proxy (csiproxyctl fake). By default the
 # plugin is the example (examples/node_plugin); --plugin runs any other.
 #
-# usage: scripts/csi-sanity/run.sh [--wine] [--release vX.Y.Z] [--kind disk|smb]
+# usage: scripts/csi-sanity/run.sh [--wine] [--release vX.Y.Z]
+#            [--kind disk|smb|disk,smb] [--volumes disk|smb]
 #            [--restart-every MS [--alternate-release vX.Y.Z]] [--rounds N]
 #            [--plugin BINARY [--plugin-arg ARG]...] [--csiproxyctl BINARY]
 #            [-- csi-sanity flags]
+#
+# --kind: the kinds the example plugin serves. --volumes: the kind of the
+# volumes csi-sanity makes (default: smb for --kind smb, else disk): for
+# smb, a `share` parameter (csi-sanity's test-volume parameters), which
+# has the test controller make a folder on the fake's share, and the
+# secrets username/password.
 #
 # --plugin: a driver's own plugin, built with the library's features csi
 # and testing (for --controller). It is started as
 #   BINARY [ARG...] --endpoint E --socket-dir D|--pipe-prefix P --trust-current-user
 #          --controller --state-dir S --node-id csi-sanity-node
 # (the flags of csi_proxy_client::csi::NodePlugin::args), and must serve
-# the volumes --kind names: disks, or shares (a `share` parameter, and the
-# secrets username/password). --csiproxyctl: a csiproxyctl built with
-# the features cli,testing, in place of building this checkout's.
+# the kind --volumes names. Run from the driver's crate (any folder of
+# it), everything the run makes goes under that crate's cargo target
+# folder: csiproxyctl (built with the features cli,testing from the
+# package this script came with, unless --csiproxyctl names one), the
+# run's work folder (csi-sanity/) and, under --wine, the Wine prefix
+# (wine-prefix/, unless WINEPREFIX is set). docs/testing.md says how to
+# find this script in cargo's copy of the package.
 #
 # On Linux, the SDK talks to the fake proxy over Unix sockets and
 # csi-sanity to the plugin over a Unix socket. --wine runs it all as
@@ -26,17 +37,18 @@
 # times against the same plugin and proxy (with --restart-every, so that
 # many restarts land in the middle of calls).
 #
-# csi-sanity comes from ../shared/tools/csi-sanity (or $CSI_SANITY). The
-# paths it uses are Windows paths under C:\var\lib\kubelet on the fake
-# host, made, removed and checked through csiproxyctl (mkpath, rmpath,
-# checkpath beside this script, and their .bat twins for Wine).
-# docs/node-plugin.md says what runs and why each skipped spec is skipped.
+# csi-sanity comes from $CSI_SANITY (else, in this repository,
+# ../shared/tools/csi-sanity). The paths it uses are Windows paths under
+# C:\var\lib\kubelet on the fake host, made, removed and checked through
+# csiproxyctl (mkpath, rmpath, checkpath beside this script, and their
+# .bat twins for Wine). docs/node-plugin.md says what runs and why each
+# skipped spec is skipped.
 set -euo pipefail
 called_from="$PWD"
-cd "$(dirname "$0")/../.."
-here="$PWD/scripts/csi-sanity"
+sdk="$(cd "$(dirname "$0")/../.." && pwd)"
+here="$sdk/scripts/csi-sanity"
 
-release="" kind=disk restart=() rounds=1 wine=false plugin="" plugin_args=() csiproxyctl=""
+release="" kind=disk volumes="" restart=() rounds=1 wine=false plugin="" plugin_args=() csiproxyctl=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --plugin) plugin="$2"; shift 2 ;;
@@ -44,6 +56,7 @@ while [ $# -gt 0 ]; do
         --csiproxyctl) csiproxyctl="$2"; shift 2 ;;
         --release) release="$2"; shift 2 ;;
         --kind) kind="$2"; shift 2 ;;
+        --volumes) volumes="$2"; shift 2 ;;
         --restart-every) restart+=(--restart-every "$2"); shift 2 ;;
         --alternate-release) restart+=(--alternate-release "$2"); shift 2 ;;
         --rounds) rounds="$2"; shift 2 ;;
@@ -52,24 +65,48 @@ while [ $# -gt 0 ]; do
         *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
+[ -n "$volumes" ] || volumes="$([ "$kind" = smb ] && echo smb || echo disk)"
+case "$volumes" in disk | smb) ;; *) echo "run.sh: --volumes $volumes: disk or smb" >&2; exit 2 ;; esac
 release_args=()
 [ -z "$release" ] || release_args=(--release "$release")
 # Binaries given relative to where the script was called from.
 absolute() { case "$1" in /* | "") printf '%s' "$1" ;; *) printf '%s' "$called_from/$1" ;; esac; }
 plugin="$(absolute "$plugin")" csiproxyctl="$(absolute "$csiproxyctl")"
-# Cargo's target folder (CARGO_TARGET_DIR is relative to this checkout).
-case "${CARGO_TARGET_DIR:-target}" in
+# Cargo's target folder: the driver's (the crate it is called from) for a
+# plugin of its own, else this package's. CARGO_TARGET_DIR, if set, is
+# relative to where the script was called from.
+if [ -n "$plugin" ]; then
+    metadata="$(cd "$called_from" && cargo metadata --format-version 1 --no-deps 2>/dev/null)" || {
+        echo "run.sh: --plugin: run it from the driver's crate (cargo metadata failed in $called_from)" >&2
+        exit 2
+    }
+    crate_target="$(sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p' <<<"$metadata")"
+else
+    cd "$sdk"
+    crate_target="$sdk/target"
+fi
+case "${CARGO_TARGET_DIR:-}" in
+    "") cargo_target="$crate_target" ;;
     /*) cargo_target="$CARGO_TARGET_DIR" ;;
-    *) cargo_target="$PWD/${CARGO_TARGET_DIR:-target}" ;;
+    *) cargo_target="$called_from/$CARGO_TARGET_DIR" ;;
 esac
+# csiproxyctl from the package this script came with, into that folder.
+build_csiproxyctl() {
+    cargo build --quiet --manifest-path "$sdk/Cargo.toml" --target-dir "$cargo_target" \
+        --features cli,testing --bin csiproxyctl "$@"
+}
 
-work="$(mktemp -d)"
+mkdir -p "$cargo_target/csi-sanity"
+work="$(mktemp -d -p "$cargo_target/csi-sanity")"
+# Unix sockets in a short folder of their own: a socket's path has at
+# most 107 bytes, which a deep target folder would pass.
+sockets="$(mktemp -d)"
 pids=()
 cleanup() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     wait 2>/dev/null || true
     if $wine; then wineserver -k >/dev/null 2>&1 || true; fi
-    rm -rf "$work"
+    rm -rf "$work" "$sockets"
 }
 
 # Waits until $2 holds $3, while process $1 lives.
@@ -107,12 +144,12 @@ trap cleanup EXIT
 if $wine; then
     triple=x86_64-pc-windows-gnu
     export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
-    export WINEPREFIX="${WINEPREFIX:-$PWD/target/wine-prefix}"
+    export WINEPREFIX="${WINEPREFIX:-$cargo_target/wine-prefix}"
     target="$cargo_target/$triple/debug"
-    [ -n "$csiproxyctl" ] || cargo build --quiet --target "$triple" --features cli,testing --bin csiproxyctl
+    [ -n "$csiproxyctl" ] || build_csiproxyctl --target "$triple"
     [ -n "$plugin" ] || cargo build --quiet --target "$triple" --example node_plugin
-    run=("$PWD/scripts/wine/runner.sh") exe=.exe
-    sanity="${CSI_SANITY:-../shared/tools/csi-sanity/csi-sanity.exe}"
+    run=("$sdk/scripts/wine/runner.sh") exe=.exe
+    sanity="${CSI_SANITY:-$sdk/../shared/tools/csi-sanity/csi-sanity.exe}"
     # The runner makes the prefix; then one wine server for the run (see
     # scripts/test-windows.sh).
     "${run[@]}" cmd /c exit >/dev/null 2>&1 || true
@@ -129,14 +166,14 @@ if $wine; then
     state="$(winepath -w "$work/state")"
 else
     target="$cargo_target/debug"
-    [ -n "$csiproxyctl" ] || cargo build --quiet --features cli,testing --bin csiproxyctl
+    [ -n "$csiproxyctl" ] || build_csiproxyctl
     [ -n "$plugin" ] || cargo build --quiet --example node_plugin
     run=() exe=""
-    sanity="${CSI_SANITY:-../shared/tools/csi-sanity/csi-sanity}"
-    proxy_args=(--socket-dir "$work/proxy")
-    plugin_proxy_args=(--socket-dir "$work/proxy")
-    tool_args="--socket-dir $work/proxy --wait 10"
-    socket="$work/csi.sock" port=""
+    sanity="${CSI_SANITY:-$sdk/../shared/tools/csi-sanity/csi-sanity}"
+    proxy_args=(--socket-dir "$sockets/proxy")
+    plugin_proxy_args=(--socket-dir "$sockets/proxy")
+    tool_args="--socket-dir $sockets/proxy --wait 10"
+    socket="$sockets/csi.sock" port=""
     plugin_endpoint="unix://$socket"
     state="$work/state"
 fi
@@ -175,7 +212,7 @@ fi
 export CSIPROXYCTL_ARGS="$tool_args"
 
 volume_args=()
-if [ "$kind" = smb ]; then
+if [ "$volumes" = smb ]; then
     printf 'share: \\\\fileserver\\data\n' >"$work/parameters.yaml"
     # The node stages the share with the node-stage secrets; the test
     # controller makes and removes each volume's folder on it with the
@@ -190,7 +227,7 @@ fi
 
 status=0
 for round in $(seq "$rounds"); do
-    echo "csi-sanity: ${release:-newest} ${kind} ${restart[*]:-}$($wine && echo ' under Wine') (round $round of $rounds)"
+    echo "csi-sanity: ${release:-newest} ${volumes} volumes (plugin: ${plugin_args[*]:-$plugin}) ${restart[*]:-}$($wine && echo ' under Wine') (round $round of $rounds)"
     "${run[@]}" "$sanity" \
         --csi.endpoint "$sanity_endpoint" \
         --csi.mountdir 'C:\var\lib\kubelet\pods\csi-sanity\volumes\mount' \

@@ -239,6 +239,41 @@ pub struct VolumeRequest<'a> {
     pub staging_target_path: Option<&'a WindowsPath>,
 }
 
+impl<'a> VolumeRequest<'a> {
+    /// A request of `call` for `volume_id` with these contexts and
+    /// secrets, carrying no capability or staging path: what a driver's
+    /// unit test of [`NodeDriver::volume`] hands it (the service makes its
+    /// own from each call).
+    ///
+    /// ```
+    /// use std::collections::HashMap;
+    /// use csi_proxy_client::csi::VolumeRequest;
+    /// use csi_proxy_client::CsiNodeCall;
+    ///
+    /// let publish = HashMap::from([("lun".to_owned(), "3".to_owned())]);
+    /// let none = HashMap::new();
+    /// let request = VolumeRequest::new(CsiNodeCall::StageVolume, "pv-1", &none, &publish, &none);
+    /// assert_eq!(request.publish_context["lun"], "3");
+    /// ```
+    pub fn new(
+        call: CsiNodeCall,
+        volume_id: &'a str,
+        volume_context: &'a HashMap<String, String>,
+        publish_context: &'a HashMap<String, String>,
+        secrets: &'a HashMap<String, String>,
+    ) -> Self {
+        Self {
+            call,
+            volume_id,
+            volume_context,
+            publish_context,
+            secrets,
+            capability: None,
+            staging_target_path: None,
+        }
+    }
+}
+
 impl fmt::Debug for VolumeRequest<'_> {
     /// The secrets' names only, never their values.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -15,6 +15,7 @@ mod connection;
 mod csi_service;
 mod definitions;
 mod delivery;
+mod deployment;
 mod docs_paths;
 mod edges;
 mod fake_harness;

@@ -8,7 +8,7 @@
 //! `unix://` endpoint on Windows.
 
 #[path = "../../examples/node_plugin/driver.rs"]
-mod driver;
+pub mod driver;
 pub mod node;
 mod unix_bridge;
 
@@ -316,4 +316,53 @@ async fn the_example_driver_serves_a_disk_over_csi_on_v0_2_2_and_v1_3() {
 async fn the_example_driver_serves_a_share_over_csi_on_v0_2_2_and_v1_3() {
     example_driver_life(ProxyRelease::V0_2_2, "smb").await;
     example_driver_life(ProxyRelease::LATEST, "smb").await;
+}
+
+/// The example's own flag, and its controller's naming of the test
+/// controller's volumes: within CSI's 128 bytes, and resolved by its
+/// `volume` to what the test controller made.
+#[test]
+fn the_examples_kinds_and_test_volume_ids() {
+    use csi_proxy_client::api::SmbRemotePath;
+    use csi_proxy_client::csi::{NodeDriver, TestVolume, Volume, VolumeKind, VolumeRequest};
+    use std::collections::HashMap;
+
+    assert!(driver::KIND_USAGE.contains("--kind"));
+    let mut args = ["--kind=disk,smb", "--node-id", "n"]
+        .map(str::to_owned)
+        .to_vec();
+    let both = driver::ExampleDriver::from_args(&mut args).unwrap();
+    assert_eq!(both.kinds(), [VolumeKind::Disk, VolumeKind::Smb]);
+    assert_eq!(args, ["--node-id", "n"], "its flag taken out");
+    assert!(driver::ExampleDriver::of_kind("nfs").is_err());
+
+    let long = SmbRemotePath::new(format!(r"\\files\data\{}", "a".repeat(140))).unwrap();
+    let disk = TestVolume::Disk {
+        page83: PAGE83.to_owned(),
+        lun: "3".to_owned(),
+    };
+    for made in [disk, TestVolume::Share(long.clone())] {
+        let named = driver::controller_ids(&made);
+        assert!(named.volume_id.len() <= 128, "{}", named.volume_id);
+        let none = HashMap::new();
+        let request = VolumeRequest::new(
+            csi_proxy_client::CsiNodeCall::StageVolume,
+            &named.volume_id,
+            &named.volume_context,
+            &named.publish_context,
+            &none,
+        );
+        match (both.volume(&request).unwrap(), &made) {
+            (Volume::Disk(selector), TestVolume::Disk { .. }) => {
+                assert_eq!(selector.to_string(), driver_lun_selector("3"));
+            }
+            (Volume::Smb(share, None), TestVolume::Share(folder)) => assert_eq!(&share, folder),
+            (volume, made) => panic!("{made:?} resolved to {volume:?}"),
+        }
+    }
+}
+
+/// How a LUN selector reads.
+fn driver_lun_selector(lun: &str) -> String {
+    csi_proxy_client::mount::DiskSelector::lun(lun).to_string()
 }
