@@ -179,8 +179,7 @@ impl ApiGroup {
             .iter()
             .filter(|row| row.group == self && row.first_release <= release)
             .map(|row| row.version)
-            .filter(|version| !version.is_preview())
-            .next_back()
+            .rfind(|version| !version.is_preview())
     }
 }
 

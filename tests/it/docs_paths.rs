@@ -5,7 +5,15 @@
 use std::path::{Path, PathBuf};
 
 const DOCUMENTS: [&str; 2] = ["ARCHITECTURE.md", "CONTRIBUTING.md"];
-const ROOTS: [&str; 6] = ["src/", "tests/", "examples/", "docs/", "scripts/", "proto/"];
+const ROOTS: [&str; 7] = [
+    "src/",
+    "tests/",
+    "examples/",
+    "docs/",
+    "scripts/",
+    "proto/",
+    "deploy/",
+];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
