@@ -4,23 +4,14 @@
 
 use std::time::Duration;
 
-use super::{path, Node, GIB, PAGE83, STAGING, STAGING_2, TARGET};
-use csi_proxy_client::api::{Secret, SmbRemotePath};
-use csi_proxy_client::mount::{Change, DiskAfterUnstage, DiskSelector, SmbCredentials};
+use super::{
+    creds_with, path, share, Node, GIB, PAGE83, SHARE_ROOT as ROOT, STAGING, STAGING_2, TARGET,
+};
+use csi_proxy_client::mount::{Change, DiskAfterUnstage, DiskSelector};
 use csi_proxy_client::testing::{
     FakeHost, PathEntry, ProxyRelease, SmbMappingStatus, WindowsError,
 };
 use csi_proxy_client::{Error, HostCause, Operation as Op};
-
-const ROOT: &str = r"\\files\share";
-
-fn creds(password: &str) -> SmbCredentials {
-    SmbCredentials::new("user", Secret::new(password))
-}
-
-fn share(sub: &str) -> SmbRemotePath {
-    SmbRemotePath::new(format!(r"{ROOT}\{sub}")).unwrap()
-}
 
 #[tokio::test]
 async fn a_stage_after_a_failed_unstage_is_not_undone_by_reconcile() {
@@ -155,7 +146,7 @@ async fn a_failed_removal_of_the_last_mapping_is_retried() {
     .await;
     let staging = path(STAGING);
     node.mounter
-        .stage_smb("pv1", &share("a"), &creds("pw"), &staging)
+        .stage_smb("pv1", &share("a"), &creds_with("pw"), &staging)
         .await
         .unwrap();
     node.host.fail_call(
@@ -188,14 +179,14 @@ async fn a_failed_clean_up_after_a_refused_link_still_drops_the_lease() {
         WindowsError::new(WindowsError::ACCESS_DENIED),
     );
     node.mounter
-        .stage_smb("pv1", &share("a"), &creds("pw"), &nowhere)
+        .stage_smb("pv1", &share("a"), &creds_with("pw"), &nowhere)
         .await
         .unwrap_err();
     // The mapping the failed stage made stays (its removal failed), but no
     // lease claims it: the next stage of the share is its first again,
     // and its last unstage removes the mapping.
     node.mounter
-        .stage_smb("pv2", &share("b"), &creds("pw"), &path(STAGING_2))
+        .stage_smb("pv2", &share("b"), &creds_with("pw"), &path(STAGING_2))
         .await
         .unwrap();
     node.mounter
@@ -218,17 +209,17 @@ async fn repairing_one_broken_link_leaves_the_other_volumes_mapping_alone() {
         .share_folder(r"\\files\share\b");
     let node = Node::on("v1.1.1".parse().unwrap(), host).await;
     node.mounter
-        .stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
+        .stage_smb("pv1", &share("a"), &creds_with("pw"), &path(STAGING))
         .await
         .unwrap();
     node.mounter
-        .stage_smb("pv2", &share("b"), &creds("pw"), &path(STAGING_2))
+        .stage_smb("pv2", &share("b"), &creds_with("pw"), &path(STAGING_2))
         .await
         .unwrap();
     node.host
         .set_smb_mapping_status(r"\\files\share\a", SmbMappingStatus::Disconnected);
     node.mounter
-        .stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
+        .stage_smb("pv1", &share("a"), &creds_with("pw"), &path(STAGING))
         .await
         .unwrap();
     assert_eq!(
@@ -252,13 +243,13 @@ async fn a_refused_rotation_leaves_the_share_unmapped_until_the_right_one() {
     )
     .await;
     node.mounter
-        .stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
+        .stage_smb("pv1", &share("a"), &creds_with("pw"), &path(STAGING))
         .await
         .unwrap();
     node.host.set_smb_share_password(ROOT, "pw2");
     let error = node
         .mounter
-        .rotate_smb_credentials(&share("a"), &creds("wrong"))
+        .rotate_smb_credentials(&share("a"), &creds_with("wrong"))
         .await
         .unwrap_err();
     assert_eq!(error.host_cause(), Some(HostCause::LogonFailure), "{error}");
@@ -268,7 +259,7 @@ async fn a_refused_rotation_leaves_the_share_unmapped_until_the_right_one() {
     );
     let rotated = node
         .mounter
-        .rotate_smb_credentials(&share("a"), &creds("pw2"))
+        .rotate_smb_credentials(&share("a"), &creds_with("pw2"))
         .await
         .unwrap();
     assert_eq!(rotated.change, Change::Changed);

@@ -19,8 +19,8 @@ use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 use crate::common::node::FakeNode;
-use csi_proxy_client::api::WindowsPath;
-use csi_proxy_client::mount::{DiskSelector, Mounter, Staged};
+use csi_proxy_client::api::{Secret, SmbRemotePath, WindowsPath};
+use csi_proxy_client::mount::{DiskSelector, Mounter, SmbCredentials, Staged};
 use csi_proxy_client::testing::{FakeHost, FakeHostBuilder, ProxyRelease, WindowsError};
 use csi_proxy_client::{CsiProxy, Operation};
 
@@ -145,6 +145,33 @@ pub fn mounter(proxy: CsiProxy, state: &std::path::Path) -> Mounter {
         .volume_wait(Duration::from_secs(2))
         .build()
         .unwrap()
+}
+
+/// The share the SMB tests stage folders of; it takes `user` / `pw`.
+pub const SHARE_ROOT: &str = r"\\files\share";
+
+/// Folder `folder` of [`SHARE_ROOT`].
+pub fn share(folder: &str) -> SmbRemotePath {
+    SmbRemotePath::new(format!(r"{SHARE_ROOT}\{folder}")).unwrap()
+}
+
+/// The share's user with `password`.
+pub fn creds_with(password: &str) -> SmbCredentials {
+    SmbCredentials::new("user", Secret::new(password))
+}
+
+/// The share's user with the password the host has.
+pub fn creds() -> SmbCredentials {
+    creds_with("pw")
+}
+
+/// A host with [`SHARE_ROOT`] and its folders `a` and `b`, for each SMB
+/// test file to add its own to.
+pub fn host_with_share() -> FakeHostBuilder {
+    FakeHost::builder()
+        .smb_share(SHARE_ROOT, "user", "pw")
+        .share_folder(r"\\files\share\a")
+        .share_folder(r"\\files\share\b")
 }
 
 pub fn path(p: &str) -> WindowsPath {

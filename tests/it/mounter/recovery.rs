@@ -1,15 +1,9 @@
 //! Reboots, restarts and `reconcile`.
 
-use super::{path, Node, GIB, PAGE83, STAGING, STAGING_2, TARGET};
-use csi_proxy_client::api::{FilesystemApi, Secret, SmbRemotePath};
-use csi_proxy_client::mount::{Change, DiskAfterUnstage, SmbCredentials};
+use super::{creds, path, Node, GIB, PAGE83, SHARE_ROOT as ROOT, STAGING, STAGING_2, TARGET};
+use csi_proxy_client::api::{FilesystemApi, SmbRemotePath};
+use csi_proxy_client::mount::{Change, DiskAfterUnstage};
 use csi_proxy_client::testing::{FakeHost, ProxyRelease};
-
-const ROOT: &str = r"\\files\share";
-
-fn creds() -> SmbCredentials {
-    SmbCredentials::new("user", Secret::new("pw"))
-}
 
 #[tokio::test]
 async fn a_reboot_drops_mappings_and_reconcile_clears_the_way_for_kubelet() {

@@ -1,27 +1,16 @@
 //! SMB shares: one mapping per share, leased by the volumes that use it.
 
-use super::{path, releases, Node, STAGING, STAGING_2, TARGET};
-use csi_proxy_client::api::{Secret, SmbRemotePath};
-use csi_proxy_client::mount::{Change, DiskAfterUnstage, Mounter, PathState, SmbCredentials};
+use super::{
+    creds_with, host_with_share, path, releases, share, Node, SHARE_ROOT as ROOT, STAGING,
+    STAGING_2, TARGET,
+};
+use csi_proxy_client::api::SmbRemotePath;
+use csi_proxy_client::mount::{Change, DiskAfterUnstage, Mounter, PathState};
 use csi_proxy_client::testing::{FakeHost, LinkReading, PathEntry, ProxyRelease, SmbMappingStatus};
 use csi_proxy_client::{Code, Error, HostCause, Operation as Op};
 
-const ROOT: &str = r"\\files\share";
-
-fn share(sub: &str) -> SmbRemotePath {
-    SmbRemotePath::new(format!(r"{ROOT}\{sub}")).unwrap()
-}
-
-fn creds(password: &str) -> SmbCredentials {
-    SmbCredentials::new("user", Secret::new(password))
-}
-
 async fn node_with_share(release: ProxyRelease) -> Node {
-    let host = FakeHost::builder()
-        .smb_share(ROOT, "user", "pw")
-        .share_folder(r"\\files\share\a")
-        .share_folder(r"\\files\share\b")
-        .smb_share(r"\\files\other", "admin", "root-pw");
+    let host = host_with_share().smb_share(r"\\files\other", "admin", "root-pw");
     Node::on(release, host).await
 }
 
@@ -32,18 +21,18 @@ async fn two_volumes_on_one_share_share_one_mapping_until_both_are_unstaged() {
         let m = &node.mounter;
         let (a, b) = (path(STAGING), path(STAGING_2));
         assert_eq!(
-            m.stage_smb("pv1", &share("a"), &creds("pw"), &a)
+            m.stage_smb("pv1", &share("a"), &creds_with("pw"), &a)
                 .await
                 .unwrap(),
             Change::Changed
         );
         assert_eq!(
-            m.stage_smb("pv1", &share("a"), &creds("pw"), &a)
+            m.stage_smb("pv1", &share("a"), &creds_with("pw"), &a)
                 .await
                 .unwrap(),
             Change::Unchanged
         );
-        m.stage_smb("pv2", &share("b"), &creds("pw"), &b)
+        m.stage_smb("pv2", &share("b"), &creds_with("pw"), &b)
             .await
             .unwrap();
         let mapped = node.host.smb_mappings();
@@ -83,11 +72,11 @@ async fn two_volumes_on_one_share_share_one_mapping_until_both_are_unstaged() {
 async fn leases_outlive_a_driver_restart() {
     let mut node = node_with_share(ProxyRelease::LATEST).await;
     node.mounter
-        .stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
+        .stage_smb("pv1", &share("a"), &creds_with("pw"), &path(STAGING))
         .await
         .unwrap();
     node.mounter
-        .stage_smb("pv2", &share("b"), &creds("pw"), &path(STAGING_2))
+        .stage_smb("pv2", &share("b"), &creds_with("pw"), &path(STAGING_2))
         .await
         .unwrap();
     node.restart_driver().await;
@@ -108,14 +97,14 @@ async fn leases_outlive_a_driver_restart() {
 async fn a_disconnected_mapping_is_made_again() {
     let node = node_with_share(ProxyRelease::LATEST).await;
     let m = &node.mounter;
-    m.stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
+    m.stage_smb("pv1", &share("a"), &creds_with("pw"), &path(STAGING))
         .await
         .unwrap();
     node.host
         .set_smb_mapping_status(ROOT, SmbMappingStatus::Disconnected);
     // A new volume on the share: the proxy maps over the stale mapping,
     // Windows refuses (85), the mounter removes it and maps again.
-    m.stage_smb("pv2", &share("b"), &creds("pw"), &path(STAGING_2))
+    m.stage_smb("pv2", &share("b"), &creds_with("pw"), &path(STAGING_2))
         .await
         .unwrap();
     assert_eq!(
@@ -124,7 +113,7 @@ async fn a_disconnected_mapping_is_made_again() {
     );
     // The first volume's link answers again; its stage is a no-op.
     assert_eq!(
-        m.stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
+        m.stage_smb("pv1", &share("a"), &creds_with("pw"), &path(STAGING))
             .await
             .unwrap(),
         Change::Unchanged
@@ -135,7 +124,7 @@ async fn a_disconnected_mapping_is_made_again() {
 async fn a_stage_after_a_broken_link_remaps_and_relinks() {
     let node = node_with_share(ProxyRelease::LATEST).await;
     let m = &node.mounter;
-    m.stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
+    m.stage_smb("pv1", &share("a"), &creds_with("pw"), &path(STAGING))
         .await
         .unwrap();
     node.host
@@ -148,7 +137,7 @@ async fn a_stage_after_a_broken_link_remaps_and_relinks() {
         }
     );
     assert_eq!(
-        m.stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
+        m.stage_smb("pv1", &share("a"), &creds_with("pw"), &path(STAGING))
             .await
             .unwrap(),
         Change::Changed
@@ -163,17 +152,17 @@ async fn a_stage_after_a_broken_link_remaps_and_relinks() {
 async fn rotated_credentials_map_the_share_again() {
     let node = node_with_share(ProxyRelease::LATEST).await;
     let m = &node.mounter;
-    m.stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
+    m.stage_smb("pv1", &share("a"), &creds_with("pw"), &path(STAGING))
         .await
         .unwrap();
     node.host.set_smb_share_password(ROOT, "pw2");
     // The mapping still works with the old password: a stage with the new
     // one uses it as it is, as CSI Proxy does.
-    m.stage_smb("pv2", &share("b"), &creds("pw2"), &path(STAGING_2))
+    m.stage_smb("pv2", &share("b"), &creds_with("pw2"), &path(STAGING_2))
         .await
         .unwrap();
     let rotated = m
-        .rotate_smb_credentials(&share("a"), &creds("pw2"))
+        .rotate_smb_credentials(&share("a"), &creds_with("pw2"))
         .await
         .unwrap();
     assert_eq!(rotated.change, Change::Changed);
@@ -183,13 +172,13 @@ async fn rotated_credentials_map_the_share_again() {
     );
     assert_eq!(node.host.smb_mappings(), vec![ROOT.to_owned()]);
     let again = m
-        .rotate_smb_credentials(&share("a"), &creds("pw2"))
+        .rotate_smb_credentials(&share("a"), &creds_with("pw2"))
         .await
         .unwrap();
     assert_eq!(again.change, Change::Unchanged);
     // A wrong password is Windows' logon failure, and changes nothing.
     let error = m
-        .rotate_smb_credentials(&share("a"), &creds("wrong"))
+        .rotate_smb_credentials(&share("a"), &creds_with("wrong"))
         .await
         .unwrap_err();
     assert_eq!(error.host_cause(), Some(HostCause::LogonFailure), "{error}");
@@ -201,7 +190,7 @@ async fn windows_refusals_are_typed_and_leave_nothing_behind() {
     let m = &node.mounter;
     let stage = |remote: &str, password: &str| {
         let remote = SmbRemotePath::new(remote).unwrap();
-        let creds = creds(password);
+        let creds = creds_with(password);
         async move {
             m.stage_smb("pv1", &remote, &creds, &path(STAGING))
                 .await
@@ -260,7 +249,7 @@ async fn a_link_refused_after_mapping_takes_the_new_mapping_with_it() {
     let outside = path(r"C:\var\lib\kubelet\plugins\missing\pv1");
     let error = node
         .mounter
-        .stage_smb("pv1", &share("a"), &creds("pw"), &outside)
+        .stage_smb("pv1", &share("a"), &creds_with("pw"), &outside)
         .await
         .unwrap_err();
     assert!(matches!(error, Error::Host { .. }), "{error}");
@@ -283,13 +272,13 @@ async fn a_mapping_made_by_someone_else_is_never_removed() {
         .build()
         .unwrap();
     mounter
-        .stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
+        .stage_smb("pv1", &share("a"), &creds_with("pw"), &path(STAGING))
         .await
         .unwrap();
     mounter.unstage_smb("pv1", &path(STAGING)).await.unwrap();
     assert_eq!(node.host.smb_mappings(), vec![ROOT.to_owned()]);
     let error = mounter
-        .rotate_smb_credentials(&share("a"), &creds("pw2"))
+        .rotate_smb_credentials(&share("a"), &creds_with("pw2"))
         .await
         .unwrap_err();
     assert!(
@@ -305,7 +294,7 @@ async fn an_unstage_without_a_lease_removes_the_link_and_keeps_the_mapping() {
     // is (from v1.3 see `a_link_no_journal_knows_is_left_alone_on_v1_3`).
     let node = node_with_share("v1.1.1".parse().unwrap()).await;
     node.mounter
-        .stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
+        .stage_smb("pv1", &share("a"), &creds_with("pw"), &path(STAGING))
         .await
         .unwrap();
     // A volume staged before the journal: its link, no lease.
@@ -339,7 +328,7 @@ async fn a_link_no_journal_knows_is_cleared_on_v1_3_under_either_reading() {
         let node = node_with_share(ProxyRelease::LATEST).await;
         node.host.set_link_reading(reading);
         node.mounter
-            .stage_smb("pv1", &share("a"), &creds("pw"), &path(STAGING))
+            .stage_smb("pv1", &share("a"), &creds_with("pw"), &path(STAGING))
             .await
             .unwrap();
         let other = tempfile::tempdir().unwrap();
@@ -369,7 +358,7 @@ async fn one_unstage_works_out_whether_a_disk_or_a_share_is_staged() {
     let node = Node::on(ProxyRelease::LATEST, host).await;
     let (m, disk_at, share_at) = (&node.mounter, path(STAGING), path(STAGING_2));
     node.stage(STAGING).await;
-    m.stage_smb("pv-s", &share("b"), &creds("pw"), &share_at)
+    m.stage_smb("pv-s", &share("b"), &creds_with("pw"), &share_at)
         .await
         .unwrap();
     let offline = DiskAfterUnstage::TakeOffline;

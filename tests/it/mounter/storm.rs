@@ -3,31 +3,21 @@
 
 use std::time::Duration;
 
-use super::{path, Node, GIB, PAGE83, STAGING, STAGING_2, TARGET};
-use csi_proxy_client::api::{Secret, SmbRemotePath};
-use csi_proxy_client::mount::{DiskAfterUnstage, PathState, SmbCredentials};
-use csi_proxy_client::testing::{FakeHost, ProxyRelease};
+use super::{
+    creds, host_with_share, path, share, Node, GIB, PAGE83, SHARE_ROOT as ROOT, STAGING, STAGING_2,
+    TARGET,
+};
+use csi_proxy_client::mount::{DiskAfterUnstage, PathState};
+use csi_proxy_client::testing::ProxyRelease;
 use csi_proxy_client::Operation as Op;
 
-const ROOT: &str = r"\\files\share";
 const STAGING_3: &str = r"C:\var\lib\kubelet\plugins\kubernetes.io\csi\pd\pv3\globalmount";
-
-fn share(sub: &str) -> SmbRemotePath {
-    SmbRemotePath::new(format!(r"{ROOT}\{sub}")).unwrap()
-}
-
-fn creds() -> SmbCredentials {
-    SmbCredentials::new("user", Secret::new("pw"))
-}
 
 /// A raw disk, and a share with `folders` folders `v0`, `v1`, … and a
 /// staging folder's parent for each (`…\pd\s<n>`), plus `pv3`'s.
 async fn node_with_share(release: ProxyRelease, folders: usize) -> Node {
-    let mut host = FakeHost::builder()
+    let mut host = host_with_share()
         .disk(1, PAGE83, 10 * GIB)
-        .smb_share(ROOT, "user", "pw")
-        .share_folder(r"\\files\share\a")
-        .share_folder(r"\\files\share\b")
         .share_folder(r"\\files\share\c")
         .dir(r"C:\var\lib\kubelet\plugins\kubernetes.io\csi\pd\pv3");
     for n in 0..folders {

@@ -7,23 +7,14 @@
 
 use std::time::Duration;
 
-use super::{page83, path, Node, GIB, PAGE83, STAGING, STAGING_2, TARGET};
-use csi_proxy_client::api::{FilesystemApi, Secret, SmbRemotePath};
-use csi_proxy_client::mount::{
-    Change, DiskAfterUnstage, DiskSelector, Mounter, PathState, SmbCredentials,
+use super::{
+    creds, host_with_share, page83, path, share, Node, GIB, PAGE83, SHARE_ROOT as ROOT, STAGING,
+    STAGING_2, TARGET,
 };
+use csi_proxy_client::api::FilesystemApi;
+use csi_proxy_client::mount::{Change, DiskAfterUnstage, DiskSelector, Mounter, PathState};
 use csi_proxy_client::testing::{FakeHost, LinkReading, PathEntry, ProxyRelease, WindowsError};
 use csi_proxy_client::{Error, Operation as Op};
-
-const ROOT: &str = r"\\files\share";
-
-fn share(sub: &str) -> SmbRemotePath {
-    SmbRemotePath::new(format!(r"{ROOT}\{sub}")).unwrap()
-}
-
-fn creds() -> SmbCredentials {
-    SmbCredentials::new("user", Secret::new("pw"))
-}
 
 /// Each way a node may read links: v0.2.2 (followed by PowerShell), and
 /// v1.3 under each reading of its code.
@@ -37,11 +28,7 @@ fn link_readings() -> [(ProxyRelease, LinkReading); 3] {
 
 /// A node with a share (its folders `a` and `b` there) and a disk.
 async fn node_with_share(release: ProxyRelease, reading: LinkReading) -> Node {
-    let host = FakeHost::builder()
-        .disk(1, PAGE83, 10 * GIB)
-        .smb_share(ROOT, "user", "pw")
-        .share_folder(r"\\files\share\a")
-        .share_folder(r"\\files\share\b");
+    let host = host_with_share().disk(1, PAGE83, 10 * GIB);
     let node = Node::on(release, host).await;
     node.host.set_link_reading(reading);
     node
