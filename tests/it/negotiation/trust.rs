@@ -9,16 +9,16 @@
 //! checks that premise where it can). Squatters that are never opened
 //! (a busy pipe, another user's file at a socket's path) need neither.
 
-#[cfg(windows)]
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::common::recorder::LogRecorder;
 use csi_proxy_client::metrics::UNTRUSTED_SERVERS_TOTAL;
 use csi_proxy_client::testing::{FakeProxy, LocalEndpoints};
+#[cfg(unix)]
+use csi_proxy_client::transport::Transport;
 use csi_proxy_client::{
     negotiate::AttemptOutcome,
-    transport::{ServerOwner, ServerTrust, Transport},
+    transport::{ServerOwner, ServerTrust},
     ApiGroup, ApiVersion as V, CsiProxy, Error,
 };
 #[cfg(windows)]

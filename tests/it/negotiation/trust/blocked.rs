@@ -2,8 +2,6 @@
 //! (a busy pipe, a file at a socket's path, an endpoint that denies
 //! access): no owner can be read, and the group falls back past them.
 
-#[cfg(windows)]
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::common::recorder::LogRecorder;
@@ -11,11 +9,6 @@ use csi_proxy_client::metrics::UNTRUSTED_SERVERS_TOTAL;
 use csi_proxy_client::testing::{FakeProxy, LocalEndpoints};
 use csi_proxy_client::{
     negotiate::AttemptOutcome, transport::Transport, ApiGroup, ApiVersion as V, CsiProxy,
-};
-#[cfg(windows)]
-use csi_proxy_client::{
-    negotiate::{Negotiator, VersionPolicy},
-    RetryPolicy,
 };
 
 use super::squatters::*;

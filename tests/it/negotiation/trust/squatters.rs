@@ -3,6 +3,7 @@
 
 #[cfg(windows)]
 use std::sync::{Arc, Mutex};
+#[cfg(unix)]
 use std::time::Duration;
 
 use csi_proxy_client::testing::FakeHost;
@@ -12,10 +13,7 @@ use csi_proxy_client::{
     ApiGroup, ApiVersion as V,
 };
 #[cfg(windows)]
-use csi_proxy_client::{
-    negotiate::{Negotiator, VersionPolicy},
-    RetryPolicy,
-};
+use csi_proxy_client::{testing::LocalEndpoints, Error};
 
 /// The user the squatters run as on Unix.
 #[cfg(unix)]
