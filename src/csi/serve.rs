@@ -77,7 +77,10 @@ impl Listener {
     ///
     /// A Unix socket file is made owner-only (mode 0600): whoever reaches
     /// the endpoint can have the node format and remove as its
-    /// administrator. A socket an earlier run left at `PATH` is removed
+    /// administrator. It is bound in a folder of its own (0700) beside
+    /// `PATH` and named with a hard link once owner-only, so that it is
+    /// never reachable with the umask's mode, and a file at `PATH` is
+    /// never replaced. A socket an earlier run left at `PATH` is removed
     /// first (it would refuse the bind), but only once a connection to it
     /// failed: a socket another instance serves is an error, and stays.
     ///
@@ -179,11 +182,48 @@ async fn bind_unix(path: &str) -> Result<Bound, String> {
             std::fs::remove_file(path).map_err(|e| format!("the old socket stays: {e}"))?;
         }
     }
-    let listener = tokio::net::UnixListener::bind(path).map_err(|error| error.to_string())?;
-    let owner_only = std::fs::Permissions::from_mode(0o600);
-    std::fs::set_permissions(path, owner_only)
-        .map_err(|e| format!("the socket could not be made owner-only: {e}"))?;
+    let listener = match bind_privately(path) {
+        Some(listener) => listener,
+        // A path too long for a folder beside it: bound in place, and made
+        // owner-only at once.
+        None => {
+            let listener = tokio::net::UnixListener::bind(path).map_err(|e| e.to_string())?;
+            let owner_only = std::fs::Permissions::from_mode(0o600);
+            std::fs::set_permissions(path, owner_only)
+                .map_err(|e| format!("the socket could not be made owner-only: {e}"))?;
+            listener
+        }
+    };
     Ok(Bound::Unix(listener, SocketFile::made(path)))
+}
+
+/// Binds the socket in a folder of its own beside `path` (mode 0700, so
+/// that no one else can reach it while its mode is the umask's), makes it
+/// owner-only, then gives it its name with a hard link, which never
+/// replaces a file someone else put there. `None` when the folder or the
+/// socket in it cannot be made (a path near the 107-byte limit, a folder
+/// that does not allow it): the caller binds in place.
+#[cfg(unix)]
+fn bind_privately(path: &str) -> Option<tokio::net::UnixListener> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let parent = std::path::Path::new(path).parent()?;
+    let folder = parent.join(format!(".csi-bind-{}", std::process::id()));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&folder)
+        .ok()?;
+    let private = folder.join("s");
+    let bound = (|| {
+        let listener = tokio::net::UnixListener::bind(&private).ok()?;
+        let owner_only = std::fs::Permissions::from_mode(0o600);
+        std::fs::set_permissions(&private, owner_only).ok()?;
+        Some(listener)
+    })();
+    let named =
+        bound.and_then(|listener| std::fs::hard_link(&private, path).ok().map(|_| listener));
+    let _ = std::fs::remove_file(&private);
+    let _ = std::fs::remove_dir(&folder);
+    named
 }
 
 /// Another instance serves the socket at `path`.

@@ -735,6 +735,66 @@ async fn a_stop_answers_the_calls_under_way_before_serving_ends() {
     assert!(tokio::net::TcpStream::connect(address).await.is_err());
 }
 
+/// A call that never ends does not keep the plugin from stopping: serving
+/// ends `SHUTDOWN_DEADLINE` after the stop, without it. (Time is the
+/// runtime's, paused: it jumps ahead while everything waits.)
+#[tokio::test(start_paused = true)]
+async fn a_call_that_never_ends_is_left_at_the_shutdown_deadline() {
+    use csi_proxy_client::csi::v1::identity_client::IdentityClient;
+    use csi_proxy_client::csi::v1::identity_server::IdentityServer;
+    use csi_proxy_client::csi::{serve, Listener, Services, SHUTDOWN_DEADLINE};
+    use tokio::sync::Notify;
+
+    /// Its `Probe` never answers; it says when one came.
+    struct Stuck(Arc<Notify>);
+
+    #[csi_proxy_client::async_trait]
+    impl Identity for Stuck {
+        async fn get_plugin_info(
+            &self,
+            _: Request<GetPluginInfoRequest>,
+        ) -> Result<tonic::Response<GetPluginInfoResponse>, Status> {
+            Err(Status::unimplemented("not here"))
+        }
+        async fn get_plugin_capabilities(
+            &self,
+            _: Request<GetPluginCapabilitiesRequest>,
+        ) -> Result<tonic::Response<GetPluginCapabilitiesResponse>, Status> {
+            Err(Status::unimplemented("not here"))
+        }
+        async fn probe(
+            &self,
+            _: Request<ProbeRequest>,
+        ) -> Result<tonic::Response<ProbeResponse>, Status> {
+            self.0.notify_one();
+            std::future::pending().await
+        }
+    }
+
+    let came = Arc::new(Notify::new());
+    let services = Services::new().with_service(IdentityServer::new(Stuck(came.clone())));
+    let listener = Listener::bind("tcp://127.0.0.1:0").await.unwrap();
+    let endpoint = listener.endpoint().to_owned();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(serve(listener, services, async {
+        let _ = stopped.await;
+    }));
+    let mut client = IdentityClient::new(channel(&endpoint).await);
+    let stuck = tokio::spawn(async move { client.probe(ProbeRequest {}).await });
+    came.notified().await;
+    let stopping = tokio::time::Instant::now();
+    stop.send(()).unwrap();
+    served.await.unwrap().unwrap();
+    let took = stopping.elapsed();
+    assert!(
+        took >= SHUTDOWN_DEADLINE && took < SHUTDOWN_DEADLINE + Duration::from_secs(5),
+        "{took:?}"
+    );
+    // Serving ended without answering it.
+    assert!(!stuck.is_finished(), "the stuck call was answered");
+    stuck.abort();
+}
+
 #[tokio::test]
 async fn an_endpoint_that_cannot_be_served_stops_the_start_before_the_proxy() {
     use csi_proxy_client::csi::{NodePlugin, ServeError};

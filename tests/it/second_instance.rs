@@ -27,9 +27,20 @@ async fn a_live_instances_socket_is_neither_taken_nor_removed() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("csi.sock");
     let endpoint = format!("unix://{}", socket.display());
+    // A file someone put at the endpoint is neither replaced nor removed.
+    std::fs::write(&socket, "not a socket").unwrap();
+    let error = Listener::bind(&endpoint).await.unwrap_err();
+    assert!(matches!(error, ServeError::Endpoint { .. }), "{error}");
+    assert_eq!(std::fs::read(&socket).unwrap(), b"not a socket");
+    std::fs::remove_file(&socket).unwrap();
+
+    // The socket is made in a folder of its own (0700) and named with a
+    // link once it is owner-only: no moment when others could reach it.
     let first = Listener::bind(&endpoint).await.unwrap();
     let mode = std::fs::metadata(&socket).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600, "the socket is the owner's alone");
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+    assert_eq!(left.len(), 1, "only the socket: {left:?}");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let serving = tokio::spawn(serve(first, Services::new(), async {
         let _ = stopped.await;
