@@ -13,7 +13,6 @@
 //! `volume` with them.
 
 use csi_proxy_client::api::SmbRemotePath;
-#[cfg(feature = "testing")]
 use csi_proxy_client::csi::{ControllerVolume, TestVolume};
 use csi_proxy_client::csi::{NodeDriver, Volume, VolumeKind, VolumeRequest};
 use csi_proxy_client::mount::DiskSelector;
@@ -72,10 +71,9 @@ impl ExampleDriver {
 /// test controller made: a disk by its page 0x83 ID, with its LUN in the
 /// publish context as an attach reports it (which `volume` reads first); a
 /// share's folder by its path.
-#[cfg(feature = "testing")]
 pub fn controller_ids(made: &TestVolume) -> ControllerVolume {
     match made {
-        TestVolume::Disk { page83, lun } if !page83.is_empty() => {
+        TestVolume::Disk { page83, lun, .. } if !page83.is_empty() => {
             ControllerVolume::new(format!("disk:page83:{page83}")).with_publish_context("lun", lun)
         }
         TestVolume::Disk { lun, .. } => {
@@ -85,17 +83,22 @@ pub fn controller_ids(made: &TestVolume) -> ControllerVolume {
             // CSI's IDs have at most 128 bytes: a longer folder is named
             // by its hash, and found in the volume context.
             id if id.len() <= 128 => ControllerVolume::new(id),
-            _ => {
-                use std::hash::{Hash, Hasher};
-                let mut hash = std::collections::hash_map::DefaultHasher::new();
-                folder.as_str().to_lowercase().hash(&mut hash);
-                ControllerVolume::new(format!("smb:#{:016x}", hash.finish()))
-                    .with_volume_context("source", folder.as_str())
-            }
+            _ => ControllerVolume::new(format!("smb:#{:016x}", fnv1a(folder.as_str())))
+                .with_volume_context("source", folder.as_str()),
         },
         // A kind this driver does not serve: an ID it answers NOT_FOUND for.
         _ => ControllerVolume::new("unknown"),
     }
+}
+
+/// The 64-bit FNV-1a hash of `text`, lower-cased: the same in every build
+/// (std's hasher may change between Rust releases).
+fn fnv1a(text: &str) -> u64 {
+    text.to_lowercase()
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        })
 }
 
 impl NodeDriver for ExampleDriver {

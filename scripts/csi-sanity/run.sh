@@ -75,25 +75,33 @@ plugin="$(absolute "$plugin")" csiproxyctl="$(absolute "$csiproxyctl")"
 # Cargo's target folder: the driver's (the crate it is called from) for a
 # plugin of its own, else this package's. CARGO_TARGET_DIR, if set, is
 # relative to where the script was called from.
-if [ -n "$plugin" ]; then
-    metadata="$(cd "$called_from" && cargo metadata --format-version 1 --no-deps 2>/dev/null)" || {
-        echo "run.sh: --plugin: run it from the driver's crate (cargo metadata failed in $called_from)" >&2
-        exit 2
-    }
-    crate_target="$(sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p' <<<"$metadata")"
-else
-    cd "$sdk"
-    crate_target="$sdk/target"
-fi
 case "${CARGO_TARGET_DIR:-}" in
-    "") cargo_target="$crate_target" ;;
     /*) cargo_target="$CARGO_TARGET_DIR" ;;
-    *) cargo_target="$called_from/$CARGO_TARGET_DIR" ;;
+    ?*) cargo_target="$called_from/$CARGO_TARGET_DIR" ;;
+    *)
+        if [ -n "$plugin" ]; then
+            metadata="$(cd "$called_from" && cargo metadata --format-version 1 --no-deps 2>/dev/null)" || {
+                echo "run.sh: --plugin: run it from the driver's crate (cargo metadata failed in $called_from)" >&2
+                exit 2
+            }
+            cargo_target="$(sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p' <<<"$metadata")"
+        else
+            cargo_target="$sdk/target"
+        fi
+        ;;
 esac
+if [ -z "$cargo_target" ]; then
+    echo "run.sh: no cargo target folder found for $called_from" >&2
+    exit 2
+fi
+[ -n "$plugin" ] || cd "$sdk"
 # csiproxyctl from the package this script came with, into that folder.
+# (--locked where the package has its lock: cargo's copy is left as it is.)
 build_csiproxyctl() {
-    cargo build --quiet --manifest-path "$sdk/Cargo.toml" --target-dir "$cargo_target" \
-        --features cli,testing --bin csiproxyctl "$@"
+    local locked=()
+    [ ! -e "$sdk/Cargo.lock" ] || locked=(--locked)
+    cargo build --quiet "${locked[@]}" --manifest-path "$sdk/Cargo.toml" \
+        --target-dir "$cargo_target" --features cli,testing --bin csiproxyctl "$@"
 }
 
 mkdir -p "$cargo_target/csi-sanity"
@@ -147,7 +155,7 @@ if $wine; then
     export WINEPREFIX="${WINEPREFIX:-$cargo_target/wine-prefix}"
     target="$cargo_target/$triple/debug"
     [ -n "$csiproxyctl" ] || build_csiproxyctl --target "$triple"
-    [ -n "$plugin" ] || cargo build --quiet --target "$triple" --example node_plugin
+    [ -n "$plugin" ] || cargo build --quiet --target-dir "$cargo_target" --target "$triple" --example node_plugin
     run=("$sdk/scripts/wine/runner.sh") exe=.exe
     sanity="${CSI_SANITY:-$sdk/../shared/tools/csi-sanity/csi-sanity.exe}"
     # The runner makes the prefix; then one wine server for the run (see
@@ -167,7 +175,7 @@ if $wine; then
 else
     target="$cargo_target/debug"
     [ -n "$csiproxyctl" ] || build_csiproxyctl
-    [ -n "$plugin" ] || cargo build --quiet --example node_plugin
+    [ -n "$plugin" ] || cargo build --quiet --target-dir "$cargo_target" --example node_plugin
     run=() exe=""
     sanity="${CSI_SANITY:-$sdk/../shared/tools/csi-sanity/csi-sanity}"
     proxy_args=(--socket-dir "$sockets/proxy")

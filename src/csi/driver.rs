@@ -56,8 +56,9 @@ pub trait NodeDriver: Send + Sync + 'static {
     fn version(&self) -> &str;
 
     /// The kinds of volumes the driver serves. They decide the
-    /// capabilities answered (`GET_VOLUME_STATS` and `EXPAND_VOLUME` only
-    /// with a kind that has a volume of its own: disks, iSCSI), the
+    /// capabilities answered (`GET_VOLUME_STATS` for every kind,
+    /// `EXPAND_VOLUME` only with a kind that has a volume of its own:
+    /// disks, iSCSI), the
     /// access modes accepted, and which CSI Proxy groups `Probe` waits
     /// for ([`VolumeKind::groups`]).
     fn kinds(&self) -> &[VolumeKind];

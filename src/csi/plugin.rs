@@ -171,9 +171,12 @@ impl<D: NodeDriver> NodePlugin<D> {
     ///
     /// fn with_my_ids<D: NodeDriver>(plugin: NodePlugin<D>) -> NodePlugin<D> {
     ///     plugin.test_volume_ids(|made| match made {
-    ///         // As the cloud's attach reports a disk: by LUN.
-    ///         TestVolume::Disk { lun, .. } => ControllerVolume::new(format!("disk-{lun}"))
-    ///             .with_publish_context("lun", lun.clone()),
+    ///         // As the cloud's attach reports a disk: where it is, its LUN
+    ///         // in the publish context.
+    ///         TestVolume::Disk { adapter, target, lun, .. } => {
+    ///             ControllerVolume::new(format!("disk-{adapter}-{target}-{lun}"))
+    ///                 .with_publish_context("lun", lun.clone())
+    ///         }
     ///         TestVolume::Share(folder) => ControllerVolume::new(format!("smb:{folder}")),
     ///         _ => ControllerVolume::new("unknown"),
     ///     })
@@ -378,7 +381,7 @@ fn in_flags(error: crate::Error) -> ServeError {
             "CSI Proxy's named pipes exist only on Windows: give --socket-dir DIR \
              (a fake proxy's Unix sockets)"
         }
-        crate::Error::Configuration { reason, .. } if reason.contains("Backend::Host") => {
+        crate::Error::Configuration { setting, .. } if setting == "backend" => {
             "--host: the host backend needs a Windows build of the plugin with the feature \
              csi-proxy-client/host-process"
         }

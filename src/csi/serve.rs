@@ -79,8 +79,9 @@ impl Listener {
     /// the endpoint can have the node format and remove as its
     /// administrator. It is bound in a folder of its own (0700) beside
     /// `PATH` and named with a hard link once owner-only, so that it is
-    /// never reachable with the umask's mode, and a file at `PATH` is
-    /// never replaced. A socket an earlier run left at `PATH` is removed
+    /// not reachable with the umask's mode, and a file at `PATH` is never
+    /// replaced (where no folder can be made beside it, it is bound in
+    /// place and made owner-only at once, with a warning). A socket an earlier run left at `PATH` is removed
     /// first (it would refuse the bind), but only once a connection to it
     /// failed: a socket another instance serves is an error, and stays.
     ///
@@ -184,9 +185,14 @@ async fn bind_unix(path: &str) -> Result<Bound, String> {
     }
     let listener = match bind_privately(path) {
         Some(listener) => listener,
-        // A path too long for a folder beside it: bound in place, and made
-        // owner-only at once.
+        // A path too long for a folder beside it (or a folder that takes
+        // none): bound in place, and made owner-only at once.
         None => {
+            tracing::warn!(
+                path,
+                "the socket could not be made in a folder of its own: bound in place, \
+                 reachable with the umask's mode until it is made owner-only"
+            );
             let listener = tokio::net::UnixListener::bind(path).map_err(|e| e.to_string())?;
             let owner_only = std::fs::Permissions::from_mode(0o600);
             std::fs::set_permissions(path, owner_only)
@@ -206,12 +212,22 @@ async fn bind_unix(path: &str) -> Result<Bound, String> {
 #[cfg(unix)]
 fn bind_privately(path: &str) -> Option<tokio::net::UnixListener> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static BINDS: AtomicU32 = AtomicU32::new(0);
     let parent = std::path::Path::new(path).parent()?;
-    let folder = parent.join(format!(".csi-bind-{}", std::process::id()));
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&folder)
-        .ok()?;
+    // A name no other bind uses: the process (a container's is often 1 at
+    // every start), this bind, and the time; one a crash left is passed by.
+    let made = (0..4).find_map(|_| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.subsec_nanos());
+        let bind = BINDS.fetch_add(1, Ordering::Relaxed);
+        let name = format!(".csi-bind-{}-{bind}-{nanos:x}", std::process::id());
+        let folder = parent.join(name);
+        let created = std::fs::DirBuilder::new().mode(0o700).create(&folder);
+        created.ok().map(|()| folder)
+    });
+    let folder = made?;
     let private = folder.join("s");
     let bound = (|| {
         let listener = tokio::net::UnixListener::bind(&private).ok()?;
@@ -224,6 +240,28 @@ fn bind_privately(path: &str) -> Option<tokio::net::UnixListener> {
     let _ = std::fs::remove_file(&private);
     let _ = std::fs::remove_dir(&folder);
     named
+}
+
+#[cfg(all(test, unix))]
+mod private_bind_tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    #[tokio::test]
+    async fn the_socket_is_made_aside_and_linked_owner_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("csi.sock");
+        let listener = super::bind_privately(path.to_str().unwrap());
+        assert!(listener.is_some(), "bound aside");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let entries: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+        assert_eq!(entries.len(), 1, "no folder left: {entries:?}");
+        // A file at the path is never replaced: no socket there.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, "a file").unwrap();
+        assert!(super::bind_privately(path.to_str().unwrap()).is_none());
+        assert_eq!(std::fs::read(&path).unwrap(), b"a file");
+    }
 }
 
 /// Another instance serves the socket at `path`.

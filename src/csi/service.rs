@@ -37,8 +37,8 @@ use super::v1::node_server::NodeServer;
 /// | `NodeUnstageVolume` | [`Mounter::unstage`] (the journal says what is staged), with [`NodeDriver::disk_after_unstage`] |
 /// | `NodePublishVolume` | checks the request (read-only is refused), asks [`NodeDriver::volume`], [`Mounter::publish`] |
 /// | `NodeUnpublishVolume` | [`Mounter::unpublish`] |
-/// | `NodeGetVolumeStats`, `NodeExpandVolume` | asks [`NodeDriver::volume`] with the stage's contexts; [`Mounter::stats`], [`Mounter::expand`] for that volume only |
-/// | `NodeGetCapabilities` | `STAGE_UNSTAGE_VOLUME`; `GET_VOLUME_STATS` and `EXPAND_VOLUME` for a driver of disks or iSCSI volumes |
+/// | `NodeGetVolumeStats`, `NodeExpandVolume` | asks [`NodeDriver::volume`] with the stage's contexts; [`Mounter::stats`], [`Mounter::expand`] for that volume only; a share: [`Mounter::share_stats`] (a usage with nothing set where the node cannot measure it), and nothing to grow |
+/// | `NodeGetCapabilities` | `STAGE_UNSTAGE_VOLUME` and `GET_VOLUME_STATS`; `EXPAND_VOLUME` for a driver of disks or iSCSI volumes |
 /// | `NodeGetInfo` | [`NodeDriver::node_info`] |
 /// | `GetPluginInfo`, `GetPluginCapabilities` | the driver's name and version; the controller (when served) and online expansion |
 /// | `Probe` | ready while the proxy (or the host) serves the groups of the driver's kinds ([`Health::is_ready`](crate::health::Health::is_ready)); when not, it looks for them first (up to 2 s) |

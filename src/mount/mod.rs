@@ -164,6 +164,8 @@ pub(crate) struct Inner {
     settings: Settings,
     /// How a share's size is measured.
     share_space: Arc<dyn ShareSpace>,
+    /// The share measures that may run at once.
+    measures: Arc<tokio::sync::Semaphore>,
 }
 
 /// The timings and policies of a [`Mounter`].
@@ -342,6 +344,7 @@ impl MounterBuilder {
                 looks: disks::Looks::default(),
                 settings: self.settings,
                 share_space: self.share_space.unwrap_or_else(|| Arc::new(NodeShareSpace)),
+                measures: Arc::new(tokio::sync::Semaphore::new(share_space::MEASURES_AT_ONCE)),
             }),
         })
     }

@@ -14,6 +14,9 @@ use crate::error::{Error, Result};
 /// must not hold kubelet's periodic stats call.
 const MEASURE_DEADLINE: Duration = Duration::from_secs(10);
 
+/// Share measures under way at once, the most.
+pub(super) const MEASURES_AT_ONCE: usize = 4;
+
 /// Measures the space of an SMB share's folder as this node sees it:
 /// [`MounterBuilder::share_space`](super::MounterBuilder::share_space).
 ///
@@ -29,9 +32,11 @@ pub trait ShareSpace: Send + Sync + 'static {
 }
 
 /// The node's own reading of a share's space: on Windows,
-/// `GetDiskFreeSpaceExW` on the folder's UNC path, which a plugin reaches
-/// through the node's SMB global mapping (in a Windows container and in a
-/// HostProcess container alike); elsewhere nothing (`None`).
+/// `GetDiskFreeSpaceExW` on the folder's UNC path, which the process
+/// reaches through the node's SMB global mapping (a HostProcess container
+/// does; whether a plugin in a Windows container does depends on the
+/// node, and where it does not, the answer is `None`); elsewhere nothing
+/// (`None`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NodeShareSpace;
 
@@ -47,9 +52,13 @@ impl ShareSpace for NodeShareSpace {
         // three out-pointers are valid u64s.
         let ok =
             unsafe { GetDiskFreeSpaceExW(wide.as_ptr(), &mut available, &mut total, &mut free) };
+        // The total and the bytes available are the caller's, within its
+        // quota; the free bytes are the whole volume's: used is the first
+        // two's difference.
+        let _ = free;
         (ok != 0 && total > 0).then(|| FsStats {
             total_bytes: total,
-            used_bytes: total.saturating_sub(free),
+            used_bytes: total.saturating_sub(available),
             available_bytes: available,
         })
     }
@@ -83,7 +92,17 @@ impl Mounter {
         }
         let space = Arc::clone(&self.inner.share_space);
         let folder = share.clone();
-        let measure = tokio::task::spawn_blocking(move || space.measure(&folder));
+        // A measure that outlives its deadline keeps its thread until the
+        // server answers: at most MEASURES_AT_ONCE such threads, after
+        // which a share is answered unmeasured.
+        let Ok(permit) = Arc::clone(&self.inner.measures).try_acquire_owned() else {
+            tracing::warn!(%share, "every share measure is still under way: answered unmeasured");
+            return Ok(None);
+        };
+        let measure = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            space.measure(&folder)
+        });
         match tokio::time::timeout(MEASURE_DEADLINE, measure).await {
             Ok(Ok(stats)) => Ok(stats),
             Ok(Err(_)) | Err(_) => {

@@ -19,7 +19,7 @@ use csi_proxy_client::csi::{
     NodeDriver, NodeInfo, NodeService, Volume, VolumeKind, VolumeRequest, CSI_CALLS_TOTAL,
 };
 use csi_proxy_client::mount::{
-    DiskAfterUnstage, DiskSelector, IscsiVolume, Mounter, MounterBuilder,
+    DiskAfterUnstage, DiskSelector, FsStats, IscsiVolume, Mounter, MounterBuilder, ShareSpace,
 };
 use csi_proxy_client::testing::{FakeHost, FakeProxy, PathEntry, ProxyRelease};
 use csi_proxy_client::{Code, CsiProxy, Status};
@@ -179,7 +179,7 @@ impl Node1 {
         self.service_on(driver, |mounter| mounter.share_space(self.host.clone()))
     }
 
-    fn service_on<D: NodeDriver>(
+    pub fn service_on<D: NodeDriver>(
         &self,
         driver: D,
         configure: impl FnOnce(MounterBuilder) -> MounterBuilder,
@@ -579,10 +579,18 @@ async fn a_share_is_staged_with_the_node_stage_secrets_and_published() {
         node.host.entry(&target(volume)),
         Some(PathEntry::Symlink(_))
     ));
-    // A node that cannot reach the share from the plugin (here: not
-    // Windows, or Wine with no SMB) answers a usage with nothing set,
-    // which kubelet takes.
-    let answer = service
+    // A node that cannot reach the share from the plugin answers a usage
+    // with nothing set, which kubelet takes.
+    struct Unreachable;
+    impl ShareSpace for Unreachable {
+        fn measure(&self, _: &csi_proxy_client::api::SmbRemotePath) -> Option<FsStats> {
+            None
+        }
+    }
+    let unreachable = node.service_on(TestDriver::of(&[VolumeKind::Smb]), |mounter| {
+        mounter.share_space(Unreachable)
+    });
+    let answer = unreachable
         .node_get_volume_stats(Request::new(stats(volume, &target(volume))))
         .await;
     let usage = answer.unwrap().into_inner().usage;

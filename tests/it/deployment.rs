@@ -61,11 +61,19 @@ fn entrypoint_args() -> Vec<String> {
 }
 
 /// The plugin container's command line as the node runs it: the
-/// entrypoint's arguments and the manifest's, `$(VAR)` replaced as
-/// Kubernetes does from the container's `env` (a field reference by a
-/// node's name).
+/// container's `command` (else the image's entrypoint) without the
+/// program, then its `args`, `$(VAR)` replaced as Kubernetes does from the
+/// container's `env` (a field reference by a node's name).
 fn plugin_command_line(daemon_set: &Yaml) -> Vec<String> {
     let plugin = container(daemon_set, "node-plugin");
+    let command = strings(&plugin["command"]);
+    let before = match command.split_first() {
+        Some((program, rest)) => {
+            assert_eq!(program, "node_plugin.exe", "started by its name");
+            rest.to_vec()
+        }
+        None => entrypoint_args(),
+    };
     let mut env = HashMap::new();
     for variable in plugin["env"].as_vec().unwrap() {
         let value = match &variable["value"] {
@@ -76,7 +84,7 @@ fn plugin_command_line(daemon_set: &Yaml) -> Vec<String> {
     }
     let args = strings(&plugin["args"]).into_iter();
     let args = args.map(|arg| env.get(&arg).cloned().unwrap_or(arg));
-    entrypoint_args().into_iter().chain(args).collect()
+    before.into_iter().chain(args).collect()
 }
 
 /// The kinds the plugin serves and the library's flags, from a command
@@ -165,6 +173,19 @@ fn the_daemon_set_runs_the_plugin_with_its_flags_and_the_pipes_its_kinds_need() 
     assert_eq!(
         registration,
         format!(r"C:\var\lib\kubelet\plugins\{DRIVER_NAME}\csi.sock")
+    );
+    // ... which is the socket the plugin serves, seen from the host.
+    let volumes = daemon_set["spec"]["template"]["spec"]["volumes"]
+        .as_vec()
+        .unwrap();
+    let plugin_dir = volumes
+        .iter()
+        .find(|v| text(&v["name"]) == "plugin-dir")
+        .unwrap();
+    let socket_name = endpoint.rsplit('\\').next().unwrap();
+    assert_eq!(
+        registration,
+        format!(r"{}\{socket_name}", text(&plugin_dir["hostPath"]["path"]))
     );
     let probe = strings(&container(&daemon_set, "liveness-probe")["args"]);
     assert_eq!(flag(&probe, "--csi-address"), endpoint);

@@ -337,10 +337,7 @@ fn the_examples_kinds_and_test_volume_ids() {
     assert!(driver::ExampleDriver::of_kind("nfs").is_err());
 
     let long = SmbRemotePath::new(format!(r"\\files\data\{}", "a".repeat(140))).unwrap();
-    let disk = TestVolume::Disk {
-        page83: PAGE83.to_owned(),
-        lun: "3".to_owned(),
-    };
+    let disk = TestVolume::disk(PAGE83, "1", "0", "3");
     for made in [disk, TestVolume::Share(long.clone())] {
         let named = driver::controller_ids(&made);
         assert!(named.volume_id.len() <= 128, "{}", named.volume_id);

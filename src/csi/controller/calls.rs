@@ -97,6 +97,7 @@ impl Controller for TestController {
             _ => {
                 let (identity, disk, size) = self.free_disk(fits).await?;
                 let named = named_as(&disk, self.volume_ids.as_ref())?;
+                self.check_unique(name, &named)?;
                 self.mark_claimed(&identity);
                 Claim::new(kind, size, named, None)
             }

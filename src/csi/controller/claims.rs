@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use crate::api::SmbRemotePath;
 use crate::csi::driver::VolumeKind;
+use crate::Status;
 
 use super::naming::ControllerVolume;
 use super::TestController;
@@ -54,6 +55,24 @@ impl TestController {
             .values()
             .find(|c| c.volume_id == volume_id)
             .cloned()
+    }
+
+    /// Refuses `named` for volume `name` when another volume has its ID (a
+    /// driver's naming that gave two volumes one ID: neither could be
+    /// told from the other), before anything is made or claimed.
+    pub(super) fn check_unique(&self, name: &str, named: &ControllerVolume) -> Result<(), Status> {
+        let claims = self.claims();
+        let taken = claims
+            .iter()
+            .find(|(other, claim)| other.as_str() != name && claim.volume_id == named.volume_id);
+        match taken {
+            Some((other, _)) => Err(Status::internal(format!(
+                "the driver's test volume IDs named volumes {other} and {name} alike, {:?}: \
+                 an ID must name one volume",
+                named.volume_id
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// The share folders it made.

@@ -49,6 +49,7 @@ impl TestController {
                 false => ("page83".to_owned(), page83.clone()),
                 true => ("lun".to_owned(), location.lun_id.clone()),
             };
+            let (adapter, target) = (location.adapter.clone(), location.target.clone());
             let lun = location.lun_id.clone();
             if self.was_claimed(&identity) {
                 continue;
@@ -58,7 +59,13 @@ impl TestController {
                 continue;
             }
             let size = i64::try_from(disk.get_disk_stats(number).await?).unwrap_or(i64::MAX);
-            free.push((identity, TestVolume::Disk { page83, lun }, size));
+            let disk = TestVolume::Disk {
+                page83,
+                adapter,
+                target,
+                lun,
+            };
+            free.push((identity, disk, size));
             if enough(size) {
                 break;
             }

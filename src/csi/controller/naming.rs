@@ -17,16 +17,39 @@ use super::ids::{smb_volume_id, SHARE_CONTEXT, TEST_VOLUME};
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TestVolume {
-    /// A disk of the node that a create claimed.
+    /// A disk of the node that a create claimed, where the disk group
+    /// lists it.
+    #[non_exhaustive]
     Disk {
-        /// Its page 0x83 ID, as the disk group lists it; empty when it has
-        /// none.
+        /// Its page 0x83 ID; empty when it has none.
         page83: String,
-        /// Its LUN on its adapter.
+        /// Its adapter (a LUN may repeat across adapters).
+        adapter: String,
+        /// Its target on the adapter.
+        target: String,
+        /// Its LUN.
         lun: String,
     },
     /// A folder that a create made on a share (`\\server\share\folder`).
     Share(SmbRemotePath),
+}
+
+impl TestVolume {
+    /// The disk with page 0x83 ID `page83` (empty for none) at `adapter`,
+    /// `target`, `lun`: for a driver's test of its naming.
+    pub fn disk(
+        page83: impl Into<String>,
+        adapter: impl Into<String>,
+        target: impl Into<String>,
+        lun: impl Into<String>,
+    ) -> Self {
+        Self::Disk {
+            page83: page83.into(),
+            adapter: adapter.into(),
+            target: target.into(),
+            lun: lun.into(),
+        }
+    }
 }
 
 /// The ID and contexts a driver's own controller gives a volume: what
@@ -125,10 +148,7 @@ mod tests {
 
     #[test]
     fn a_drivers_ids_are_held_to_the_specs_limits() {
-        let disk = TestVolume::Disk {
-            page83: String::new(),
-            lun: "3".into(),
-        };
+        let disk = TestVolume::disk("", "1", "0", "3");
         let own = named_as(&disk, None).unwrap();
         assert_eq!(own.volume_id, "csi-test:disk:lun:3");
         assert_eq!(own.publish_context["lun"], "3");

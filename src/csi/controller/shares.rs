@@ -136,6 +136,7 @@ impl TestController {
         // Named before the folder is made: a naming that fails leaves
         // nothing behind.
         let named = named?;
+        self.check_unique(name, &named)?;
         self.on_share(&share, &folder, &credentials, FolderWork::Make)
             .await?;
         Ok(Claim::new(VolumeKind::Smb, 0, named, Some((share, folder))))

@@ -84,6 +84,14 @@ async fn a_lost_answer_after_the_smb_link_was_made_leaves_no_volume_stuck() {
             // Its outcome is unknown to the caller: an error, or success
             // when the look after it found the link.
             let _unknown = lose_the_answer_of(&mut node, Op::NewSmbGlobalMapping, stage).await;
+            // The test's premise: the host did the lost call's work (the
+            // mapping, and the link) before anyone calls again. On a slow
+            // machine it may land only later, after the unstage below,
+            // which nothing could undo.
+            crate::common::wait_until("the lost call's work has landed", || {
+                node.host.entry(STAGING).is_some()
+            })
+            .await;
             if driver_restarts {
                 // The driver dies with the answer: its successor reconciles.
                 node.restart_driver().await;

@@ -41,22 +41,29 @@ impl NodeDriver for Driver {
 }
 
 /// Its controller's names, given to the SDK's test controller under
-/// csi-sanity: a disk by its LUN, a share's folder by a hash of its path
-/// (an ID has at most 128 bytes), the folder in the volume context.
+/// csi-sanity: a disk by where it is (adapter, target, LUN), with its LUN
+/// in the publish context; a share's folder by a hash of its path (an ID
+/// has at most 128 bytes), the folder in the volume context.
 #[cfg(feature = "sanity")]
 fn controller_ids(
     made: &csi_proxy_client::csi::TestVolume,
 ) -> csi_proxy_client::csi::ControllerVolume {
     use csi_proxy_client::csi::{ControllerVolume, TestVolume};
-    use std::hash::{Hash, Hasher};
     match made {
-        TestVolume::Disk { lun, .. } => {
-            ControllerVolume::new(format!("disk-{lun}")).with_publish_context("lun", lun)
-        }
+        TestVolume::Disk {
+            adapter,
+            target,
+            lun,
+            ..
+        } => ControllerVolume::new(format!("disk-{adapter}-{target}-{lun}"))
+            .with_publish_context("lun", lun),
         TestVolume::Share(folder) => {
-            let mut hash = std::collections::hash_map::DefaultHasher::new();
-            folder.as_str().to_lowercase().hash(&mut hash);
-            ControllerVolume::new(format!("smb-{:016x}", hash.finish()))
+            // FNV-1a: the same hash in every build.
+            let path = folder.as_str().to_lowercase();
+            let hash = path.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+                (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+            });
+            ControllerVolume::new(format!("smb-{hash:016x}"))
                 .with_volume_context("source", folder.as_str())
         }
         _ => ControllerVolume::new("unknown"),
