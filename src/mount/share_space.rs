@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::journal::LinkTo;
+use super::journal::key;
 use super::{FsStats, Mounter};
 use crate::api::{SmbRemotePath, WindowsPath};
 use crate::error::{Error, Result};
@@ -81,14 +81,11 @@ impl Mounter {
         share: &SmbRemotePath,
         volume_path: &WindowsPath,
     ) -> Result<Option<FsStats>> {
-        let at = self.inner.through_recorded_links(volume_path);
-        match self.inner.recorded_link(&at) {
-            Some(LinkTo::Smb(remote)) if remote.as_str().eq_ignore_ascii_case(share.as_str()) => {}
-            _ => {
-                return Err(Error::NotFound {
-                    what: format!("the share {share} at {volume_path}"),
-                })
-            }
+        let staged = self.inner.share_behind(volume_path);
+        if staged.is_none_or(|staged| key(staged.as_str()) != key(share.as_str())) {
+            return Err(Error::NotFound {
+                what: format!("the share {share} at {volume_path}"),
+            });
         }
         let space = Arc::clone(&self.inner.share_space);
         let folder = share.clone();

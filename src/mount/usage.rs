@@ -4,7 +4,7 @@ use super::journal::{key, LinkTo};
 use std::time::Duration;
 
 use super::{DiskSelector, Inner, Mounter};
-use crate::api::{VolumeId, WindowsPath};
+use crate::api::{SmbRemotePath, VolumeId, WindowsPath};
 use crate::error::{Error, Result};
 use crate::host_cause::HostCause;
 
@@ -78,7 +78,7 @@ impl Mounter {
     /// staged has no volume, and is [`Error::InvalidArgument`] (its
     /// space is [`share_stats`](Self::share_stats)).
     pub async fn stats(&self, disk: &DiskSelector, volume_path: &WindowsPath) -> Result<FsStats> {
-        if self.inner.is_smb_path(volume_path) {
+        if self.inner.share_behind(volume_path).is_some() {
             return Err(Error::invalid_argument(
                 "volume path",
                 format!(
@@ -140,7 +140,7 @@ impl Inner {
     }
 
     /// `path` with the local links this mounter made followed.
-    pub(super) fn through_recorded_links(&self, path: &WindowsPath) -> WindowsPath {
+    fn through_recorded_links(&self, path: &WindowsPath) -> WindowsPath {
         self.journal.view(|records| {
             let mut at = path.clone();
             for _ in 0..RECORDED_HOPS {
@@ -153,11 +153,14 @@ impl Inner {
         })
     }
 
-    /// Whether `path` is, or leads through the mounter's links to, a
-    /// share's link.
-    pub(super) fn is_smb_path(&self, path: &WindowsPath) -> bool {
+    /// The share whose link `path` is, or leads to through the mounter's
+    /// links, if any.
+    pub(super) fn share_behind(&self, path: &WindowsPath) -> Option<SmbRemotePath> {
         let at = self.through_recorded_links(path);
-        matches!(self.recorded_link(&at), Some(LinkTo::Smb(_)))
+        match self.recorded_link(&at) {
+            Some(LinkTo::Smb(remote)) => Some(remote),
+            _ => None,
+        }
     }
 
     async fn expand(&self, volume: &VolumeId, required_bytes: Option<u64>) -> Result<Expanded> {

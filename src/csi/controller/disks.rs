@@ -42,15 +42,15 @@ impl TestController {
         let ids = disk.list_disk_ids().await.unwrap_or_default();
         let mut free = Vec::new();
         for (number, location) in locations {
-            // A LUN may repeat across adapters; a page 0x83 ID does not.
             let page83 = ids.get(&number).map(|ids| ids.page83.clone());
-            let page83 = page83.unwrap_or_default();
-            let identity = match page83.is_empty() {
-                false => ("page83".to_owned(), page83.clone()),
-                true => ("lun".to_owned(), location.lun_id.clone()),
-            };
-            let (adapter, target) = (location.adapter.clone(), location.target.clone());
-            let lun = location.lun_id.clone();
+            let made = TestVolume::disk(
+                page83.unwrap_or_default(),
+                &location.adapter,
+                &location.target,
+                &location.lun_id,
+            );
+            let (key, value) = made.identity();
+            let identity = (key.to_owned(), value);
             if self.was_claimed(&identity) {
                 continue;
             }
@@ -59,13 +59,7 @@ impl TestController {
                 continue;
             }
             let size = i64::try_from(disk.get_disk_stats(number).await?).unwrap_or(i64::MAX);
-            let disk = TestVolume::Disk {
-                page83,
-                adapter,
-                target,
-                lun,
-            };
-            free.push((identity, disk, size));
+            free.push((identity, made, size));
             if enough(size) {
                 break;
             }

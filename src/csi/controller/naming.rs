@@ -52,6 +52,19 @@ impl TestVolume {
     }
 }
 
+impl TestVolume {
+    /// How a disk is told from the others (`page83` and its page 0x83 ID,
+    /// else `lun` and its LUN, which may repeat across adapters); a share
+    /// by its folder.
+    pub(super) fn identity(&self) -> (&'static str, String) {
+        match self {
+            TestVolume::Disk { page83, .. } if !page83.is_empty() => ("page83", page83.clone()),
+            TestVolume::Disk { lun, .. } => ("lun", lun.clone()),
+            TestVolume::Share(folder) => ("share", folder.to_string()),
+        }
+    }
+}
+
 /// The ID and contexts a driver's own controller gives a volume: what
 /// `CreateVolume` answers (the ID and the volume context) and what
 /// `ControllerPublishVolume` answers (the publish context, as a cloud's
@@ -127,15 +140,11 @@ pub(super) fn named_as(
 /// contexts.
 fn own_name(made: &TestVolume) -> ControllerVolume {
     let (id, key, value) = match made {
-        TestVolume::Disk { page83, .. } if !page83.is_empty() => (
-            format!("{TEST_VOLUME}disk:page83:{page83}"),
-            "page83",
-            page83.clone(),
-        ),
-        TestVolume::Disk { lun, .. } => {
-            (format!("{TEST_VOLUME}disk:lun:{lun}"), "lun", lun.clone())
-        }
         TestVolume::Share(remote) => (smb_volume_id(remote), SHARE_CONTEXT, remote.to_string()),
+        disk => {
+            let (key, value) = disk.identity();
+            (format!("{TEST_VOLUME}disk:{key}:{value}"), key, value)
+        }
     };
     ControllerVolume::new(id)
         .with_volume_context(key, value.clone())
