@@ -667,10 +667,6 @@ async fn each_call_has_a_span_and_counts_by_method_and_code() {
 
     let node = Node1::new(ProxyRelease::LATEST).await;
     let service = node.service(TestDriver::of(&[VolumeKind::Disk]));
-    // Another test's thread may have been registering the call's span
-    // while this thread's subscriber was set, and cached it as of no
-    // interest to it (tracing's callsite cache): asked again, now.
-    tracing::callsite::rebuild_interest_cache();
     service
         .node_stage_volume(Request::new(stage("lun-1")))
         .await
