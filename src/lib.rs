@@ -137,7 +137,6 @@ pub mod negotiate;
 mod redact;
 mod registry;
 mod retry;
-mod rpcs;
 mod served_by;
 mod server_owner;
 pub mod transport;

@@ -19,6 +19,9 @@
 //! build of the tests stays without protox.
 #![cfg(unix)]
 
+#[path = "generated_code/rpcs/mod.rs"]
+mod rpcs;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;

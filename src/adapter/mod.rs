@@ -16,7 +16,6 @@ pub(crate) mod disk;
 pub(crate) mod fields;
 pub(crate) mod filesystem;
 pub(crate) mod iscsi;
-pub(crate) mod layout;
 pub(crate) mod smb;
 pub(crate) mod system;
 pub(crate) mod volume;
@@ -65,8 +64,8 @@ fn adapter_for(layout: Layout, wire: WireClient) -> Adapter {
         Layout::SmbPlain => Adapter::Smb(Arc::new(smb::PlainSmb::new(wire))),
         Layout::VolumeStringId => Adapter::Volume(Arc::new(volume::StringIdVolume::new(wire))),
         Layout::VolumeNumbered => Adapter::Volume(Arc::new(volume::NumberedVolume::new(wire))),
-        Layout::Iscsi => Adapter::Iscsi(Arc::new(iscsi::Iscsi::new(wire))),
-        Layout::System => Adapter::System(Arc::new(system::System::new(wire))),
+        Layout::Iscsi => Adapter::Iscsi(Arc::new(iscsi::AlphaIscsi::new(wire))),
+        Layout::System => Adapter::System(Arc::new(system::AlphaSystem::new(wire))),
     }
 }
 

@@ -92,7 +92,7 @@ pub(super) fn host_backends(_working_dirs: &[String]) -> Option<Backends> {
 /// run in this process (any client's), with the process's limit they
 /// count against, as the health report says it.
 #[cfg(all(windows, feature = "host-process"))]
-pub(crate) fn host_calls_stuck(group: crate::ApiGroup) -> Option<GroupStatus> {
+pub(crate) fn host_calls_stuck(group: crate::group::ApiGroup) -> Option<GroupStatus> {
     HostBackend::stuck(group).map(|s| GroupStatus::Stuck {
         calls: s.calls,
         since: s.since,
@@ -102,7 +102,7 @@ pub(crate) fn host_calls_stuck(group: crate::ApiGroup) -> Option<GroupStatus> {
 
 /// No host backend in this build: nothing stuck.
 #[cfg(not(all(windows, feature = "host-process")))]
-pub(crate) fn host_calls_stuck(_group: crate::ApiGroup) -> Option<GroupStatus> {
+pub(crate) fn host_calls_stuck(_group: crate::group::ApiGroup) -> Option<GroupStatus> {
     None
 }
 

@@ -8,6 +8,7 @@ mod handles;
 mod health;
 mod lookout;
 mod options;
+mod relays;
 
 use std::sync::Arc;
 

@@ -82,7 +82,7 @@ struct Storage<'a> {
 }
 
 impl Storage<'_> {
-    fn error(&self, message: impl Into<String>) -> crate::Error {
+    fn error(&self, message: impl Into<String>) -> crate::error::Error {
         self.wmi.error(message)
     }
 

@@ -59,7 +59,7 @@ struct Initiator<'a> {
 }
 
 impl Initiator<'_> {
-    fn error(&self, message: impl Into<String>) -> crate::Error {
+    fn error(&self, message: impl Into<String>) -> crate::error::Error {
         self.wmi.error(message)
     }
 

@@ -81,7 +81,7 @@ struct Volumes<'a> {
 }
 
 impl Volumes<'_> {
-    fn error(&self, message: impl Into<String>) -> crate::Error {
+    fn error(&self, message: impl Into<String>) -> crate::error::Error {
         self.wmi.error(message)
     }
 

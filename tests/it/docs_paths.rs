@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 
 const DOCUMENTS: [&str; 2] = ["ARCHITECTURE.md", "CONTRIBUTING.md"];
-const ROOTS: [&str; 7] = [
+const ROOTS: [&str; 8] = [
     "src/",
+    "catalogue/",
     "tests/",
     "examples/",
     "docs/",

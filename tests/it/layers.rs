@@ -21,8 +21,6 @@ use std::path::{Path, PathBuf};
 /// (`crate::HostCause`) is too, since the root re-exports from every
 /// layer.
 ///
-/// - `rpcs`: the RPC lists, one per group (macros of tokens, whose names
-///   are resolved where they are expanded); needs nothing.
 /// - `version`: `ApiVersion`, `Stability`; needs nothing.
 /// - `group`: `ApiGroup`.
 /// - `registry`: the wire facts per group-version (and so
@@ -37,7 +35,6 @@ use std::path::{Path, PathBuf};
 ///   the `FromStr` of the names whose parse fails with an `Error`.
 /// - `csi_status`: the CSI codes of an `Error`.
 const VOCABULARY: &[&str] = &[
-    "rpcs",
     "version",
     "group",
     "registry",

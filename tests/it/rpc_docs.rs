@@ -1,4 +1,4 @@
-//! Each RPC of the lists (`src/rpcs/<group>.rs`) is documented where a
+//! Each RPC of the catalogue (`catalogue/<group>.rpcs`) is documented where a
 //! reader of the host backend looks for it: a row of its own in the table
 //! of operations of docs/host-process.md, which says how the backend
 //! serves it and how far that was verified. A method added to a list
@@ -12,7 +12,7 @@ fn read(relative: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// The methods of a group's RPC list: each entry's `fn name(&self`.
+/// The methods of a group's catalogue: each entry's `fn name(&self`.
 fn methods_of(list: &str) -> Vec<String> {
     list.lines()
         .filter_map(|line| line.trim_start().strip_prefix("fn "))
@@ -21,7 +21,7 @@ fn methods_of(list: &str) -> Vec<String> {
         .collect()
 }
 
-/// The operation rows of a group's RPC list: `Variant = "RpcName", ...`.
+/// The operation rows of a group's catalogue: `Variant = "RpcName", ...`.
 fn operation_rows_of(list: &str) -> usize {
     list.lines()
         .map(str::trim_start)
@@ -35,9 +35,12 @@ fn every_rpc_has_a_row_in_the_host_backend_table() {
     let doc = read("docs/host-process.md");
     let mut rows_read = 0;
     for group in ["disk", "filesystem", "smb", "volume", "iscsi", "system"] {
-        let list = read(&format!("src/rpcs/{group}.rs"));
+        let list = read(&format!("catalogue/{group}.rpcs"));
         let methods = methods_of(&list);
-        assert!(!methods.is_empty(), "no methods found in the {group} list");
+        assert!(
+            !methods.is_empty(),
+            "no methods found in the {group} catalogue"
+        );
         for method in methods {
             let row = format!("| {group} | `{method}` |");
             let rows = doc.lines().filter(|line| line.starts_with(&row)).count();
@@ -45,7 +48,7 @@ fn every_rpc_has_a_row_in_the_host_backend_table() {
         }
         rows_read += operation_rows_of(&list);
     }
-    // Every operation was read from the lists, so no method was missed.
+    // Every operation was read from the catalogue, so no method was missed.
     assert_eq!(rows_read, csi_proxy_client::Operation::ALL.len());
 }
 

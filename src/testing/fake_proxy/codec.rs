@@ -1,11 +1,11 @@
 //! Decoding requests and encoding answers on the server side, and the
 //! statuses a backend's failures travel as. (How each field is read, and
-//! refused as the proxy refuses it, is `crate::adapter::fields`.)
+//! refused as the proxy refuses it, is `super::fields`.)
 
 use prost::Message;
 use tonic::Status;
 
-use crate::adapter::fields::refused;
+use super::fields::refused;
 use crate::error::Error;
 
 pub(super) type Answer = Result<Vec<u8>, Status>;
@@ -37,7 +37,9 @@ pub(super) fn status(error: Error) -> Status {
 /// Awaits a backend call and turns its failure into a status.
 macro_rules! host {
     ($call:expr) => {
-        $call.await.map_err(super::codec::status)?
+        $call
+            .await
+            .map_err($crate::testing::fake_proxy::codec::status)?
     };
 }
 pub(super) use host;

@@ -3,10 +3,11 @@
 
 mod codec;
 mod disk;
+mod fields;
 mod filesystem;
 mod iscsi;
-mod layout;
 mod routing;
+mod server;
 mod smb;
 mod system;
 mod volume;

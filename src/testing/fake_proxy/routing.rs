@@ -1,44 +1,25 @@
 //! How a fake proxy routes a request: from an endpoint's RPC path to its
-//! group's operation, and to the server of the endpoint's layout.
+//! group's operation, and to the server of the endpoint's layout (each
+//! layout's server is generated from the catalogue, in
+//! `<group>/<layout>.rs`).
 
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use async_trait::async_trait;
 use tonic::codegen::{http, Body, BoxFuture, Service, StdError};
 use tonic::server::{Grpc, UnaryService};
 use tonic::service::Routes;
 use tonic::Status;
 
-use super::{codec, disk, filesystem, iscsi, smb, system, volume, Call, ReleaseCell};
-use crate::capability::{GroupOperation, Operation};
+use super::server::WireServer;
+use super::{disk, filesystem, iscsi, smb, system, volume, Call, ReleaseCell};
+use crate::capability::GroupOperation;
 use crate::client::Backends;
 use crate::group::ApiGroup;
 use crate::registry::Layout;
 use crate::testing::raw_codec::RawCodec;
 use crate::version::ApiVersion;
-
-/// The server side of one message layout of a group whose operations are
-/// `O`: decodes a request of `operation`, calls the backend, encodes the
-/// answer. Its match over `O` is exhaustive: an operation the layout lacks
-/// is named in an arm that answers [`not_in_layout`].
-#[async_trait]
-pub(super) trait WireServer<O>: Send + Sync {
-    async fn handle(&self, operation: O, body: &[u8]) -> codec::Answer;
-}
-
-/// What a layout's server answers for an operation none of its versions
-/// has. Routing never gets there (an RPC a version lacks has no route), so
-/// seeing it is a bug of ours, reported like an unknown method.
-pub(super) fn not_in_layout(operation: impl Into<Operation>) -> Status {
-    let operation = operation.into();
-    Status::unimplemented(format!(
-        "{} {} is not served by this layout",
-        operation.group(),
-        operation.name()
-    ))
-}
 
 /// The routes of one endpoint: its layout's server on top of `backends`,
 /// if the group has a backend.
@@ -74,10 +55,10 @@ pub(super) fn routes_for(
         Layout::VolumeNumbered => endpoint.routes(volume::NumberedVolume {
             api: backends.volume.clone()?,
         }),
-        Layout::Iscsi => endpoint.routes(iscsi::Iscsi {
+        Layout::Iscsi => endpoint.routes(iscsi::AlphaIscsi {
             api: backends.iscsi.clone()?,
         }),
-        Layout::System => endpoint.routes(system::System {
+        Layout::System => endpoint.routes(system::AlphaSystem {
             api: backends.system.clone()?,
         }),
     })

@@ -1,0 +1,222 @@
+//! Reading the RPC catalogue (`catalogue/<group>.rpcs`, the form is in
+//! `catalogue/README.md`) into plain values the renderers walk.
+
+mod parse;
+
+use proc_macro2::TokenStream;
+use syn::{Attribute, Block, Expr, Ident, LitStr, Type, UseTree};
+
+use parse::Parsed;
+
+/// One group's catalogue.
+pub struct Group {
+    /// The file's name without `.rpcs`: `volume`.
+    pub file: String,
+    /// What the entries' types and expressions name: each name and the
+    /// path of the module it is in.
+    pub imports: Vec<(Ident, Vec<Ident>)>,
+    /// The trait's docs.
+    pub docs: Vec<Attribute>,
+    /// `VolumeApi`.
+    pub api: Ident,
+    /// The `ApiGroup` variant: `Volume`.
+    pub group: Ident,
+    /// The group's own operation enum: `VolumeOperation`.
+    pub group_operation: Ident,
+    /// The group's message layouts.
+    pub layouts: Vec<Layout>,
+    pub methods: Vec<Method>,
+}
+
+/// A message layout: the versions of a group whose messages are the same
+/// on the wire.
+pub struct Layout {
+    pub docs: Vec<Attribute>,
+    /// `NumberedVolume`: the adapter's and the fake proxy's server's name.
+    pub name: Ident,
+    /// The generated messages of one of its versions.
+    pub wire: syn::Path,
+}
+
+/// One method of the trait, and the operations it is.
+pub struct Method {
+    pub docs: Vec<Attribute>,
+    pub name: Ident,
+    pub args: Vec<(Ident, Type)>,
+    /// What the method answers on success.
+    pub answer: Type,
+    /// For a method of several operations: the expression that picks one.
+    pub select: Option<Expr>,
+    pub operations: Vec<OperationRow>,
+    /// The argument check, an expression of type `Result<()>`.
+    pub check: Option<Block>,
+    /// The trait's default body, when it is not `NotImplemented`.
+    pub default: Option<Block>,
+    /// How each layout carries it; a layout not named serves it by the
+    /// trait's default.
+    pub carried: Vec<(Ident, Carried)>,
+}
+
+/// How a layout carries a method.
+pub enum Carried {
+    /// No version of the layout has it.
+    Absent,
+    /// By the adapter's and the server's own method of this name.
+    ByHand(Ident),
+    /// In one request and its answer.
+    Messages(Box<Messages>),
+}
+
+/// A request, each field made of an argument, and its answer, each field
+/// part of what the method answers.
+pub struct Messages {
+    pub request: Ident,
+    pub fields: Vec<RequestField>,
+    /// Fields only the client sets (the server ignores them).
+    pub client_fields: Vec<(Ident, Expr)>,
+    pub response: Ident,
+    /// Each answer field and its kind (none: as it is).
+    pub answer_fields: Vec<(Ident, Option<Type>)>,
+    /// What the method answers, made of the answer fields; none: the one
+    /// answer field (the legacy `error` aside), or `()`.
+    pub answer: Option<Expr>,
+}
+
+/// A request field made of an argument, by a field kind or as it is.
+pub struct RequestField {
+    pub field: Ident,
+    pub kind: Option<syn::Path>,
+    pub arg: Ident,
+}
+
+/// The kind of the legacy `error` field of the oldest answers.
+pub const LEGACY_ERROR: &str = "LegacyError";
+
+impl Messages {
+    /// The answer fields other than the legacy `error`.
+    pub fn value_fields(&self) -> impl Iterator<Item = &(Ident, Option<Type>)> {
+        (self.answer_fields.iter()).filter(|(_, kind)| !kind.as_ref().is_some_and(is_legacy_error))
+    }
+
+    /// What the method answers, made of the answer fields.
+    pub fn answer(&self) -> TokenStream {
+        if let Some(answer) = &self.answer {
+            return quote::quote!(#answer);
+        }
+        let fields: Vec<_> = self.value_fields().map(|(field, _)| field).collect();
+        match fields.as_slice() {
+            [] => quote::quote!(()),
+            [one] => quote::quote!(#one),
+            _ => panic!(
+                "{}: an answer of several fields says what it makes: `=> Answer {{ ... }}`",
+                self.response
+            ),
+        }
+    }
+}
+
+/// Whether an answer field is the legacy `error`.
+pub fn is_legacy_error(kind: &Type) -> bool {
+    matches!(kind, Type::Path(p) if p.path.is_ident(LEGACY_ERROR))
+}
+
+/// One operation: its variant, its newest RPC name, its effect and its
+/// support from each listed version on.
+pub struct OperationRow {
+    pub docs: Vec<Attribute>,
+    pub variant: Ident,
+    pub name: LitStr,
+    pub effect: Ident,
+    pub history: Vec<(Ident, Support)>,
+}
+
+/// How a version serves an operation.
+pub enum Support {
+    Native(LitStr),
+    Emulated,
+    No,
+}
+
+impl Method {
+    /// The expression of the operation the method runs as.
+    pub fn operation(&self) -> TokenStream {
+        match (&self.select, self.operations.as_slice()) {
+            (Some(select), _) => quote::quote!(#select),
+            (None, [one]) => {
+                let variant = &one.variant;
+                quote::quote!(Operation::#variant)
+            }
+            (None, _) => panic!(
+                "{}: a method of several operations picks one with `= by <expression> => {{ ... }}`",
+                self.name
+            ),
+        }
+    }
+}
+
+/// Reads `catalogue/<file>.rpcs`.
+pub fn read(path: &std::path::Path) -> Group {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let file = path.file_stem().unwrap().to_string_lossy().into_owned();
+    let tokens: TokenStream = text
+        .parse()
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let parsed: Parsed = syn::parse2(tokens).unwrap_or_else(|e| {
+        let at = e.span().start();
+        panic!("{}:{}:{}: {e}", path.display(), at.line, at.column + 1)
+    });
+    Group {
+        file,
+        imports: parsed
+            .uses
+            .iter()
+            .flat_map(|u| names(&u.tree, &[]))
+            .collect(),
+        docs: parsed.docs,
+        api: parsed.api,
+        group: parsed.group,
+        group_operation: parsed.group_operation,
+        layouts: parsed.layouts,
+        methods: parsed.methods,
+    }
+    .checked()
+}
+
+impl Group {
+    /// The group, once each method's layouts are known to be the group's,
+    /// each named once, and each unnamed one served by a default.
+    fn checked(self) -> Self {
+        for method in &self.methods {
+            for layout in &self.layouts {
+                let named = method
+                    .carried
+                    .iter()
+                    .filter(|(l, _)| *l == layout.name)
+                    .count();
+                match (named, &method.default) {
+                    (1, _) | (0, Some(_)) => {}
+                    (0, None) => {
+                        panic!("{}: layout {} does not carry it", method.name, layout.name)
+                    }
+                    _ => panic!("{}: layout {} is named twice", method.name, layout.name),
+                }
+            }
+            for (layout, _) in &method.carried {
+                if !self.layouts.iter().any(|l| l.name == *layout) {
+                    panic!("{}: no layout {layout} in the group", method.name);
+                }
+            }
+        }
+        self
+    }
+}
+
+/// The names a `use` brings in, each with the path of its module.
+pub fn names(tree: &UseTree, module: &[Ident]) -> Vec<(Ident, Vec<Ident>)> {
+    match tree {
+        UseTree::Path(p) => names(&p.tree, &[module, std::slice::from_ref(&p.ident)].concat()),
+        UseTree::Name(n) => vec![(n.ident.clone(), module.to_vec())],
+        UseTree::Group(g) => g.items.iter().flat_map(|t| names(t, module)).collect(),
+        UseTree::Rename(_) | UseTree::Glob(_) => panic!("the catalogue names each import as it is"),
+    }
+}
