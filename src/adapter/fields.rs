@@ -70,29 +70,26 @@ impl RequestField for ServiceName {
 #[cfg(feature = "testing")]
 pub(crate) struct DiskName;
 
-/// A path, as its text.
-pub(crate) struct PathText;
+/// A value sent as its text (`Display`): a path, a volume ID, a share.
+pub(crate) struct Text<T>(std::marker::PhantomData<T>);
 
-impl RequestField for PathText {
-    type Arg<'a> = &'a WindowsPath;
+impl<T: std::fmt::Display + 'static> RequestField for Text<T> {
+    type Arg<'a> = &'a T;
     type Wire = String;
 
-    fn to_request(arg: &WindowsPath) -> Result<String> {
+    fn to_request(arg: &T) -> Result<String> {
         Ok(arg.to_string())
     }
 }
+
+/// A path, as its text.
+pub(crate) type PathText = Text<WindowsPath>;
 
 /// A volume ID (`\\?\Volume{guid}\`), as its text.
-pub(crate) struct VolumeText;
+pub(crate) type VolumeText = Text<VolumeId>;
 
-impl RequestField for VolumeText {
-    type Arg<'a> = &'a VolumeId;
-    type Wire = String;
-
-    fn to_request(arg: &VolumeId) -> Result<String> {
-        Ok(arg.to_string())
-    }
-}
+/// An SMB share path (`\\server\share\...`), as its text.
+pub(crate) type ShareText = Text<SmbRemotePath>;
 
 impl AnswerField for VolumeText {
     type Value = VolumeId;
@@ -100,18 +97,6 @@ impl AnswerField for VolumeText {
 
     fn from_answer(operation: Operation, _: &'static str, wire: String) -> Result<VolumeId> {
         volume_id(operation, wire)
-    }
-}
-
-/// An SMB share path (`\\server\share\...`), as its text.
-pub(crate) struct ShareText;
-
-impl RequestField for ShareText {
-    type Arg<'a> = &'a SmbRemotePath;
-    type Wire = String;
-
-    fn to_request(arg: &SmbRemotePath) -> Result<String> {
-        Ok(arg.to_string())
     }
 }
 
