@@ -164,9 +164,11 @@ impl fmt::Debug for Listener {
     }
 }
 
-/// The CSI calls an endpoint runs at once; more wait for a place.
-/// kubelet makes a few per volume, so a node at its volume limit stays
-/// far below it; a client that floods the endpoint queues behind it.
+/// The CSI calls an endpoint runs at once; more wait for a place. A call
+/// runs to its end even when its caller stops waiting (kubelet's
+/// deadline), and keeps its place until then. kubelet makes a few per
+/// volume, so a node at its volume limit stays far below it; a client
+/// that floods the endpoint queues behind it.
 pub const MAX_CONCURRENT_CALLS: usize = 64;
 /// The HTTP/2 streams one connection may have open at once.
 pub const MAX_STREAMS_PER_CONNECTION: u32 = 64;
@@ -230,7 +232,8 @@ impl fmt::Debug for Services {
 }
 
 /// The services as one tower service: by the path's service name, at
-/// most [`MAX_CONCURRENT_CALLS`] at once.
+/// most [`MAX_CONCURRENT_CALLS`] at once, counted until each call's work
+/// ends, whether or not its caller still waits.
 #[derive(Clone)]
 struct Router {
     routes: Arc<[(&'static str, Route)]>,
@@ -264,8 +267,19 @@ impl Service<http::Request<Body>> for Router {
                 let places = self.places.clone();
                 Box::pin(async move {
                     // Never closed, so a place always comes.
-                    let _place = places.acquire_owned().await;
-                    route.oneshot(request).await
+                    let place = places.acquire_owned().await;
+                    // The call runs to its end in a task of its own, which
+                    // holds the place: a call whose caller left (kubelet's
+                    // deadline) still works on the host, so it still counts.
+                    let call = tokio::spawn(async move {
+                        let answer = route.oneshot(request).await;
+                        drop(place);
+                        answer
+                    });
+                    call.await.unwrap_or_else(|_| {
+                        let status = Status::internal("the call stopped before it answered");
+                        Ok(status.into_http())
+                    })
                 })
             }
             None => {
@@ -434,4 +448,60 @@ async fn wait_for_signal() -> &'static str {
 async fn wait_for_signal() -> &'static str {
     let _ = tokio::signal::ctrl_c().await;
     "Ctrl-C"
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::sync::{Notify, Semaphore};
+    use tower::service_fn;
+
+    use super::*;
+
+    /// A router of one service whose calls wait for `release`, with
+    /// `places` places; `started` counts the calls that began.
+    fn router(places: usize, release: Arc<Notify>, started: Arc<Semaphore>) -> Router {
+        let service = service_fn(move |_: http::Request<Body>| {
+            let (release, started) = (release.clone(), started.clone());
+            async move {
+                started.add_permits(1);
+                release.notified().await;
+                Ok::<_, Infallible>(http::Response::new(Body::empty()))
+            }
+        });
+        Router {
+            routes: Arc::from(vec![("csi.v1.Node", BoxCloneSyncService::new(service))]),
+            places: Arc::new(Semaphore::new(places)),
+        }
+    }
+
+    fn call() -> http::Request<Body> {
+        let request = http::Request::builder().uri("/csi.v1.Node/NodeStageVolume");
+        request.body(Body::empty()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_call_whose_caller_left_keeps_its_place_until_its_work_ends() {
+        let (release, started) = (Arc::new(Notify::new()), Arc::new(Semaphore::new(0)));
+        let mut router = router(1, release.clone(), started.clone());
+        // The first call starts, then its caller gives up on it.
+        let first = tokio::spawn(router.call(call()));
+        started.acquire().await.unwrap().forget();
+        first.abort();
+        let _ = first.await;
+        // Its work goes on: the second call waits for the place.
+        let second = tokio::spawn(router.call(call()));
+        let waited = tokio::time::timeout(Duration::from_millis(100), started.acquire()).await;
+        assert!(
+            waited.is_err(),
+            "the second call started while the first still ran"
+        );
+        // The first one's work ends: the second runs, and answers.
+        release.notify_one();
+        started.acquire().await.unwrap().forget();
+        release.notify_one();
+        let answer = second.await.unwrap().unwrap();
+        assert_eq!(answer.status(), http::StatusCode::OK);
+    }
 }
