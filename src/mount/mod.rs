@@ -132,7 +132,10 @@ impl Change {
 /// A CSI volume ID a lease is kept under: it must not be empty.
 fn check_volume(volume: &str) -> Result<()> {
     match volume.is_empty() {
-        true => Err(crate::error::Error::invalid_argument("volume ID", "it is empty")),
+        true => Err(crate::error::Error::invalid_argument(
+            "volume ID",
+            "it is empty",
+        )),
         false => Ok(()),
     }
 }
