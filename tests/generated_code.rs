@@ -1,8 +1,10 @@
-//! The wire code in `src/wire/` is generated from `proto/`, and the CSI
-//! spec's code in `src/csi/v1.rs` from `src/csi/csi.proto`, and both are
-//! shipped in the crate, so that a driver's build compiles neither protox
-//! nor a build script. This test generates it again and fails on any difference; to
-//! write it after changing a proto:
+//! The wire code in `src/wire/` is generated from `proto/`, the CSI
+//! spec's code in `src/csi/v1.rs` from `src/csi/csi.proto`, and the RPC
+//! half of the crate from the catalogue (`catalogue/`, by the `rpcs`
+//! module here), and all are shipped in the crate, so that a driver's
+//! build compiles neither protox nor a build script. This test generates
+//! them again and fails on any difference; to write them after changing a
+//! proto or the catalogue:
 //!
 //! ```text
 //! CSI_PROXY_REGENERATE=1 cargo test --test generated_code

@@ -65,11 +65,6 @@ impl RequestField for ServiceName {
     }
 }
 
-/// A disk's page 0x83 identifier (v1alpha1's `GetDiskNumberByName`, which
-/// both sides carry by hand): only the fake proxy reads it.
-#[cfg(feature = "testing")]
-pub(crate) struct DiskName;
-
 /// A value sent as its text (`Display`): a path, a volume ID, a share.
 pub(crate) struct Text<T>(std::marker::PhantomData<T>);
 

@@ -3,10 +3,11 @@
 
 //! The disk group's trait.
 
+use std::collections::BTreeMap;
+
 use crate::api::{disk_by_page83, DiskIds, DiskLocation};
 use crate::capability::Operation;
 use crate::error::Result;
-use std::collections::BTreeMap;
 
 /// The disk group: find disks, partition them, bring them online.
 ///

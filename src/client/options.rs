@@ -12,8 +12,8 @@ use crate::version::ApiVersion;
 pub(crate) struct Deadlines {
     pub read: Duration,
     pub mutation: Duration,
-    /// The slow mutations' (`SlowlyMutates` in their rows of
-    /// `src/rpcs/`): formatting and resizing a volume take long on old
+    /// The slow mutations' (`SlowlyMutates` in their rows of the
+    /// catalogue, `catalogue/<group>.rpcs`): formatting and resizing a volume take long on old
     /// proxies (PowerShell), and long for large volumes.
     pub slow_mutation: Duration,
     pub overrides: Vec<(Operation, Duration)>,

@@ -6,6 +6,8 @@
 //! operation (see `Handle::run`). A refused argument is the call's
 //! answer at once, before any wait for the proxy; nothing is sent.
 
+use std::collections::BTreeMap;
+
 use super::handles::Handle;
 use crate::api::{
     check_name, check_target, list_volumes_operation, DiskApi, DiskIds, DiskLocation,
@@ -14,7 +16,6 @@ use crate::api::{
 };
 use crate::capability::Operation;
 use crate::error::Result;
-use std::collections::BTreeMap;
 
 #[async_trait::async_trait]
 impl DiskApi for Handle<dyn DiskApi> {

@@ -17,9 +17,11 @@ use tonic::server::NamedService;
 use tonic::transport::Server;
 use tower::util::BoxCloneSyncService;
 use tower::{Service, ServiceExt};
+use tracing::instrument::{Instrument, WithSubscriber};
 
 use super::driver::NodeDriver;
 use super::service::NodeService;
+use super::v1::identity_server;
 use crate::Status;
 use socket::{bind_unix, SocketFile};
 
@@ -164,9 +166,10 @@ impl fmt::Debug for Listener {
     }
 }
 
-/// The CSI calls an endpoint runs at once; more wait for a place. A call
-/// runs to its end even when its caller stops waiting (kubelet's
-/// deadline), and keeps its place until then. kubelet makes a few per
+/// The CSI Node calls an endpoint runs at once; more wait for a place
+/// (Identity calls, which touch nothing, never wait). A call goes on when
+/// its caller stops waiting (kubelet's deadline), and keeps its place
+/// until its work ends or the plugin stops. kubelet makes a few per
 /// volume, so a node at its volume limit stays far below it; a client
 /// that floods the endpoint queues behind it.
 pub const MAX_CONCURRENT_CALLS: usize = 64;
@@ -232,8 +235,8 @@ impl fmt::Debug for Services {
 }
 
 /// The services as one tower service: by the path's service name, at
-/// most [`MAX_CONCURRENT_CALLS`] at once, counted until each call's work
-/// ends, whether or not its caller still waits.
+/// most [`MAX_CONCURRENT_CALLS`] node calls at once, each counted until
+/// its work ends, whether or not its caller still waits.
 #[derive(Clone)]
 struct Router {
     routes: Arc<[(&'static str, Route)]>,
@@ -263,6 +266,12 @@ impl Service<http::Request<Body>> for Router {
             .find(|(name, _)| Some(*name) == service)
             .map(|(_, route)| route.clone());
         match route {
+            // Identity touches nothing and answers at once: kubelet's
+            // registration and the liveness probe get through however
+            // busy the node calls keep the places.
+            Some(route) if service == Some(identity_server::SERVICE_NAME) => {
+                Box::pin(route.oneshot(request))
+            }
             Some(route) => {
                 let places = self.places.clone();
                 Box::pin(async move {
@@ -271,12 +280,14 @@ impl Service<http::Request<Body>> for Router {
                     // The call runs to its end in a task of its own, which
                     // holds the place: a call whose caller left (kubelet's
                     // deadline) still works on the host, so it still counts.
-                    let call = tokio::spawn(async move {
+                    let work = async move {
                         let answer = route.oneshot(request).await;
                         drop(place);
                         answer
-                    });
-                    call.await.unwrap_or_else(|_| {
+                    };
+                    let call = tokio::spawn(work.in_current_span().with_current_subscriber());
+                    call.await.unwrap_or_else(|failed| {
+                        tracing::error!(error = %failed, "a CSI call stopped before it answered");
                         let status = Status::internal("the call stopped before it answered");
                         Ok(status.into_http())
                     })
@@ -295,7 +306,7 @@ impl Service<http::Request<Body>> for Router {
 /// way, and returns once their connections are closed, or after
 /// [`SHUTDOWN_DEADLINE`] at the most. A `unix://` socket file this
 /// listener made is removed at the end. At most [`MAX_CONCURRENT_CALLS`]
-/// calls run at once, and a connection has at most
+/// node calls run at once, and a connection has at most
 /// [`MAX_STREAMS_PER_CONNECTION`] streams.
 ///
 /// ```no_run
@@ -503,5 +514,31 @@ mod tests {
         release.notify_one();
         let answer = second.await.unwrap().unwrap();
         assert_eq!(answer.status(), http::StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn identity_calls_never_wait_for_a_place() {
+        let (release, started) = (Arc::new(Notify::new()), Arc::new(Semaphore::new(0)));
+        let mut router = router(1, release.clone(), started.clone());
+        let service = service_fn(|_: http::Request<Body>| async {
+            Ok::<_, Infallible>(http::Response::new(Body::empty()))
+        });
+        let identity = (
+            identity_server::SERVICE_NAME,
+            BoxCloneSyncService::new(service),
+        );
+        router.routes = Arc::from(vec![router.routes[0].clone(), identity]);
+        // A node call holds the only place...
+        let held = tokio::spawn(router.call(call()));
+        started.acquire().await.unwrap().forget();
+        // ... and a probe still answers.
+        let probe = http::Request::builder().uri("/csi.v1.Identity/Probe");
+        let answer = router
+            .call(probe.body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), http::StatusCode::OK);
+        release.notify_one();
+        held.await.unwrap().unwrap();
     }
 }

@@ -112,7 +112,7 @@ fn remove(wmi: &Requests, mapping: &WmiObject) -> Result<()> {
 /// requiring encryption (as CSI Proxy does by default).
 fn create(wmi: &Requests, root: &str, mapping: &SmbMapping) -> Result<()> {
     // The user name is never empty here: the handle checked the mapping
-    // (`SmbMapping::validate`, in the SMB group's RPC list).
+    // (`SmbMapping::validate`, in the SMB group's catalogue entry).
     let credential = credential(&mapping.username, mapping.password.expose());
     let params = vec![
         ("RemotePath", WmiValue::String(root.to_owned())),

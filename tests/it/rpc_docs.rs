@@ -1,7 +1,7 @@
 //! Each RPC of the catalogue (`catalogue/<group>.rpcs`) is documented where a
 //! reader of the host backend looks for it: a row of its own in the table
 //! of operations of docs/host-process.md, which says how the backend
-//! serves it and how far that was verified. A method added to a list
+//! serves it and how far that was verified. A method added to the catalogue
 //! without its row fails here, as one without its capability row fails
 //! `the_documented_capability_table_is_the_code_table`.
 

@@ -8,8 +8,8 @@
 use tonic::Status;
 
 use crate::adapter::fields::{
-    Bytes, DecimalDisk, DiskName, Each, Iqn, LegacyError, PartitionNumber, PathText, ServiceName,
-    ShareText, VolumeText, WideDisk,
+    Bytes, DecimalDisk, Each, Iqn, LegacyError, PartitionNumber, PathText, ServiceName, ShareText,
+    VolumeText, WideDisk,
 };
 use crate::api::{check_name, quoted, SmbRemotePath, VolumeId, WindowsPath};
 
@@ -65,6 +65,10 @@ impl ReadRequest for ServiceName {
         name("service name", wire)
     }
 }
+
+/// A disk's page 0x83 identifier: v1alpha1's `GetDiskNumberByName`, which
+/// both sides carry by hand (the client sends it as it is).
+pub(super) struct DiskName;
 
 impl ReadRequest for DiskName {
     type Owned = String;

@@ -183,6 +183,15 @@ pub fn read(path: &std::path::Path) -> Group {
 }
 
 impl Group {
+    /// The group's name as the docs write it.
+    pub fn display_name(&self) -> String {
+        match self.file.as_str() {
+            "iscsi" => "iSCSI".to_owned(),
+            "smb" => "SMB".to_owned(),
+            other => other.to_owned(),
+        }
+    }
+
     /// The group, once each method's layouts are known to be the group's,
     /// each named once, and each unnamed one served by a default.
     fn checked(self) -> Self {
@@ -195,15 +204,22 @@ impl Group {
                     .count();
                 match (named, &method.default) {
                     (1, _) | (0, Some(_)) => {}
-                    (0, None) => {
-                        panic!("{}: layout {} does not carry it", method.name, layout.name)
-                    }
-                    _ => panic!("{}: layout {} is named twice", method.name, layout.name),
+                    (0, None) => panic!(
+                        "catalogue/{}.rpcs, {}: layout {} does not carry it",
+                        self.file, method.name, layout.name
+                    ),
+                    _ => panic!(
+                        "catalogue/{}.rpcs, {}: layout {} is named twice",
+                        self.file, method.name, layout.name
+                    ),
                 }
             }
             for (layout, _) in &method.carried {
                 if !self.layouts.iter().any(|l| l.name == *layout) {
-                    panic!("{}: no layout {layout} in the group", method.name);
+                    panic!(
+                        "catalogue/{}.rpcs, {}: no layout {layout} in the group",
+                        self.file, method.name
+                    );
                 }
             }
         }

@@ -42,7 +42,11 @@ pub fn adapter(group: &Group, layout: &Layout) -> TokenStream {
         let body = match carried {
             Carried::Absent => {
                 let operation = method.operation();
-                let signature = unnamed_signature(method);
+                // The arguments are unused, unless they pick the operation.
+                let signature = match method.select {
+                    Some(_) => signature,
+                    None => unnamed_signature(method),
+                };
                 methods.push(quote! {
                     #signature {
                         Err(self.wire.unsupported(#operation))
@@ -63,13 +67,12 @@ pub fn adapter(group: &Group, layout: &Layout) -> TokenStream {
         };
         methods.push(quote!(#signature { #body }));
     }
-    let doc = [
-        format!(
-            " The {} group's adapter of the layout `{name}`: the client's half",
-            group.file
-        ),
-        format!(" of its entries in `catalogue/{}.rpcs`.", group.file),
-    ];
+    let doc = super::wrapped(&format!(
+        "The {} group's adapter of the layout `{name}`: the client's half of its entries in \
+         `catalogue/{}.rpcs`.",
+        group.display_name(),
+        group.file
+    ));
     let body = quote! {
         #(#docs)*
         pub(crate) struct #name {
@@ -155,7 +158,11 @@ fn request_function(method: &Method, messages: &Messages) -> RequestFunction {
         .iter()
         .map(|(field, value)| quote!(#field: #value));
     let fields: Vec<_> = fields.chain(client_fields).collect();
-    let used = super::idents(quote!(#(#fields)*));
+    // The arguments the fields are made of, and those the client's own
+    // fields' expressions name.
+    let client_values = messages.client_fields.iter().map(|(_, value)| value);
+    let mut used = super::idents(quote!(#(#client_values)*));
+    used.extend(messages.fields.iter().map(|f| f.arg.to_string()));
     let args: Vec<_> = (method.args.iter())
         .filter(|(arg, _)| used.contains(&arg.to_string()))
         .collect();
@@ -188,7 +195,11 @@ fn client_call(method: &Method, messages: &Messages, request: &RequestFunction) 
     } else {
         quote!(let response: wire::#response = self.wire.call(operation, request).await?;)
     };
-    let reads = messages.answer_fields.iter().map(|(field, kind)| {
+    // The legacy `error` first: a failure it reports is the answer, whatever
+    // the other fields hold.
+    let (legacy, values): (Vec<_>, Vec<_>) = (messages.answer_fields.iter())
+        .partition(|(_, kind)| kind.as_ref().is_some_and(is_legacy_error));
+    let reads = legacy.into_iter().chain(values).map(|(field, kind)| {
         let name = field.to_string();
         match kind {
             Some(kind) if is_legacy_error(kind) => {
@@ -229,13 +240,12 @@ pub fn server(group: &Group, layout: &Layout) -> TokenStream {
             }
         }
     });
-    let doc = [
-        format!(
-            " The fake proxy's server of the {} layout `{name}`: the server's",
-            group.file
-        ),
-        format!(" half of its entries in `catalogue/{}.rpcs`.", group.file),
-    ];
+    let doc = super::wrapped(&format!(
+        "The fake proxy's server of the {} layout `{name}`: the server's half of its entries \
+         in `catalogue/{}.rpcs`.",
+        group.display_name(),
+        group.file
+    ));
     let body = quote! {
         #[async_trait::async_trait]
         impl WireServer<#group_operation> for #name {

@@ -30,7 +30,9 @@ fn the_shipped_rpc_code_is_what_the_catalogue_generates() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let regenerate = std::env::var_os("CSI_PROXY_REGENERATE").is_some();
     let mut stale = Vec::new();
-    for (path, text) in generate(root) {
+    let generated = generate(root);
+    let written: BTreeSet<String> = generated.keys().cloned().collect();
+    for (path, text) in generated {
         let file = root.join(&path);
         if std::fs::read_to_string(&file).ok().as_deref() == Some(text.as_str()) {
             continue;
@@ -42,11 +44,38 @@ fn the_shipped_rpc_code_is_what_the_catalogue_generates() {
             stale.push(path);
         }
     }
+    for path in generated_files_under(&root.join("src")) {
+        let relative = path.strip_prefix(root).unwrap().display().to_string();
+        if !written.contains(&relative) {
+            if regenerate {
+                std::fs::remove_file(&path).unwrap();
+            } else {
+                stale.push(format!("{relative} (nothing in the catalogue makes it)"));
+            }
+        }
+    }
     assert!(
         stale.is_empty(),
         "{stale:?} differ from what catalogue/ generates; \
          run `CSI_PROXY_REGENERATE=1 cargo test --test generated_code`"
     );
+}
+
+/// The files under `dir` that say they were generated from the catalogue.
+fn generated_files_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(generated_files_under(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            if text.starts_with(HEADER.lines().next().unwrap()) {
+                found.push(path);
+            }
+        }
+    }
+    found
 }
 
 /// Every generated file, by its path in the package.
@@ -118,7 +147,8 @@ fn source(tokens: TokenStream, groups: &[Group]) -> String {
             other => kept.push(other),
         }
     }
-    for (module, names) in modules {
+    let (std, others): (Vec<_>, Vec<_>) = modules.into_iter().partition(|(m, _)| m[0] == "std");
+    for (module, names) in std.into_iter().chain(others) {
         let module = module.iter().map(|m| ident(m));
         let names = names.iter().map(|n| ident(n));
         file.items
@@ -129,6 +159,22 @@ fn source(tokens: TokenStream, groups: &[Group]) -> String {
         "{HEADER}{}",
         rustfmt(&spaced(&prettyplease::unparse(&file)))
     )
+}
+
+/// `text` as doc lines of at most 76 characters, each with its leading
+/// space (`#[doc = " ..."]`).
+pub fn wrapped(text: &str) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split_whitespace() {
+        let line = lines.last_mut().unwrap();
+        if !line.is_empty() && line.len() + 1 + word.len() > 76 {
+            lines.push(String::new());
+        }
+        let line = lines.last_mut().unwrap();
+        line.push(' ');
+        line.push_str(word);
+    }
+    lines
 }
 
 fn ident(name: &str) -> Ident {
@@ -148,7 +194,20 @@ fn has_rename(tree: &syn::UseTree) -> bool {
 /// `text` with a blank line before each item that follows another (which
 /// prettyplease leaves out), and after the module's docs.
 fn spaced(text: &str) -> String {
-    const ITEM_STARTS: [&str; 7] = ["///", "#[", "pub ", "impl ", "fn ", "async fn ", "const "];
+    const ITEM_STARTS: [&str; 12] = [
+        "///",
+        "#[",
+        "pub ",
+        "pub(",
+        "impl ",
+        "fn ",
+        "async fn ",
+        "const ",
+        "struct ",
+        "enum ",
+        "mod ",
+        "trait ",
+    ];
     let mut out = String::new();
     let mut previous = "";
     for line in text.lines() {
@@ -157,7 +216,11 @@ fn spaced(text: &str) -> String {
         let new_item = ITEM_STARTS.iter().any(|s| line_trimmed.starts_with(s))
             && !previous_trimmed.starts_with("//")
             && (previous_trimmed.ends_with('}') || previous_trimmed.ends_with(';'));
-        if after_docs || new_item {
+        // The standard library's imports apart, above the crate's.
+        let after_std = previous_trimmed.starts_with("use std::")
+            && !line_trimmed.starts_with("use std::")
+            && line_trimmed.starts_with("use ");
+        if after_docs || new_item || after_std {
             out.push('\n');
         }
         out.push_str(line);

@@ -25,7 +25,7 @@ pub fn api_trait(group: &Group) -> TokenStream {
             #signature #body
         }
     });
-    let doc = format!(" The {} group's trait.", group.file);
+    let doc = format!(" The {} group's trait.", group.display_name());
     quote! {
         #![doc = #doc]
         use crate::capability::Operation;

@@ -12,11 +12,11 @@ use std::sync::Arc;
 use tonic::Status;
 
 use super::codec::{decode, reply, status, Answer};
-use super::fields::{ReadRequest, WriteAnswer};
+use super::fields::{DiskName, ReadRequest, WriteAnswer};
 use crate::adapter::disk::{
     NumberedDiskIds, NumberedLocations, StringIdDiskIds, StringIdLocations,
 };
-use crate::adapter::fields::{DecimalDisk, DiskName};
+use crate::adapter::fields::DecimalDisk;
 use crate::api::{DiskApi, DiskIds, DiskLocation, PROXY_NO_SUCH_PAGE83};
 use crate::capability::DiskOperation as Op;
 use crate::error::Error;
