@@ -57,7 +57,7 @@ pub enum IscsiAuth {
         secret: Secret,
     },
     /// Both sides check each other; the initiator's own secret is set with
-    /// [`IscsiApi::set_mutual_chap_secret`].
+    /// [`IscsiApi::set_mutual_chap_secret`](super::IscsiApi::set_mutual_chap_secret).
     MutualChap {
         /// CHAP user name.
         username: String,

@@ -38,7 +38,7 @@ pub enum ServiceStatus {
     Paused,
 }
 
-/// A Windows service as [`SystemApi::get_service`] reports it.
+/// A Windows service as [`SystemApi::get_service`](super::SystemApi::get_service) reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServiceInfo {
     /// The display name.
