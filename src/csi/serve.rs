@@ -167,10 +167,10 @@ impl fmt::Debug for Listener {
 }
 
 /// The CSI Node calls an endpoint runs at once; more wait for a place
-/// (Identity calls, which touch nothing, never wait). A call goes on when
-/// its caller stops waiting (kubelet's deadline), and keeps its place
-/// until its work ends or the plugin stops. kubelet makes a few per
-/// volume, so a node at its volume limit stays far below it; a client
+/// (Identity calls, which do no work on the host, never wait). A call
+/// goes on when its caller stops waiting (kubelet's deadline), and keeps
+/// its place until its work ends or the plugin stops. kubelet makes a few
+/// per volume, so a node at its volume limit stays far below it; a client
 /// that floods the endpoint queues behind it.
 pub const MAX_CONCURRENT_CALLS: usize = 64;
 /// The HTTP/2 streams one connection may have open at once.
@@ -266,9 +266,10 @@ impl Service<http::Request<Body>> for Router {
             .find(|(name, _)| Some(*name) == service)
             .map(|(_, route)| route.clone());
         match route {
-            // Identity touches nothing and answers at once: kubelet's
-            // registration and the liveness probe get through however
-            // busy the node calls keep the places.
+            // Identity does no work on the host and answers within
+            // moments (a probe looks for the proxy briefly at most):
+            // kubelet's registration and the liveness probe get through
+            // however busy the node calls keep the places.
             Some(route) if service == Some(identity_server::SERVICE_NAME) => {
                 Box::pin(route.oneshot(request))
             }
