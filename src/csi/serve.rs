@@ -169,7 +169,8 @@ impl fmt::Debug for Listener {
 /// The CSI Node calls an endpoint runs at once; more wait for a place
 /// (Identity calls, which do no work on the host, never wait). A call
 /// goes on when its caller stops waiting (kubelet's deadline), and keeps
-/// its place until its work ends or the plugin stops. kubelet makes a few
+/// its place until its work ends; [`serve`] waits for it when it stops,
+/// within [`SHUTDOWN_DEADLINE`]. kubelet makes a few
 /// per volume, so a node at its volume limit stays far below it; a client
 /// that floods the endpoint queues behind it.
 pub const MAX_CONCURRENT_CALLS: usize = 64;
@@ -304,11 +305,11 @@ impl Service<http::Request<Body>> for Router {
 
 /// Serves `services` on `listener` until `stop` completes (such as
 /// [`stop_signal`]); then it takes no new call, answers the calls under
-/// way, and returns once their connections are closed, or after
-/// [`SHUTDOWN_DEADLINE`] at the most. A `unix://` socket file this
-/// listener made is removed at the end. At most [`MAX_CONCURRENT_CALLS`]
-/// node calls run at once, and a connection has at most
-/// [`MAX_STREAMS_PER_CONNECTION`] streams.
+/// way, and returns once their connections are closed and the work of
+/// the calls whose callers left has ended, or after [`SHUTDOWN_DEADLINE`]
+/// at the most. A `unix://` socket file this listener made is removed at
+/// the end. At most [`MAX_CONCURRENT_CALLS`] node calls run at once, and
+/// a connection has at most [`MAX_STREAMS_PER_CONNECTION`] streams.
 ///
 /// ```no_run
 /// use csi_proxy_client::csi::{serve, stop_signal, Listener, NodeDriver, NodeService};
@@ -331,9 +332,10 @@ pub async fn serve(
     services: Services,
     stop: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
+    let places = Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_CALLS));
     let router = Router {
         routes: services.routes.into(),
-        places: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_CALLS)),
+        places: places.clone(),
     };
     let server = Server::builder().max_concurrent_streams(MAX_STREAMS_PER_CONNECTION);
     // Once `stop` completes, the server's drain gets the deadline.
@@ -354,7 +356,10 @@ pub async fn serve(
             let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
             within(
                 deadline,
-                server.serve_with_incoming_shutdown(router, incoming, stop),
+                then_calls_left(
+                    server.serve_with_incoming_shutdown(router, incoming, stop),
+                    &places,
+                ),
             )
             .await
         }
@@ -363,7 +368,10 @@ pub async fn serve(
             let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
             let served = within(
                 deadline,
-                server.serve_with_incoming_shutdown(router, incoming, stop),
+                then_calls_left(
+                    server.serve_with_incoming_shutdown(router, incoming, stop),
+                    &places,
+                ),
             )
             .await;
             socket.remove();
@@ -378,7 +386,10 @@ pub async fn serve(
                 })?;
             let served = within(
                 deadline,
-                server.serve_with_incoming_shutdown(router, incoming, stop),
+                then_calls_left(
+                    server.serve_with_incoming_shutdown(router, incoming, stop),
+                    &places,
+                ),
             )
             .await;
             socket.remove();
@@ -387,6 +398,19 @@ pub async fn serve(
     };
     tracing::info!("stopped serving CSI");
     served.map_err(ServeError::Serve)
+}
+
+/// `served`, then the calls whose callers left, until their work ends:
+/// until every place is back.
+async fn then_calls_left<E>(
+    served: impl Future<Output = Result<(), E>>,
+    places: &tokio::sync::Semaphore,
+) -> Result<(), E> {
+    let served = served.await;
+    let all = u32::try_from(MAX_CONCURRENT_CALLS).unwrap_or(u32::MAX);
+    // Never closed: the places come back once the work ends.
+    let _all_back = places.acquire_many(all).await;
+    served
 }
 
 /// `served`, or success once `deadline` passed first (the calls still
@@ -541,5 +565,21 @@ mod tests {
         assert_eq!(answer.status(), http::StatusCode::OK);
         release.notify_one();
         held.await.unwrap().unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn serving_ends_once_the_work_of_calls_whose_callers_left_has_ended() {
+        let places = Arc::new(Semaphore::new(MAX_CONCURRENT_CALLS));
+        let left = places.clone().acquire_owned().await.unwrap();
+        let ends = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            drop(left);
+        });
+        let started = tokio::time::Instant::now();
+        then_calls_left(async { Ok::<(), ()>(()) }, &places)
+            .await
+            .unwrap();
+        assert!(started.elapsed() >= Duration::from_secs(3));
+        ends.await.unwrap();
     }
 }
