@@ -138,6 +138,20 @@ pub enum Support {
 }
 
 impl Method {
+    /// `async fn name(&self, arg: Type, ...) -> Result<Answer>`
+    pub fn signature(&self) -> TokenStream {
+        let Method { name, answer, .. } = self;
+        let args = self.args.iter().map(|(arg, ty)| quote::quote!(#arg: #ty));
+        quote::quote!(async fn #name(&self #(, #args)*) -> Result<#answer>)
+    }
+
+    /// The signature, its arguments unnamed: a method that sends nothing.
+    pub fn unnamed_signature(&self) -> TokenStream {
+        let Method { name, answer, .. } = self;
+        let types = self.args.iter().map(|(_, ty)| ty);
+        quote::quote!(async fn #name(&self #(, _: #types)*) -> Result<#answer>)
+    }
+
     /// The expression of the operation the method runs as.
     pub fn operation(&self) -> TokenStream {
         match (&self.select, self.operations.as_slice()) {

@@ -38,14 +38,14 @@ pub fn adapter(group: &Group, layout: &Layout) -> TokenStream {
         let Some(carried) = carried(method, layout) else {
             continue; // The trait's default serves it.
         };
-        let signature = signature(method);
+        let signature = method.signature();
         let body = match carried {
             Carried::Absent => {
                 let operation = method.operation();
                 // The arguments are unused, unless they pick the operation.
                 let signature = match method.select {
                     Some(_) => signature,
-                    None => unnamed_signature(method),
+                    None => method.unnamed_signature(),
                 };
                 methods.push(quote! {
                     #signature {
@@ -116,20 +116,6 @@ pub fn adapter(group: &Group, layout: &Layout) -> TokenStream {
 
         #body
     }
-}
-
-/// `async fn name(&self, arg: Type, ...) -> Result<Answer>`
-fn signature(method: &Method) -> TokenStream {
-    let Method { name, answer, .. } = method;
-    let args = method.args.iter().map(|(arg, ty)| quote!(#arg: #ty));
-    quote!(async fn #name(&self #(, #args)*) -> Result<#answer>)
-}
-
-/// The signature, its arguments unnamed: a method that sends nothing.
-fn unnamed_signature(method: &Method) -> TokenStream {
-    let Method { name, answer, .. } = method;
-    let types = method.args.iter().map(|(_, ty)| ty);
-    quote!(async fn #name(&self #(, _: #types)*) -> Result<#answer>)
 }
 
 /// The function that builds a method's request.

@@ -3,7 +3,7 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::catalogue::{Group, Method, Support};
+use super::catalogue::{Group, Support};
 
 /// `src/api/<group>.rs`: the group's public trait. Each method's default
 /// answers `NotImplemented` with the method's operation, unless the
@@ -12,7 +12,7 @@ pub fn api_trait(group: &Group) -> TokenStream {
     let Group { docs, api, .. } = group;
     let methods = group.methods.iter().map(|method| {
         let docs = &method.docs;
-        let signature = signature(method);
+        let signature = method.signature();
         let body = match &method.default {
             Some(default) => quote!(#default),
             None => {
@@ -39,13 +39,6 @@ pub fn api_trait(group: &Group) -> TokenStream {
             #(#methods)*
         }
     }
-}
-
-/// `async fn name(&self, arg: Type, ...) -> Result<Answer>`
-fn signature(method: &Method) -> TokenStream {
-    let Method { name, answer, .. } = method;
-    let args = method.args.iter().map(|(arg, ty)| quote!(#arg: #ty));
-    quote!(async fn #name(&self #(, #args)*) -> Result<#answer>)
 }
 
 /// `src/capability/operations.rs`: `Operation`, its table, and each
@@ -179,7 +172,7 @@ pub fn relays(groups: &[Group]) -> TokenStream {
     let impls = groups.iter().map(|group| {
         let api = &group.api;
         let methods = group.methods.iter().map(|method| {
-            let signature = signature(method);
+            let signature = method.signature();
             let name = &method.name;
             let operation = method.operation();
             let checked = match &method.check {
