@@ -1,9 +1,10 @@
 //! The example driver's own rules, all a driver writes for its node
 //! plugin: its name, the kinds of volumes it serves, and what a volume ID
-//! and its contexts name on the node. A disk is found by its page 0x83 ID
-//! or its LUN, from the publish context (what the controller's attach
-//! reported, as Azure drivers read a LUN), else the volume context, else
-//! the ID itself: `disk:page83:<id>`, `disk:lun:<lun>`; a folder on a
+//! and its contexts name on the node. A disk is named by its ID:
+//! `disk:page83:<id>` (the page 0x83 ID, which no context overrides) or
+//! `disk:lun:<lun>` (a LUN, narrowed to a page 0x83 ID when the publish or
+//! volume context carries one, since a LUN may repeat across adapters);
+//! a folder on a
 //! share is `smb:<\\server\share\folder>` (or, for a folder too long for
 //! an ID, the volume context's `source`), mapped with the node-stage
 //! secrets `username` and `password`. A real driver's IDs name its
@@ -69,8 +70,8 @@ impl ExampleDriver {
 
 /// The ID and contexts this driver's controller would give a volume the
 /// test controller made: a disk by its page 0x83 ID, with its LUN in the
-/// publish context as an attach reports it (which `volume` reads first); a
-/// share's folder by its path.
+/// publish context as an attach reports it (which `volume` does not need:
+/// the ID names the disk); a share's folder by its path.
 pub fn controller_ids(made: &TestVolume) -> ControllerVolume {
     match made {
         TestVolume::Disk { page83, lun, .. } if !page83.is_empty() => {
@@ -115,22 +116,24 @@ impl NodeDriver for ExampleDriver {
     }
 
     fn volume(&self, request: &VolumeRequest<'_>) -> Result<Volume, Status> {
-        // A page 0x83 ID before a LUN, which may repeat across adapters.
-        for context in [request.publish_context, request.volume_context] {
-            if let Some(page83) = context.get("page83") {
-                return Ok(Volume::Disk(DiskSelector::page83(page83)));
-            }
-            if let Some(lun) = context.get("lun") {
-                return Ok(Volume::Disk(DiskSelector::lun(lun)));
-            }
-        }
         let id = request.volume_id;
         // An ID this driver never made: no such volume.
         let unknown = || Status::not_found(format!("no volume {id:?} on this driver"));
+        // The ID names the disk; a context only narrows a LUN, which may
+        // repeat across adapters, to the disk's page 0x83 ID. A LUN in a
+        // context never overrides the page 0x83 ID of the ID itself.
+        let page83_in_context = || {
+            [request.publish_context, request.volume_context]
+                .into_iter()
+                .find_map(|context| context.get("page83"))
+        };
         if let Some(page83) = id.strip_prefix("disk:page83:") {
             Ok(Volume::Disk(DiskSelector::page83(page83)))
         } else if let Some(lun) = id.strip_prefix("disk:lun:") {
-            Ok(Volume::Disk(DiskSelector::lun(lun)))
+            Ok(Volume::Disk(match page83_in_context() {
+                Some(page83) => DiskSelector::page83(page83),
+                None => DiskSelector::lun(lun),
+            }))
         } else if let Some(share) = id.strip_prefix("smb:") {
             // A folder too long for the ID is in the volume context.
             let share = request

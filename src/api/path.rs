@@ -41,7 +41,11 @@ const KUBELET_PODS_DIR: &str = r"C:\var\lib\kubelet\pods\";
 ///   `x`);
 /// - a component is a device name (`CON`, `PRN`, `AUX`, `NUL`, `COM0`-`COM9`,
 ///   `LPT0`-`LPT9`, `CONIN$`, `CONOUT$`), with or without an extension
-///   (`NUL.txt` is the null device).
+///   (`NUL.txt` is the null device);
+/// - a component reads as an 8.3 short name (`PROGRA~1`, `GLOBAL~1.TXT`):
+///   which folder it opens depends on the other names beside it, so two
+///   paths could name one folder unseen (`kubernetes.io~csi` is a long
+///   name, and passes).
 ///
 /// The proxy additionally requires filesystem paths to lie under the
 /// kubelet directory or one of its `--working-dir`s; the client cannot know
@@ -109,6 +113,12 @@ impl WindowsPath {
             }
             if is_device_name(name) {
                 return reject(&format!("{name:?} is a device name on Windows"));
+            }
+            if super::path_key::is_short_name(name) {
+                return reject(&format!(
+                    "{name:?} reads as an 8.3 short name, which may open another folder \
+                     than its text says; give the long name"
+                ));
             }
         }
         Ok(Self(path))

@@ -12,7 +12,8 @@ use crate::error::{Error, Result};
 pub struct SmbRemotePath(String);
 
 impl SmbRemotePath {
-    /// Normalizes `/` to `\` and checks for `\\server\share[\...]`.
+    /// Normalizes `/` to `\` and checks for `\\server\share[\...]`, with
+    /// no `.` or `..` component.
     pub fn new(path: impl AsRef<str>) -> Result<Self> {
         let raw = path.as_ref();
         let path = raw.replace('/', "\\");
@@ -33,6 +34,11 @@ impl SmbRemotePath {
         }
         if path.chars().any(char::is_control) {
             return reject("contains a control character");
+        }
+        // `.` and `..` would name another folder than the one the path
+        // reads, possibly on another share's root.
+        if (parts.chain([server, share])).any(|part| part == "." || part == "..") {
+            return reject("must not contain '.' or '..' components");
         }
         Ok(Self(path))
     }

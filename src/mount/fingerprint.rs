@@ -46,7 +46,13 @@ impl Fingerprint {
             true => keyed(key, &self.salt, username, password),
             false => stretched(&self.salt, username, password),
         };
-        hash == self.hash
+        same_in_constant_time(&hash, &self.hash)
+    }
+
+    /// Whether it is an earlier build's unkeyed fingerprint, which a match
+    /// should replace with a keyed one.
+    pub fn is_legacy(&self) -> bool {
+        !self.keyed
     }
 
     /// `k1:salt:hash` in hex (an earlier build's: `salt:hash`), for the
@@ -70,6 +76,13 @@ impl Fingerprint {
             keyed,
         })
     }
+}
+
+/// Whether `a` and `b` are equal, in a time that does not depend on
+/// where they first differ.
+fn same_in_constant_time(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    let differences = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(differences) == 0
 }
 
 /// The salt and the credentials, as hashed: the user name's length first

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::journal::TargetRecord;
+use super::journal::{key, TargetRecord};
 use super::stage::DiskStage;
 use super::{
     check_volume, Change, DiskAfterUnstage, DiskSelector, Formatting, Inner, Mounter, Staged,
@@ -151,9 +151,10 @@ impl Mounter {
 
     /// `NodeUnstageVolume` of an iSCSI volume: unstages its disk as
     /// [`unstage_disk`](Self::unstage_disk) does, then drops `volume`'s
-    /// lease; the last lease of a target this mounter logged in to logs
-    /// out (the target's disks go with the session). A logout that fails
-    /// keeps the lease, so that the retry logs out.
+    /// lease taken for `staging`; the last lease of a target this mounter
+    /// logged in to logs out (the target's disks go with the session). A
+    /// lease held for another path is kept, and the session with it. A
+    /// logout that fails keeps the lease, so that the retry logs out.
     pub async fn unstage_iscsi(
         &self,
         volume: &str,
@@ -294,8 +295,11 @@ impl Inner {
         offline: bool,
     ) -> Result<Change> {
         let mut changed = self.unstage_disk(staging, offline).await?.changed();
+        // Only the lease taken for this path: the session stays under a
+        // stage of the volume at another path.
+        let path_key = key(staging.as_str());
         let leased = self.journal.view(|records| {
-            let (target_key, _) = records.target_leased_by(volume)?;
+            let target_key = records.target_leased_at(volume, &path_key)?;
             let record = records.targets.get(target_key)?.clone();
             Some((target_key.to_owned(), record))
         });

@@ -52,7 +52,7 @@ impl Mounter {
             if let Some(volume) = &volume {
                 inner.check_staged_for(volume, &staging2)?;
             }
-            inner.publish(&staging2, &target2).await
+            inner.publish(volume.as_deref(), &staging2, &target2).await
         };
         self.inner.flights.run(target.as_str(), request, work).await
     }
@@ -101,6 +101,7 @@ impl Mounter {
 impl Inner {
     async fn publish(
         self: &Arc<Self>,
+        volume: Option<&str>,
         staging: &WindowsPath,
         target: &WindowsPath,
     ) -> Result<Change> {
@@ -114,7 +115,7 @@ impl Inner {
             } if ours(to) => {
                 // The link is there; the staging path must still hold the
                 // volume, or the pod would write to the node's own disk.
-                self.check_staged(staging).await?;
+                self.check_staged(volume, staging).await?;
                 return Ok(Change::Unchanged);
             }
             PathState::Link {
@@ -141,7 +142,7 @@ impl Inner {
             // (v1.3 cannot say where a link leads): a leftover, replaced.
             PathState::Absent | PathState::Directory | PathState::Link { .. } => {}
         }
-        self.check_staged(staging).await?;
+        self.check_staged(volume, staging).await?;
         // Kubelet's empty folder, or a leftover link: only on proof that
         // it is no one's data.
         self.remove_found(target, &found).await?;
@@ -192,8 +193,11 @@ impl Inner {
     }
 
     /// Fails unless `staging` holds a staged volume (one call) or a share
-    /// that answers.
-    async fn check_staged(&self, staging: &WindowsPath) -> Result<()> {
+    /// that answers; and, for CSI volume `volume`, unless the volume the
+    /// host answers there is that one's: a volume the journal staged for
+    /// another CSI volume is another's data, whichever folder (an alias
+    /// the records do not know, a second mount) leads to it.
+    async fn check_staged(&self, volume: Option<&str>, staging: &WindowsPath) -> Result<()> {
         let staged = match self.recorded_link(staging) {
             Some(LinkTo::Smb(_)) => matches!(
                 self.inspect(staging, false).await?,
@@ -202,7 +206,15 @@ impl Inner {
                     ..
                 }
             ),
-            _ => self.mounted_volume(staging).await?.is_some(),
+            _ => match self.mounted_volume(staging).await? {
+                Some(mounted) => {
+                    if let Some(volume) = volume {
+                        self.check_volume_is(volume, &mounted, staging)?;
+                    }
+                    true
+                }
+                None => false,
+            },
         };
         if staged {
             return Ok(());

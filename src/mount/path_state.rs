@@ -278,7 +278,12 @@ impl Inner {
         let Some(parent) = path.parent() else {
             return Ok(false);
         };
-        let probe = WindowsPath::new(format!("{path}.volume-probe"))?;
+        // A path near the length limit has no room for the probe's name:
+        // no probe, so the volume stands, as when one cannot be made.
+        let Ok(probe) = WindowsPath::new(format!("{path}.volume-probe")) else {
+            tracing::debug!(%path, "no room for a probe link beside the path: the volume stands");
+            return Ok(false);
+        };
         let probe_key = key(probe.as_str());
         let filesystem = self.proxy.filesystem()?;
         // One a crash left there first, if the journal says it is the

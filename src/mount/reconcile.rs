@@ -313,12 +313,14 @@ impl Inner {
     ) -> Vec<Settled> {
         let _folder = self.flights.lock(folder.as_str()).await;
         let settled = match self.inspect(&folder, false).await {
-            // No volume there (the host said so) and not a link.
-            Ok(PathState::Directory) => match self.remove_unforced(&folder).await {
-                Ok(()) => Settled::FolderRemoved(folder),
-                // Something was put in it: it stays, and so does its
-                // record.
-                Err(Error::Conflict { .. }) => return vec![],
+            // No volume there (the host said so) and not a link: removed
+            // only once shown to be a folder with nothing in it (a file
+            // put at the path reads the same to the proxy).
+            Ok(PathState::Directory) => match self.remove_empty_folder(&folder).await {
+                Ok(_) => Settled::FolderRemoved(folder),
+                // Something was put in it, or in its place: it stays, and
+                // so does its record.
+                Err(Error::Conflict { .. } | Error::NotOurs { .. }) => return vec![],
                 Err(error) => return vec![Settled::Failed(folder.to_string(), error)],
             },
             Ok(PathState::Absent) => Settled::Forgotten,

@@ -25,6 +25,32 @@ impl Inner {
         }
     }
 
+    /// Fails with [`Error::Conflict`](crate::Error::Conflict) when the
+    /// journal records host volume `mounted` (found at `path`) staged for
+    /// another CSI volume than `volume`.
+    pub(super) fn check_volume_is(
+        &self,
+        volume: &str,
+        mounted: &VolumeId,
+        path: &WindowsPath,
+    ) -> Result<()> {
+        let staged_for = self.journal.view(|records| {
+            (records.stages.values())
+                .filter(|(_, stage)| stage.volume == *mounted)
+                .find_map(|(_, stage)| stage.csi_volume.clone().filter(|other| other != volume))
+        });
+        match staged_for {
+            Some(other) => Err(conflict(
+                path,
+                format!(
+                    "the host answers volume {mounted} there, which is staged for {other:?}, \
+                     not {volume:?}"
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// Whether the journal records `volume` staged at some path.
     pub(super) fn staged_anywhere(&self, volume: &VolumeId) -> bool {
         (self.journal).view(|records| records.stages.values().any(|(_, s)| s.volume == *volume))

@@ -172,6 +172,9 @@ fn handles_are_send_and_sync() {
 async fn bad_input_is_rejected_before_anything_is_sent() {
     // Constructors refuse malformed values outright.
     assert!(WindowsPath::new(r"C:\a\..\b").is_err());
+    // An 8.3 short name may open another folder than it reads.
+    assert!(WindowsPath::new(r"C:\var\lib\kubelet\plugins\PD~1\pv").is_err());
+    assert!(WindowsPath::new(r"C:\var\lib\kubelet\pods\p\volumes\kubernetes.io~csi").is_ok());
     assert!(VolumeId::new("").is_err());
     assert!(SmbRemotePath::new(r"C:\share").is_err());
     assert!(SmbRemotePath::new(r"\\server").is_err());

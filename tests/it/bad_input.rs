@@ -95,6 +95,9 @@ async fn malformed_input_is_refused_and_nothing_is_sent() {
         r"\\?\x",
         r"\\.\x",
         "\\\\srv\\sh\0",
+        r"\\srv\share\..\other",
+        r"\\srv\..\share",
+        r"\\srv\share\.\pv",
     ] {
         check(
             format!("SMB path {raw:?}"),

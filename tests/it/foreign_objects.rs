@@ -10,6 +10,8 @@
 //! removes a file, `IsSymlink` reads a file as no link, `IsVolumeFormatted`
 //! reads a foreign file system as none.
 
+mod paths;
+
 use std::time::Duration;
 
 use csi_proxy_client::api::WindowsPath;

@@ -350,16 +350,16 @@ fn the_examples_kinds_and_test_volume_ids() {
             &none,
         );
         match (both.volume(&request).unwrap(), &made) {
+            // The ID's page 0x83 ID, never the publish context's LUN
+            // (which never names a disk on the boot adapter).
             (Volume::Disk(selector), TestVolume::Disk { .. }) => {
-                assert_eq!(selector.to_string(), driver_lun_selector("3"));
+                assert_eq!(
+                    selector.to_string(),
+                    csi_proxy_client::mount::DiskSelector::page83(PAGE83).to_string()
+                );
             }
             (Volume::Smb(share, None), TestVolume::Share(folder)) => assert_eq!(&share, folder),
             (volume, made) => panic!("{made:?} resolved to {volume:?}"),
         }
     }
-}
-
-/// How a LUN selector reads.
-fn driver_lun_selector(lun: &str) -> String {
-    csi_proxy_client::mount::DiskSelector::lun(lun).to_string()
 }

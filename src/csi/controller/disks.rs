@@ -1,5 +1,5 @@
 //! The disks a create could claim: online, with no volume on it, never
-//! claimed before. `CreateVolume` takes one, `GetCapacity` adds them up.
+//! claimed before, and named so that the node would stage it. `CreateVolume` takes one, `GetCapacity` adds them up.
 
 use crate::Status;
 
@@ -50,6 +50,11 @@ impl TestController {
                 &location.lun_id,
             );
             let (key, value) = made.identity();
+            // A disk known only by its LUN is one the node never stages
+            // on the boot adapter (`DiskSelector::lun`): never handed out.
+            if key == "lun" && crate::mount::on_boot_adapter(&location.adapter) {
+                continue;
+            }
             let identity = (key.to_owned(), value);
             if self.was_claimed(&identity) {
                 continue;

@@ -53,6 +53,12 @@ pub struct DiskCandidate {
 /// staging the temporary disk in a data disk's place, its issue #2661).
 const BOOT_ADAPTER: &str = "0";
 
+/// Whether `adapter` (as `ListDiskLocations` reports it) is the boot
+/// adapter, whose disks [`DiskSelector::lun`] never selects.
+pub(crate) fn on_boot_adapter(adapter: &str) -> bool {
+    same_part(adapter, BOOT_ADAPTER)
+}
+
 impl DiskSelector {
     /// The data disk at logical unit `lun` (`ListDiskLocations`), as Azure
     /// attaches data disks. Compared as numbers when both are numbers,
@@ -129,13 +135,34 @@ impl DiskSelector {
         Self(Selector::Matching(description.into(), Arc::new(predicate)))
     }
 
+    /// Fails with [`Error::InvalidArgument`] for a selector that names no
+    /// disk: an empty page 0x83 ID, serial number or LUN would otherwise
+    /// select every disk that reports none.
+    fn check(&self) -> Result<()> {
+        let (what, value) = match &self.0 {
+            Selector::Page83(id) => ("page 0x83 ID", id),
+            Selector::Serial(serial) => ("serial number", serial),
+            Selector::Lun(lun) => ("LUN", lun),
+            Selector::LunOn { lun, .. } => ("LUN", lun),
+            Selector::Matching(..) => return Ok(()),
+        };
+        match value.trim().is_empty() {
+            true => Err(Error::invalid_argument(
+                "disk selector",
+                format!("its {what} is empty: it would name every disk that reports none"),
+            )),
+            false => Ok(()),
+        }
+    }
+
     /// Whether `candidate` is the disk.
     fn selects(&self, candidate: &DiskCandidate) -> bool {
         let ids = candidate.ids.as_ref();
         match &self.0 {
-            Selector::Lun(lun) => candidate.location.as_ref().is_some_and(|at| {
-                same_part(&at.lun_id, lun) && !same_part(&at.adapter, BOOT_ADAPTER)
-            }),
+            Selector::Lun(lun) => candidate
+                .location
+                .as_ref()
+                .is_some_and(|at| same_part(&at.lun_id, lun) && !on_boot_adapter(&at.adapter)),
             Selector::LunOn {
                 adapter,
                 target,
@@ -145,8 +172,11 @@ impl DiskSelector {
                     && same_part(&at.target, target)
                     && same_part(&at.lun_id, lun)
             }),
-            Selector::Page83(id) => ids.is_some_and(|ids| ids.page83 == *id),
-            Selector::Serial(serial) => ids.is_some_and(|ids| ids.serial_number == *serial),
+            // An empty one names no disk (`check` refuses it first).
+            Selector::Page83(id) => !id.is_empty() && ids.is_some_and(|ids| ids.page83 == *id),
+            Selector::Serial(serial) => {
+                !serial.is_empty() && ids.is_some_and(|ids| ids.serial_number == *serial)
+            }
             Selector::Matching(_, predicate) => predicate(candidate),
         }
     }
@@ -249,6 +279,7 @@ impl Mounter {
 
 impl Inner {
     pub(super) async fn find_disk(&self, selector: &DiskSelector, wait: Duration) -> Result<u32> {
+        selector.check()?;
         let disk = self.proxy.disk()?;
         let deadline = Instant::now() + wait;
         // The first look's listings are sent from now on; a later one's,
@@ -352,6 +383,36 @@ mod tests {
     fn chosen(selector: &DiskSelector, disks: &[DiskCandidate]) -> Vec<u32> {
         let selected = disks.iter().filter(|d| selector.selects(d));
         selected.map(|d| d.number).collect()
+    }
+
+    #[test]
+    fn an_empty_selector_names_no_disk_and_is_refused() {
+        let blank = DiskCandidate {
+            number: 4,
+            location: Some(DiskLocation {
+                adapter: "1".into(),
+                bus: String::new(),
+                target: "0".into(),
+                lun_id: "4".into(),
+            }),
+            ids: Some(DiskIds {
+                page83: String::new(),
+                serial_number: String::new(),
+            }),
+        };
+        for empty in [
+            DiskSelector::page83(""),
+            DiskSelector::serial_number(""),
+            DiskSelector::lun(" "),
+        ] {
+            assert!(!empty.selects(&blank), "{empty}");
+            let refused = empty.check().unwrap_err();
+            assert!(
+                matches!(refused, Error::InvalidArgument { .. }),
+                "{refused}"
+            );
+        }
+        assert!(DiskSelector::page83("Google  pv").check().is_ok());
     }
 
     #[test]

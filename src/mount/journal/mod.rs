@@ -39,9 +39,11 @@ const FILE_NAME: &str = "mounter-journal";
 /// Failed writes remembered for the callers still to hear of them.
 const FAILURES_KEPT: usize = 16;
 
-/// The key of a path or share in the records.
+/// The key of a path or share in the records: every spelling Windows
+/// opens as one folder has the same key, so that a record is found
+/// whichever spelling kubelet or a caller uses.
 pub(crate) fn key(text: &str) -> String {
-    text.trim_end_matches('\\').to_lowercase()
+    crate::api::same_object_key(text)
 }
 
 /// The records, in memory and in their file.

@@ -133,6 +133,11 @@ fn leased_by<'a, V: Clone + PartialEq>(
         .map(|((key, _), lease)| (key.as_str(), lease))
 }
 
+/// Whether `path` is the path of key `path_key`.
+fn at(path: &WindowsPath, path_key: &str) -> bool {
+    super::key(path.as_str()) == path_key
+}
+
 fn row(root: &str, second: &str) -> ShareRow {
     (root.to_owned(), second.to_owned())
 }
@@ -151,6 +156,15 @@ impl Records {
     /// The share root whose lease `volume` holds, if any.
     pub fn share_leased_by(&self, volume: &str) -> Option<&str> {
         leased_by(&self.leases, volume).map(|(root, _)| root)
+    }
+
+    /// The share root whose lease `volume` holds for its stage at the
+    /// path `staging_key`: a lease taken for another path is not this
+    /// path's to release.
+    pub fn share_leased_at(&self, volume: &str, staging_key: &str) -> Option<&str> {
+        (self.leases.iter())
+            .find(|((_, holder), lease)| holder == volume && at(&lease.staging, staging_key))
+            .map(|((root, _), _)| root.as_str())
     }
 
     /// The remote paths mapped on share `root`.
@@ -219,11 +233,19 @@ impl Records {
         leased_by(&self.target_leases, volume)
     }
 
+    /// The target key whose lease `volume` holds for its stage at the
+    /// path `staging_key`.
+    pub fn target_leased_at(&self, volume: &str, staging_key: &str) -> Option<&str> {
+        (self.target_leases.iter())
+            .find(|((_, holder), staging)| holder == volume && at(staging, staging_key))
+            .map(|((target, _), _)| target.as_str())
+    }
+
     /// The CSI volume the records say is staged at the path `staging_key`:
     /// a disk's stage that named one, a share's lease, an iSCSI target's
     /// lease.
     pub fn csi_volume_at(&self, staging_key: &str) -> Option<&str> {
-        let at = |staging: &WindowsPath| super::key(staging.as_str()) == staging_key;
+        let at = |staging: &WindowsPath| at(staging, staging_key);
         let disk =
             (self.stages.get(staging_key)).and_then(|(_, stage)| stage.csi_volume.as_deref());
         let share = || {

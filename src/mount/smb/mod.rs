@@ -159,11 +159,14 @@ impl Mounter {
     }
 
     /// `NodeUnstageVolume` of an SMB share: removes the link at `staging`
-    /// (never what is behind it) and `volume`'s lease; when no lease is
-    /// left and this mounter made the mapping, removes it. A volume with no
-    /// lease (staged before the journal existed) just loses its link. A
-    /// removal of the mapping that fails keeps the lease, so that the retry
-    /// removes it.
+    /// (never what is behind it) and `volume`'s lease taken for that path;
+    /// when no lease is left and this mounter made the mapping, removes it.
+    /// A lease `volume` holds for another path is kept: an unstage at a
+    /// path the journal does not record for the volume releases nothing,
+    /// and answers [`Change::Unchanged`] when nothing is there. A volume
+    /// with no lease (staged before the journal existed) just loses its
+    /// link. A removal of the mapping that fails keeps the lease, so that
+    /// the retry removes it.
     pub async fn unstage_smb(&self, volume: &str, staging: &WindowsPath) -> Result<Change> {
         check_volume(volume)?;
         let request = format!("unstage-smb {volume}");
@@ -199,17 +202,20 @@ impl Inner {
         staging: &WindowsPath,
     ) -> Result<Change> {
         let path_key = key(staging.as_str());
-        let (disk_staged, recorded_share, leased) = self.journal.view(|records| {
+        let (disk_staged, recorded_share, root) = self.journal.view(|records| {
             let recorded_share = match records.links.get(&path_key) {
                 Some((_, LinkTo::Smb(share))) => share_key(share),
                 _ => None,
             };
-            let leased = records.share_leased_by(volume).map(str::to_owned);
-            (
-                records.stages.contains_key(&path_key),
-                recorded_share,
-                leased,
-            )
+            // Only the lease taken for this path: one held for another
+            // path stays with the stage there. A link with no lease at all
+            // (made before leases were kept) releases its share's.
+            let root = match records.share_leased_at(volume, &path_key) {
+                Some(root) => Some(root.to_owned()),
+                None if records.share_leased_by(volume).is_some() => None,
+                None => recorded_share.clone(),
+            };
+            (records.stages.contains_key(&path_key), recorded_share, root)
         });
         if disk_staged {
             return Err(conflict(
@@ -217,7 +223,6 @@ impl Inner {
                 "a disk's volume is staged there (unstage it with unstage_disk)",
             ));
         }
-        let root = leased.or(recorded_share.clone());
         // A link this mounter made goes without a look: the look at a
         // link whose share is gone fails, and removing a link never
         // touches the share.

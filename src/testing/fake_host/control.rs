@@ -275,6 +275,19 @@ impl FakeHost {
         self.state().share_folder_exists(path)
     }
 
+    /// Puts a file at `path` (its folders made as needed), in place of
+    /// whatever was there: someone else's file, which the mounter must
+    /// never remove (as [`FakeHostBuilder::file`](super::FakeHostBuilder::file)
+    /// seeds one).
+    pub fn put_file(&self, path: &str) {
+        let at = super::local_path(path);
+        let mut state = self.state();
+        if let Some((up, _)) = at.rsplit_once('\\') {
+            state.mkdir_all(up);
+        }
+        state.tree.insert(&at, PathEntry::File);
+    }
+
     // ---- reboot -----------------------------------------------------------
 
     /// Restarts the node: every SMB global mapping is gone; every volume

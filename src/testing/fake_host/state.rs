@@ -329,9 +329,10 @@ pub(super) struct PathTree {
     entries: BTreeMap<String, PathEntry>,
 }
 
-/// The key of `path`: lower-cased, without a trailing backslash.
+/// The key of `path`: the folder Windows opens for it, whatever its case
+/// and separators (as the mounter's records compare paths).
 pub(super) fn key(path: &str) -> String {
-    path.trim_end_matches('\\').to_lowercase()
+    crate::api::same_object_key(path)
 }
 
 /// The parent of a key, `None` for a drive root.

@@ -21,7 +21,7 @@ fn chap() -> IscsiAuth {
 }
 
 /// A node whose portal offers a target with two disks behind one-way CHAP.
-async fn node_with_target(release: ProxyRelease) -> Node {
+pub(super) async fn node_with_target(release: ProxyRelease) -> Node {
     let disks = [("iscsi-lun-0", 5 * GIB), ("iscsi-lun-1", 5 * GIB)];
     let host = FakeHost::builder().iscsi_target(
         portal(),
@@ -33,7 +33,7 @@ async fn node_with_target(release: ProxyRelease) -> Node {
     Node::on(release, host).await
 }
 
-fn lun(n: u32) -> IscsiVolume {
+pub(super) fn lun(n: u32) -> IscsiVolume {
     IscsiVolume::new(portal(), IQN)
         .with_auth(chap())
         .with_lun(n)

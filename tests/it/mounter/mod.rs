@@ -8,6 +8,7 @@ mod codes;
 mod faults;
 mod hardening;
 mod iscsi;
+mod leases;
 mod recovery;
 mod round_trips;
 mod shared_looks;

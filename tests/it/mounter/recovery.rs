@@ -130,3 +130,22 @@ async fn a_pre_1_1_2_proxy_maps_each_path_and_every_one_is_removed() {
     );
     assert_eq!(node.host.entry(STAGING_2), None);
 }
+
+#[tokio::test]
+async fn reconcile_leaves_a_file_put_where_it_made_a_folder() {
+    let host = FakeHost::builder().disk(1, PAGE83, 10 * GIB);
+    let mut node = Node::on(ProxyRelease::LATEST, host).await;
+    node.stage_and_publish(STAGING_2, TARGET).await;
+    node.host.reboot();
+    // The folder the mounter made (and the reboot unmounted) is replaced
+    // by someone's file.
+    node.host.rmdir(&path(STAGING_2), false).await.unwrap();
+    node.host.put_file(STAGING_2);
+    node.restart_driver().await;
+    let report = node.mounter.reconcile(|_| false).await.unwrap();
+    assert!(report.folders_removed.is_empty(), "{report:?}");
+    assert_eq!(
+        node.host.entry(STAGING_2),
+        Some(csi_proxy_client::testing::PathEntry::File)
+    );
+}

@@ -9,7 +9,7 @@ use csi_proxy_client::mount::{Change, DiskAfterUnstage, Mounter, PathState};
 use csi_proxy_client::testing::{FakeHost, LinkReading, PathEntry, ProxyRelease, SmbMappingStatus};
 use csi_proxy_client::{Code, Error, HostCause, Operation as Op};
 
-async fn node_with_share(release: ProxyRelease) -> Node {
+pub(super) async fn node_with_share(release: ProxyRelease) -> Node {
     let host = host_with_share().smb_share(r"\\files\other", "admin", "root-pw");
     Node::on(release, host).await
 }
