@@ -89,6 +89,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(all(feature = "csi", feature = "testing"))]
 pub(crate) use disks::on_boot_adapter;
 pub use disks::{DiskCandidate, DiskSelector};
 pub use iscsi::IscsiVolume;

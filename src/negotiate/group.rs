@@ -155,6 +155,12 @@ pub(super) fn record(report: &GroupReport, outcome: &Result<Connection>, quiet: 
             span.record("chosen", tracing::field::display(connection.version));
             tracing::info!(version = %connection.version, address = %connection.address, "negotiated");
         }
+        // A group this proxy does not serve is common and often not needed
+        // (iscsi and system by most drivers): a required one fails the
+        // client's start, which says so. Anything else is a fault.
+        Err(error @ Error::NotServed { .. }) => {
+            tracing::info!(%error, "not served by this node's CSI Proxy")
+        }
         Err(error) => tracing::warn!(%error, "no version negotiated"),
     }
 }

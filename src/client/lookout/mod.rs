@@ -49,6 +49,7 @@ use crate::error::{Error, Result};
 use crate::group::ApiGroup;
 use crate::metrics::{self, CallSeries, CallVersion, GroupGauges};
 use crate::negotiate::{GroupReport, Negotiated, Negotiator};
+use crate::version::ApiVersion;
 pub(crate) use any::AnyLookout;
 use newer::NewerLook;
 pub(crate) use state::SlotState;
@@ -327,7 +328,7 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
         self.show(&state);
         self.changes.send_replace(state.generation);
         if from != to {
-            tracing::info!(group = %self.group, ?from, ?to, "CSI Proxy API version changed");
+            log_version_change(self.group, from, to);
             metrics::version_changed(self.group, from, to);
             let _ = self.behaviour.events.send(VersionChange {
                 group: self.group,
@@ -353,5 +354,24 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
             }
             other => CallVersion::Direct(other),
         }
+    }
+}
+
+/// Says in the log what a change of a group's version means to an
+/// operator: the proxy going away is a warning (calls wait for it), its
+/// return or another version news.
+fn log_version_change(group: ApiGroup, from: Option<ApiVersion>, to: Option<ApiVersion>) {
+    match (from, to) {
+        (Some(from), None) => tracing::warn!(
+            %group,
+            %from,
+            "CSI Proxy stopped serving this API (stopped, restarting or being upgraded); \
+             calls wait for it to come back"
+        ),
+        (None, Some(to)) => tracing::info!(%group, %to, "CSI Proxy serves this API again"),
+        (Some(from), Some(to)) => {
+            tracing::info!(%group, %from, %to, "CSI Proxy now serves another version of this API")
+        }
+        (None, None) => {}
     }
 }
