@@ -8,7 +8,7 @@
 use tonic::Status;
 
 use crate::adapter::fields::{
-    Bytes, DecimalDisk, Each, Iqn, LegacyError, PartitionNumber, PathText, ServiceName, ShareText,
+    Bytes, DecimalDisk, Each, Iqn, LegacyError, LookedPath, PartitionNumber, PathText, ServiceName, ShareText,
     VolumeText, WideDisk,
 };
 use crate::api::{check_name, quoted, SmbRemotePath, VolumeId, WindowsPath};
@@ -93,6 +93,31 @@ impl ReadRequest for PathText {
                 quoted(&wire)
             ))),
             Err(e) => Err(refused(e.to_string())),
+        }
+    }
+}
+
+/// `IsSymlink`, which CSI Proxy does not check: a local path as
+/// [`PathText`] reads it, or a share's root as the SDK writes it
+/// (`\\server\share\`, lower-cased). Any other UNC path is refused,
+/// where the proxy would look at it: the fake is not kinder for it.
+impl ReadRequest for LookedPath {
+    type Owned = WindowsPath;
+    type Wire = String;
+
+    fn from_request(wire: String) -> Result<WindowsPath, Status> {
+        if !wire.starts_with("\\\\") {
+            return PathText::from_request(wire);
+        }
+        let root = SmbRemotePath::new(&wire)
+            .ok()
+            .and_then(|share| WindowsPath::share_root_of(&share));
+        match root {
+            Some(root) if root.as_str() == wire => Ok(root),
+            _ => Err(refused(format!(
+                "path {} is not a share's root",
+                quoted(&wire)
+            ))),
         }
     }
 }
