@@ -145,9 +145,7 @@ impl MappingLook {
     /// Whether the share of `share_root` (`\\server\share\`) has a
     /// global mapping.
     pub async fn is_mapped(&self, op: Op, share_root: &str) -> Result<bool> {
-        let root = share_root
-            .trim_end_matches('\\')
-            .to_lowercase();
+        let root = share_root.trim_end_matches('\\').to_lowercase();
         self.wmi
             .run(op, root.clone(), move |wmi| {
                 Ok(find_mapping(&wmi, &root)?.is_some())

@@ -15,12 +15,12 @@ use super::recorded::{
 use super::{fresh_root, LinksInMemory};
 use crate::api::{SmbApi, SmbMapping, SmbRemotePath, WindowsPath};
 use crate::capability::Operation;
+use crate::error::Result;
 use crate::host::links::{Entry, Links};
 use crate::host::smb::{HostSmb, CLASS, NAMESPACE};
 use crate::host::wmi::{WmiFailure, WmiObject, WmiValue, PATH};
 use crate::testing::conformance::{self, SmbFixture};
 use crate::working_dirs::KUBELET_DIR;
-use crate::error::Result;
 use crate::{api::Secret, Error};
 
 const USER: &str = "node-user";
@@ -199,14 +199,16 @@ async fn the_look_at_a_share_root_finds_a_mapping_in_any_status() {
     let root = WindowsPath::share_root_of(&share(r"\\Files\Share\sub")).unwrap();
     for status in [0, 2, 4] {
         let wmi = smb_wmi(vec![mapping(r"\\files\share", status)]);
-        let fs = super::filesystem(LinksInMemory::default()).with_mappings(MappingLook::new(wmi.clone()));
+        let fs = super::filesystem(LinksInMemory::default())
+            .with_mappings(MappingLook::new(wmi.clone()));
         assert!(!fs.is_symlink(&root).await.unwrap(), "status {status}");
         assert_eq!(wmi.take_log(), [QUERY]);
     }
     // No mapping: the share's root is looked at as any path (here, in
     // memory, it is not there).
     let wmi = smb_wmi(Vec::new());
-    let fs = super::filesystem(LinksInMemory::default()).with_mappings(MappingLook::new(wmi.clone()));
+    let fs =
+        super::filesystem(LinksInMemory::default()).with_mappings(MappingLook::new(wmi.clone()));
     assert!(fs.is_symlink(&root).await.is_err());
     assert_eq!(wmi.take_log(), [QUERY]);
 }

@@ -8,8 +8,8 @@
 use tonic::Status;
 
 use crate::adapter::fields::{
-    Bytes, DecimalDisk, Each, Iqn, LegacyError, LookedPath, PartitionNumber, PathText, ServiceName, ShareText,
-    VolumeText, WideDisk,
+    Bytes, DecimalDisk, Each, Iqn, LegacyError, LookedPath, PartitionNumber, PathText, ServiceName,
+    ShareText, VolumeText, WideDisk,
 };
 use crate::api::{check_name, quoted, SmbRemotePath, VolumeId, WindowsPath};
 
@@ -227,5 +227,25 @@ impl WriteAnswer for LegacyError {
 
     fn to_answer((): ()) -> String {
         String::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_is_symlink_reads_a_share_root_and_only_as_the_sdk_writes_it() {
+        let root = LookedPath::from_request(r"\\srv\data\".to_owned()).unwrap();
+        assert_eq!(root.as_str(), r"\\srv\data\");
+        let local = LookedPath::from_request(r"C:\var\lib\kubelet".to_owned()).unwrap();
+        assert_eq!(local.as_str(), r"C:\var\lib\kubelet");
+        for refused in [r"\\srv\data", r"\\SRV\data\", r"\\srv\data\pv", r"\\?\C:\x"] {
+            assert!(
+                LookedPath::from_request(refused.to_owned()).is_err(),
+                "{refused}"
+            );
+        }
+        assert!(PathText::from_request(r"\\srv\data\".to_owned()).is_err());
     }
 }

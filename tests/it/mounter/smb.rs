@@ -415,11 +415,7 @@ async fn a_mapping_in_place_before_the_first_stage_is_never_removed() {
         // Not the mounter's: nothing of the share is removed (before
         // v1.1.2 the volumes' own paths were mapped beside it, and are
         // left too: a leak, never a removal of someone else's).
-        assert_eq!(
-            node.host_calls(Op::RemoveSmbGlobalMapping),
-            0,
-            "{release}"
-        );
+        assert_eq!(node.host_calls(Op::RemoveSmbGlobalMapping), 0, "{release}");
         // Nor rotated under its owner.
         m.stage_smb("pv1", &share("a"), &creds_with("pw"), &path(STAGING))
             .await
