@@ -251,7 +251,12 @@ impl Inner {
             (false, _) => true,
             // Not proven this mounter's: never removed, so not kept.
             (true, false) => true,
-            (true, true) if !undo.alone => false,
+            // Beside other volumes: kept, as this mounter's, for the
+            // share's last unstage.
+            (true, true) if !undo.alone => {
+                self.mapping_made(root).await?;
+                false
+            }
             (true, true) => match self.remove_mapping_of(share).await {
                 Ok(()) => true,
                 Err(removal) => {
