@@ -80,6 +80,20 @@ impl<T: std::fmt::Display + 'static> RequestField for Text<T> {
 /// A path, as its text.
 pub(crate) type PathText = Text<WindowsPath>;
 
+/// The path `IsSymlink` looks at, as its text: a local path, or the root
+/// of a share (`WindowsPath::share_root_of`), which CSI Proxy takes there
+/// because it checks no `IsSymlink` path.
+pub(crate) struct LookedPath;
+
+impl RequestField for LookedPath {
+    type Arg<'a> = &'a WindowsPath;
+    type Wire = String;
+
+    fn to_request(arg: &WindowsPath) -> Result<String> {
+        Ok(arg.to_string())
+    }
+}
+
 /// A volume ID (`\\?\Volume{guid}\`), as its text.
 pub(crate) type VolumeText = Text<VolumeId>;
 

@@ -71,6 +71,17 @@ pub trait FilesystemApi: Send + Sync {
     /// Whether `path` is a symlink or a mounted folder whose target exists
     /// (`IsMountPoint` before v1beta2). It is an error if `path` does not
     /// exist.
+    ///
+    /// The SDK's mounter also asks it of a share's root, `\\server\share\`,
+    /// once before it first maps the share: a path only the SDK makes
+    /// ([`WindowsPath::new`] refuses UNC paths), sent in no other call. CSI
+    /// Proxy checks no `IsSymlink` path on any release (its `IsMountPoint`
+    /// neither), and its host side looks with `Lstat`: as SYSTEM, `false` for
+    /// a share that answers on the node (through a mapping, or the computer
+    /// account), and Windows' error (1326, 5, 53, 67, 64) for one that does
+    /// not. A backend of its own answers so too, or with any other error when
+    /// it cannot tell: the mounter then takes a mapping it finds as someone
+    /// else's (`docs/security.md`).
     async fn is_symlink(&self, path: &WindowsPath) -> Result<bool> {
         crate::api::not_implemented(Operation::IsSymlink)
     }

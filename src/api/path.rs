@@ -206,6 +206,19 @@ impl WindowsPath {
         Some((folder, &trimmed[at + 1..]))
     }
 
+    /// The root of `share`'s share with its trailing separator,
+    /// `\\server\share\` (lower-cased): the one UNC path a `WindowsPath`
+    /// holds, made only here, never by [`new`](Self::new), which refuses
+    /// UNC paths. The mounter asks `IsSymlink` of it once, before it first
+    /// maps the share, to learn whether the share already answers on the
+    /// node (see `FilesystemApi::is_symlink`). CSI Proxy checks no
+    /// `IsSymlink` path on any release, so it takes it there; its other
+    /// filesystem calls refuse it, and the SDK sends it in no other call.
+    pub(crate) fn share_root_of(share: &super::SmbRemotePath) -> Option<WindowsPath> {
+        let root = super::smb_types::share_root(share.as_str())?;
+        Some(Self(format!("{root}\\")))
+    }
+
     /// Whether the path lies under the kubelet's pods directory
     /// (`C:\var\lib\kubelet\pods\`, in any case): a pod's volume path, as
     /// opposed to a plugin's staging path. Old wire versions need to know

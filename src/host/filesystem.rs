@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use super::in_flight::InFlight;
 use super::links::{Entry, Links};
 use super::on_host::{io_error, on_host};
+use super::smb::MappingLook;
 use crate::api::{FilesystemApi, WindowsPath};
 use crate::capability::Operation as Op;
 use crate::error::Result;
@@ -28,6 +29,8 @@ const ERROR_ALREADY_EXISTS: i32 = 183;
 pub(crate) struct HostFilesystem {
     files: Arc<Files>,
     in_flight: Arc<InFlight>,
+    /// The global SMB mappings, for `IsSymlink` of a share's root.
+    mappings: Option<Arc<MappingLook>>,
 }
 
 impl HostFilesystem {
@@ -39,7 +42,15 @@ impl HostFilesystem {
                 links: Box::new(links),
             }),
             in_flight: InFlight::of_process(ApiGroup::Filesystem),
+            mappings: None,
         }
+    }
+
+    /// `IsSymlink` of a share's root also asks `mappings` whether the
+    /// share has a global mapping.
+    pub fn with_mappings(mut self, mappings: MappingLook) -> Self {
+        self.mappings = Some(Arc::new(mappings));
+        self
     }
 
     /// Checks `paths` against the working directories, then runs `work`
@@ -160,8 +171,20 @@ impl FilesystemApi for HostFilesystem {
     /// As the proxy: a link is a mount point while what it names exists
     /// (by `Lstat`, one step); a directory or file is not; a missing path
     /// is an error.
+    ///
+    /// A share's root (`\\server\share\`, which only the SDK's mounter
+    /// asks of, before it first maps the share) with a global mapping,
+    /// whatever its status, is `false` at once: the share is mapped on the
+    /// node already, by someone. Without one, it is looked at as any
+    /// path: `false` when the share answers anyway (the computer
+    /// account), Windows' error when it does not.
     async fn is_symlink(&self, path: &WindowsPath) -> Result<bool> {
         let op = Op::IsSymlink;
+        if let (Some(mappings), true) = (&self.mappings, path.as_str().starts_with("\\\\")) {
+            if mappings.is_mapped(op, path.as_str()).await? {
+                return Ok(false);
+            }
+        }
         // Not checked against the working directories, as by the proxy.
         let (files, path) = (self.files.clone(), path.clone());
         on_host(&self.in_flight, op, path.clone(), move || {

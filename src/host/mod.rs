@@ -79,10 +79,10 @@ impl HostGroups {
                 wmi.clone(),
                 Arc::new(devices::OsDevices),
             )),
-            filesystem: Arc::new(filesystem::HostFilesystem::new(
-                working_dirs.clone(),
-                OsLinks,
-            )),
+            filesystem: Arc::new(
+                filesystem::HostFilesystem::new(working_dirs.clone(), OsLinks)
+                    .with_mappings(smb::MappingLook::new(wmi.clone())),
+            ),
             iscsi: Arc::new(iscsi::HostIscsi::new(wmi.clone())),
             smb: Arc::new(smb::HostSmb::new(
                 wmi.clone(),

@@ -31,6 +31,11 @@ const STATUS_OK: u64 = 0;
 /// left alone rather than removed under them.
 const STATUS_RECOVERING: [u64; 3] = [1, 4, 5];
 
+/// `ERROR_ALREADY_ASSIGNED`: the name a new mapping needs is taken, here
+/// by a broken mapping of the share (the code the mounter reads as a stale
+/// mapping).
+const ERROR_ALREADY_ASSIGNED: i32 = 85;
+
 /// Whether the share's root answers: a mapping whose status is OK may
 /// still hold credentials that no longer work (a rotated password).
 pub(crate) type Reachable = dyn Fn(&Path) -> bool + Send + Sync;
@@ -90,15 +95,62 @@ fn find_mapping(wmi: &Requests, root: &str) -> Result<Option<WmiObject>> {
     Ok(wmi.query(&query)?.into_iter().next())
 }
 
-/// Whether `mapping` is to be kept as it is: its status is OK and its
+/// Whether `mapping` is to be used as it is: its status is OK and its
 /// share answers, or it is recovering by itself. A broken one (disconnected,
 /// a network error, unavailable, a status not known, or OK with a share
-/// that does not answer, as with a rotated password) is made again.
+/// that does not answer, as with a rotated password) is not.
 fn is_kept(mapping: &WmiObject, root: &str, reachable: &Reachable) -> bool {
     match mapping.get("Status").and_then(unsigned) {
         Some(STATUS_OK) => reachable(Path::new(root)),
         Some(status) => STATUS_RECOVERING.contains(&status),
         None => false,
+    }
+}
+
+/// The refusal of a new mapping over `broken`, which is left as it is:
+/// the group cannot tell who made it, so only its owner may remove it
+/// (the mounter does, for a mapping it recorded as its own) before it is
+/// made again.
+fn broken_mapping(op: Op, root: &str, broken: &WmiObject) -> crate::Error {
+    let status = match broken.get("Status").and_then(unsigned) {
+        Some(STATUS_OK) => "OK, but its share does not answer".to_owned(),
+        Some(status) => format!("status {status}"),
+        None => "status unknown".to_owned(),
+    };
+    host_error(
+        op,
+        format!(
+            "the global mapping of {root} does not work ({status}); it was left as it is: \
+             remove it (RemoveSmbGlobalMapping) to make it again"
+        ),
+        Some(ERROR_ALREADY_ASSIGNED),
+    )
+}
+
+/// Whether `root` has a global mapping, whatever its status: the look
+/// before a share's first mapping, in-process (see
+/// `HostFilesystem::is_symlink`).
+pub(crate) struct MappingLook {
+    wmi: WmiGroup,
+}
+
+impl MappingLook {
+    /// The look over `wmi`.
+    pub fn new(wmi: Arc<dyn Wmi>) -> Self {
+        Self {
+            wmi: WmiGroup::new(wmi, ApiGroup::Smb, NAMESPACE),
+        }
+    }
+
+    /// Whether the share of `share_root` (`\\server\share\`) has a
+    /// global mapping.
+    pub async fn is_mapped(&self, op: Op, share_root: &str) -> Result<bool> {
+        let root = share_root.trim_end_matches('\\').to_lowercase();
+        self.wmi
+            .run(op, root.clone(), move |wmi| {
+                Ok(find_mapping(&wmi, &root)?.is_some())
+            })
+            .await
     }
 }
 
@@ -141,10 +193,14 @@ fn credential(username: &str, password: &str) -> String {
 #[deny(clippy::missing_trait_methods)]
 impl SmbApi for HostSmb {
     /// A usable mapping is kept (credentials unchecked), and so is one
-    /// that is recovering by itself (paused, connecting, reconnecting);
-    /// a broken one (disconnected, a network error, unavailable), or an OK
-    /// one whose share does not answer, is removed and made again. A local path outside the working directories is refused
-    /// before anything is done (the proxy checks it only after mapping).
+    /// that is recovering by itself (paused, connecting, reconnecting).
+    /// A broken one (disconnected, a network error, unavailable), or an OK
+    /// one whose share does not answer, is left as it is and the call
+    /// fails (Windows error 85, the name in use): nothing here tells who
+    /// made it, so it is never removed here; its owner removes it, and
+    /// maps again. A local path outside the working directories is
+    /// refused before anything is done (the proxy checks it only after
+    /// mapping).
     async fn new_smb_global_mapping(&self, mapping: &SmbMapping) -> Result<()> {
         let op = Op::NewSmbGlobalMapping;
         if let Some(local) = &mapping.local_path {
@@ -158,15 +214,10 @@ impl SmbApi for HostSmb {
         self.wmi
             .run(op, root.clone(), move |wmi| {
                 let remote = mapping.remote_path.as_str();
-                let existing = find_mapping(&wmi, &root)?;
-                let kept = existing
-                    .as_ref()
-                    .is_some_and(|m| is_kept(m, &root, &*reachable));
-                if !kept {
-                    if let Some(stale) = &existing {
-                        remove(&wmi, stale)?;
-                    }
-                    create(&wmi, &root, &mapping)?;
+                match find_mapping(&wmi, &root)? {
+                    Some(found) if is_kept(&found, &root, &*reachable) => {}
+                    Some(broken) => return Err(broken_mapping(op, &root, &broken)),
+                    None => create(&wmi, &root, &mapping)?,
                 }
                 let Some(local) = &mapping.local_path else {
                     return Ok(());

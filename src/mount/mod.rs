@@ -310,10 +310,15 @@ impl MounterBuilder {
     }
 
     /// A share whose mapping someone else makes and owns (an administrator,
-    /// another driver): this mounter uses it and never removes it. CSI
-    /// Proxy cannot say who made a mapping, so a mapping the mounter finds
-    /// in place the first time it maps a share is taken as its own unless
-    /// named here.
+    /// another driver): this mounter uses it and never removes it, nor
+    /// makes it again. Naming a share is rarely needed: before it first
+    /// maps a share, the mounter asks `IsSymlink` of the share's root, and
+    /// takes the mapping as its own only when Windows refused the share
+    /// then and its own mapping succeeded; a share that answered, or a
+    /// look that told nothing, leaves the mapping someone else's (see
+    /// [`Mounter::stage_smb`] and `docs/security.md`). Naming it also
+    /// covers a mapping its owner makes only after this mounter's first
+    /// look.
     pub fn foreign_smb_share(mut self, share: &crate::api::SmbRemotePath) -> Self {
         if let Some(root) = smb::share_key(share) {
             self.settings.foreign_shares.push(root);

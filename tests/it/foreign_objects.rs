@@ -485,3 +485,81 @@ async fn oversized_ids_and_contexts_are_refused_and_a_failed_stage_records_nothi
     assert!(!recorded.contains("refused-stage"), "{recorded}");
     node.assert_intact();
 }
+
+// ---- An administrator's SMB mapping (issue 62) -------------------------
+//
+// A share an administrator mapped on the node before the plugin's first
+// stage is staged and unstaged by the plugin through the CSI API: the
+// mapping is used, and outlives the plugin's last unstage of the share.
+// Broken, it fails the stage (FAILED_PRECONDITION, naming it) and stays.
+
+/// The stage of the share's folder `pv-existing` with the share's
+/// credentials, at a staging path whose folder kubelet made.
+async fn stage_share(node: &ForeignNode, volume: &str) -> NodeStageVolumeRequest {
+    let parent = staging(volume).trim_end_matches(r"\globalmount").to_owned();
+    let filesystem = node.proxy.filesystem().unwrap();
+    filesystem.mkdir(&path(&parent)).await.unwrap();
+    let mut request = stage(volume);
+    request.secrets = [("username", "user"), ("password", "pw")]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .into();
+    request
+}
+
+#[tokio::test]
+async fn an_administrators_smb_mapping_outlives_the_plugins_last_unstage() {
+    for release in [
+        ProxyRelease::V0_2_2,
+        ProxyRelease::V1_1_1,
+        ProxyRelease::LATEST,
+    ] {
+        let node = ForeignNode::new(release).await;
+        // The administrator's mapping, made before the plugin's first
+        // stage (as the share's own user: a node maps a server as one
+        // user).
+        node.host.map_smb_outside(SHARE, "user", "pw");
+        let s = node.service();
+        let volume = format!(r"share-{SHARE}\pv-existing");
+        let request = stage_share(&node, &volume).await;
+        s.node_stage_volume(Request::new(request)).await.unwrap();
+        s.node_publish_volume(Request::new(publish(&volume)))
+            .await
+            .unwrap();
+        s.node_unpublish_volume(Request::new(unpublish(&volume, &target(&volume))))
+            .await
+            .unwrap();
+        s.node_unstage_volume(Request::new(unstage(&volume)))
+            .await
+            .unwrap();
+        assert_eq!(node.host.entry(&staging(&volume)), None, "{release}");
+        assert!(
+            node.host.smb_mappings().contains(&SHARE.to_owned()),
+            "{release}: the administrator's mapping was removed: {:?}",
+            node.host.smb_mappings()
+        );
+        assert_eq!(node.host.smb_mapping_user(SHARE).as_deref(), Some("user"));
+        node.assert_intact();
+    }
+}
+
+#[tokio::test]
+async fn an_administrators_broken_smb_mapping_fails_the_stage_and_stays() {
+    use csi_proxy_client::testing::SmbMappingStatus;
+
+    let node = ForeignNode::new(ProxyRelease::LATEST).await;
+    node.host.map_smb_outside(SHARE, "user", "pw");
+    node.host
+        .set_smb_mapping_status(SHARE, SmbMappingStatus::Disconnected);
+    let s = node.service();
+    let volume = format!(r"share-{SHARE}\pv-existing");
+    let request = stage_share(&node, &volume).await;
+    let refused = s.node_stage_volume(Request::new(request)).await;
+    let status = refused.unwrap_err();
+    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+    assert!(status.message().contains(SHARE), "{status:?}");
+    assert_eq!(
+        node.host.smb_mapping_status(SHARE),
+        Some(SmbMappingStatus::Disconnected)
+    );
+    node.assert_intact();
+}

@@ -4,7 +4,7 @@
 //! The filesystem group's adapter of the layout `ContextFilesystem`: the
 //! client's half of its entries in `catalogue/filesystem.rpcs`.
 
-use crate::adapter::fields::{AnswerField, LegacyError, PathText, RequestField};
+use crate::adapter::fields::{AnswerField, LegacyError, LookedPath, PathText, RequestField};
 use crate::adapter::filesystem::path_context;
 use crate::adapter::WireClient;
 use crate::api::{FilesystemApi, WindowsPath};
@@ -61,7 +61,7 @@ impl ContextFilesystem {
     /// The request of `is_symlink`.
     pub(crate) fn is_symlink_request(path: &WindowsPath) -> Result<wire::IsMountPointRequest> {
         Ok(wire::IsMountPointRequest {
-            path: PathText::to_request(path)?,
+            path: LookedPath::to_request(path)?,
         })
     }
 }

@@ -4,7 +4,7 @@
 //! The filesystem group's adapter of the layout `PlainFilesystem`: the
 //! client's half of its entries in `catalogue/filesystem.rpcs`.
 
-use crate::adapter::fields::{PathText, RequestField};
+use crate::adapter::fields::{LookedPath, PathText, RequestField};
 use crate::adapter::WireClient;
 use crate::api::{FilesystemApi, WindowsPath};
 use crate::capability::Operation;
@@ -64,7 +64,7 @@ impl PlainFilesystem {
     /// The request of `is_symlink`.
     pub(crate) fn is_symlink_request(path: &WindowsPath) -> Result<wire::IsSymlinkRequest> {
         Ok(wire::IsSymlinkRequest {
-            path: PathText::to_request(path)?,
+            path: LookedPath::to_request(path)?,
         })
     }
 }

@@ -15,6 +15,7 @@ use super::recorded::{
 use super::{fresh_root, LinksInMemory};
 use crate::api::{SmbApi, SmbMapping, SmbRemotePath, WindowsPath};
 use crate::capability::Operation;
+use crate::error::Result;
 use crate::host::links::{Entry, Links};
 use crate::host::smb::{HostSmb, CLASS, NAMESPACE};
 use crate::host::wmi::{WmiFailure, WmiObject, WmiValue, PATH};
@@ -148,52 +149,68 @@ async fn a_new_mapping_maps_the_share_root_and_links_the_full_path() {
 }
 
 /// Maps `\\files\share` with `password` over an existing mapping in
-/// `status`, the share answering or not; the recorded WMI, for its log.
-async fn map_over(status: u32, answering: bool, password: &str) -> Arc<RecordedWmi> {
+/// `status`, the share answering or not; the recorded WMI, for its log,
+/// and the answer.
+async fn map_over(status: u32, answering: bool, password: &str) -> (Arc<RecordedWmi>, Result<()>) {
     let wmi = smb_wmi(vec![mapping(r"\\files\share", status)]);
     let links = Arc::new(LinksInMemory::default());
-    smb(&wmi, &links, answering)
+    let answer = smb(&wmi, &links, answering)
         .new_smb_global_mapping(&request(r"\\files\share", password))
-        .await
-        .unwrap();
-    wmi
+        .await;
+    (wmi, answer)
 }
 
 #[tokio::test]
-async fn a_usable_mapping_is_kept_and_a_stale_one_is_made_again() {
-    let remove_and_create = |wmi: &RecordedWmi| {
-        let log = wmi.take_log();
-        assert_eq!(log.len(), 3, "{log:?}");
-        assert!(log[1].contains(" Remove(Force=Bool(true))"), "{log:?}");
-        assert!(
-            log[2].starts_with(&format!("call {CLASS} Create(")),
-            "{log:?}"
-        );
-    };
-
+async fn a_usable_mapping_is_kept_and_a_broken_one_is_left_and_refused() {
     // OK, and the share answers: kept, whatever the credentials.
-    let wmi = map_over(0, true, "stale").await;
+    let (wmi, answer) = map_over(0, true, "stale").await;
+    answer.unwrap();
     assert_eq!(wmi.take_log(), [QUERY]);
 
-    // Disconnected (2): removed and made again.
-    let wmi = map_over(2, true, PASSWORD).await;
-    remove_and_create(&wmi);
-    let status: Vec<_> = wmi
-        .objects(CLASS)
-        .iter()
-        .map(|m| m["Status"].clone())
-        .collect();
-    assert_eq!(status, [WmiValue::UInt(0)]);
-
-    // OK, but the share does not answer (a rotated password): the same.
-    let wmi = map_over(0, false, PASSWORD).await;
-    remove_and_create(&wmi);
-
-    // Network error (3) and unavailable (6): broken, made again.
-    for broken in [3, 6] {
-        let wmi = map_over(broken, true, PASSWORD).await;
-        remove_and_create(&wmi);
+    // Disconnected (2), network error (3), unavailable (6), or OK with a
+    // share that does not answer (a rotated password): broken. Nothing
+    // here tells who made it, so it is neither removed nor made again;
+    // the refusal names it, as a name in use (85), which the mounter
+    // reads as a stale mapping.
+    for (status, answering) in [(2, true), (3, true), (6, true), (0, false)] {
+        let (wmi, answer) = map_over(status, answering, PASSWORD).await;
+        let error = answer.unwrap_err();
+        assert_eq!(
+            error.host_cause(),
+            Some(crate::HostCause::StaleMapping),
+            "{error}"
+        );
+        assert!(error.to_string().contains(r"\\files\share"), "{error}");
+        assert_eq!(wmi.take_log(), [QUERY], "status {status}");
+        let kept: Vec<_> = wmi
+            .objects(CLASS)
+            .iter()
+            .map(|m| m["Status"].clone())
+            .collect();
+        assert_eq!(kept, [WmiValue::UInt(status.into())]);
     }
+}
+
+#[tokio::test]
+async fn the_look_at_a_share_root_finds_a_mapping_in_any_status() {
+    use crate::api::FilesystemApi;
+    use crate::host::smb::MappingLook;
+
+    let root = WindowsPath::share_root_of(&share(r"\\Files\Share\sub")).unwrap();
+    for status in [0, 2, 4] {
+        let wmi = smb_wmi(vec![mapping(r"\\files\share", status)]);
+        let fs = super::filesystem(LinksInMemory::default())
+            .with_mappings(MappingLook::new(wmi.clone()));
+        assert!(!fs.is_symlink(&root).await.unwrap(), "status {status}");
+        assert_eq!(wmi.take_log(), [QUERY]);
+    }
+    // No mapping: the share's root is looked at as any path (here, in
+    // memory, it is not there).
+    let wmi = smb_wmi(Vec::new());
+    let fs =
+        super::filesystem(LinksInMemory::default()).with_mappings(MappingLook::new(wmi.clone()));
+    assert!(fs.is_symlink(&root).await.is_err());
+    assert_eq!(wmi.take_log(), [QUERY]);
 }
 
 #[tokio::test]
@@ -201,7 +218,8 @@ async fn a_mapping_on_its_way_back_is_left_to_the_pods_that_use_it() {
     // Paused (1), connecting (4), reconnecting (5): never removed under
     // the pods on the share, even while it does not answer yet.
     for recovering in [1, 4, 5] {
-        let wmi = map_over(recovering, false, PASSWORD).await;
+        let (wmi, answer) = map_over(recovering, false, PASSWORD).await;
+        answer.unwrap();
         assert_eq!(wmi.take_log(), [QUERY], "status {recovering}");
     }
 }

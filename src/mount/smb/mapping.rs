@@ -259,6 +259,19 @@ pub(super) fn says_stale(error: &Error) -> bool {
     ) || message.to_lowercase().contains("generic failure")
 }
 
+/// The refusal of a stage that found the share's mapping broken (`stale`,
+/// Windows' words) where this mounter did not make it: the mapping is its
+/// owner's to repair or remove, and nothing was changed.
+pub(super) fn broken_foreign(share: &SmbRemotePath, stale: &Error) -> Error {
+    let root = share_key(share).unwrap_or_else(|| share.to_string());
+    Error::NotOurs {
+        what: format!("the global SMB mapping of {root}, which does not work ({stale})"),
+        why: "this mounter did not make it (it was there before the share's first \
+              stage): its owner must repair or remove it"
+            .to_owned(),
+    }
+}
+
 /// Whether a failed `NewSmbGlobalMapping` may have left a mapping: not when
 /// Windows refused the mapping itself.
 pub(super) fn may_have_mapped(error: &Error) -> bool {

@@ -4,7 +4,8 @@
 //! CSI Proxy shows no mapping, its status or its credentials, and says
 //! nothing of who made it; so the mounter keeps, per share root, the
 //! volumes that use the share (their leases), the paths it mapped, whether
-//! it made the mapping, and a salted hash of the credentials. Leases are
+//! it made the mapping (proven by a look at the share's root before its
+//! first mapping, `look`), and a salted hash of the credentials. Leases are
 //! per share root whatever the proxy maps: the share root from v1.1.2,
 //! the exact path before. When the last lease goes, the mounter removes
 //! every path it mapped of that share, which undoes the mapping under
@@ -13,6 +14,7 @@
 //! this keeps each volume's own mapping until the whole share is unused.
 
 mod gate;
+mod look;
 mod mapping;
 mod stage;
 
@@ -109,6 +111,18 @@ impl Mounter {
     /// - The mapping exists and answers: used as it is, whatever
     ///   credentials it was made with, as CSI Proxy does (see
     ///   [`rotate_smb_credentials`](Self::rotate_smb_credentials)).
+    /// - Who made the mapping: before it first maps a share, the mounter
+    ///   asks `IsSymlink` of the share's root (`\\server\share\`). Only
+    ///   when Windows refused the share then (1326, 5, 53, 64, 67) and the
+    ///   mapping then succeeded is it recorded as this mounter's, and
+    ///   removed with the share's last lease. A share that answered (an
+    ///   administrator's mapping, another driver's, the computer
+    ///   account), or a look that told nothing, leaves the mapping someone
+    ///   else's: used, never removed, never made again.
+    /// - A mapping that does not work: made again (this mounter's own
+    ///   removed first, see below); someone else's is
+    ///   [`Error::NotOurs`] (`FAILED_PRECONDITION`), naming it, and is left
+    ///   as it is.
     /// - The lease, the path to map and the link are recorded before the
     ///   mapping is asked for; a call whose answer was lost is looked at
     ///   (the link there and answering is the stage done), else its records
@@ -116,9 +130,9 @@ impl Mounter {
     /// - A staging link the share refuses through (the mapping went away
     ///   in a reboot, or came back Disconnected): the link is made again,
     ///   and this mounter's mapping removed first unless another volume's
-    ///   link may still reach the share through it. A mapping Windows
-    ///   calls stale when it is made again ("Generic failure", 85, 64) is
-    ///   removed and made once more. No other failure (a refused link, a
+    ///   link may still reach the share through it. A mapping of this
+    ///   mounter's that Windows calls stale when it is made again
+    ///   ("Generic failure", 85, 64) is removed and made once more. No other failure (a refused link, a
     ///   missing parent folder, a process that failed to start) touches a
     ///   mapping other volumes use.
     /// - The volume's folder missing on the share (the link leads nowhere
@@ -188,12 +202,14 @@ impl Inner {
         self.settings.foreign_shares.iter().any(|f| f == root)
     }
 
-    /// Whether the mapping of share `root` is this mounter's to remove.
+    /// Whether the mapping of share `root` is this mounter's to remove: its
+    /// record says the mounter made it (see `stage_smb`), and the share is
+    /// not named foreign. A share with no record is not.
     fn owns(&self, root: &str) -> bool {
         !self.is_foreign(root)
             && self
                 .journal
-                .view(|records| records.shares.get(root).is_none_or(|share| share.ours))
+                .view(|records| records.shares.get(root).is_some_and(|share| share.ours))
     }
 
     pub(super) async fn unstage_smb(

@@ -25,6 +25,15 @@ struct StageSmbBefore {
     had_mapped: bool,
 }
 
+/// What a refused stage may undo.
+struct Undo {
+    /// The stage held the share's gate alone.
+    alone: bool,
+    /// The look before the share's first mapping found it refused: a
+    /// mapping there now is this mounter's.
+    ours_if_made: bool,
+}
+
 /// How many other volumes' links a stage looks through at once.
 const LOOKS_AT_ONCE: usize = 16;
 
@@ -92,17 +101,24 @@ impl Inner {
                 .await?;
         }
         let alone = matches!(held, Held::Alone(_));
+        // Before the share's first mapping: a mapping made now is this
+        // mounter's only if Windows refused the share until then.
+        let ours_if_made =
+            before.first_use && !self.is_foreign(&root) && self.share_refused(share).await;
         let (held, mapped) = self
-            .map(share, credentials, staging, &root, &before, held, &gate)
+            .map(share, credentials, staging, &root, held, &gate)
             .await;
         let error = match mapped {
             // Looked through: a link to a folder the share lacks would
             // stage nothing a pod could use.
             Ok(()) => {
+                if ours_if_made {
+                    self.mapping_made(&root).await?;
+                }
                 return match self.probe(staging).await? {
                     Some(true) => self.mapping_works(&root, share, held).await,
                     _ => Err(folder_missing(share, staging)),
-                }
+                };
             }
             Err(error) => error,
         };
@@ -110,11 +126,18 @@ impl Inner {
             // Looked at: the link there, and answering, is the stage done.
             // Otherwise the records stay for the retry (or reconcile).
             if matches!(self.probe(staging).await, Ok(Some(true))) {
+                if ours_if_made {
+                    self.mapping_made(&root).await?;
+                }
                 return self.mapping_works(&root, share, held).await;
             }
             return Err(error);
         }
-        self.forget_failed_stage(&root, volume, share, staging, &before, alone, &error)
+        let undo = Undo {
+            alone,
+            ours_if_made,
+        };
+        self.forget_failed_stage(&root, volume, share, staging, &before, undo, &error)
             .await?;
         Err(error)
     }
@@ -192,11 +215,24 @@ impl Inner {
         Ok(Change::Changed)
     }
 
+    /// Records that this mounter made the share's mapping: the look before
+    /// it found the share refused, and the mapping then succeeded.
+    async fn mapping_made(&self, root: &str) -> Result<()> {
+        self.journal
+            .update(|records| {
+                if let Some(record) = records.shares.get_mut(root) {
+                    record.ours = true;
+                }
+            })
+            .await
+    }
+
     /// Undoes the records of a stage the proxy refused, and a mapping a
     /// first use alone at the gate may have made (the proxy maps before it
-    /// links). A mapping
+    /// links) where the look before it found the share refused. A mapping
     /// whose removal fails stays recorded, with no lease, for the next
-    /// unstage or `reconcile` to remove.
+    /// unstage or `reconcile` to remove; one that may be someone else's is
+    /// forgotten, and left.
     #[allow(clippy::too_many_arguments)]
     async fn forget_failed_stage(
         &self,
@@ -205,20 +241,31 @@ impl Inner {
         share: &SmbRemotePath,
         staging: &WindowsPath,
         before: &StageSmbBefore,
-        alone: bool,
+        undo: Undo,
         error: &Error,
     ) -> Result<()> {
         let maybe_mapped = before.first_use && mapping::may_have_mapped(error);
-        // Only alone at the gate: beside, other volumes link through it.
-        let unmapped = match maybe_mapped && alone && self.owns(root) {
-            true => match self.remove_mapping_of(share).await {
+        // Removed only alone at the gate: beside, other volumes link
+        // through it.
+        let unmapped = match (maybe_mapped, undo.ours_if_made) {
+            (false, _) => true,
+            // Not proven this mounter's: never removed, so not kept.
+            (true, false) => true,
+            // Beside other volumes: kept, as this mounter's, for the
+            // share's last unstage.
+            (true, true) if !undo.alone => {
+                self.mapping_made(root).await?;
+                false
+            }
+            (true, true) => match self.remove_mapping_of(share).await {
                 Ok(()) => true,
                 Err(removal) => {
                     tracing::warn!(%share, error = %removal, "removing the share's new mapping failed");
+                    // Kept for the retry's removal: it is this mounter's.
+                    self.mapping_made(root).await?;
                     false
                 }
             },
-            false => !maybe_mapped,
         };
         self.journal
             .update(|records| {
@@ -243,14 +290,12 @@ impl Inner {
     /// a Disconnected one: "Generic failure", 85, 64) is removed and made
     /// once more, alone at the gate, unless another volume made it again
     /// meanwhile.
-    #[allow(clippy::too_many_arguments)]
     async fn map(
         &self,
         share: &SmbRemotePath,
         credentials: &SmbCredentials,
         staging: &WindowsPath,
         root: &str,
-        before: &StageSmbBefore,
         held: Held,
         gate: &ShareGate,
     ) -> (Held, Result<()>) {
@@ -274,8 +319,13 @@ impl Inner {
         // path's key, so no volume reaches the share through it. A refused
         // link, a missing folder, a process that failed to start leave the
         // mapping as it is.
-        if before.first_use || !mapping::says_stale(&error) || !self.owns(root) {
+        if !mapping::says_stale(&error) {
             return (held, Err(error));
+        }
+        // A broken mapping this mounter did not make is left to its owner
+        // (at a share's first use, any mapping is someone else's).
+        if !self.owns(root) {
+            return (held, Err(mapping::broken_foreign(share, &error)));
         }
         let seen = held.state().generation;
         let mut alone = held.alone(gate).await;
@@ -319,7 +369,7 @@ impl Inner {
     /// Records `volume`'s lease on the share `root`, the path it maps and
     /// its staging link, and says what the journal held before, in one
     /// change; the first lease of a share (`print` given) also records
-    /// whether the mapping is this mounter's and the credentials'
+    /// the share, as not (yet) this mounter's, with the credentials'
     /// fingerprint.
     async fn take_lease(
         &self,
@@ -333,7 +383,6 @@ impl Inner {
             staging: staging.clone(),
             remote: share.clone(),
         };
-        let ours = !self.is_foreign(root);
         self.journal
             .update(|records| {
                 let before = StageSmbBefore {
@@ -342,8 +391,10 @@ impl Inner {
                     had_mapped: records.is_mapped(root, share.as_str()),
                 };
                 if before.first_use {
+                    // Not this mounter's until its look and its mapping
+                    // prove it (`mapping_made`).
                     let record = ShareRecord {
-                        ours,
+                        ours: false,
                         fingerprint: print,
                     };
                     records.shares.insert(root.to_owned(), record);

@@ -529,6 +529,30 @@ mod tests {
         assert_eq!(host.smb_mappings(), [r"\\srv\data\kept"]);
     }
 
+    #[tokio::test]
+    async fn is_symlink_of_a_share_root_answers_while_the_share_does() {
+        let host = FakeHost::builder()
+            .smb_share(r"\\srv\data", "u", "p")
+            .build();
+        let share = SmbRemotePath::new(r"\\SRV\Data\pv").unwrap();
+        let root = WindowsPath::share_root_of(&share).unwrap();
+        assert_eq!(root.as_str(), r"\\srv\data\");
+        // No mapping: the proxy's account has no credentials for it.
+        let refused = host.is_symlink(&root).await.unwrap_err();
+        assert_eq!(refused.host_cause(), Some(crate::HostCause::LogonFailure));
+        host.map_smb_outside(r"\\srv\data", "u", "p");
+        assert!(!host.is_symlink(&root).await.unwrap());
+        host.set_smb_mapping_status(r"\\srv\data", SmbMappingStatus::Disconnected);
+        let broken = host.is_symlink(&root).await.unwrap_err();
+        assert_eq!(
+            broken.host_cause(),
+            Some(crate::HostCause::NetworkNameDeleted)
+        );
+        // The other calls refuse it, as the proxy's path checks do.
+        assert!(host.path_exists(&root).await.is_err());
+        assert!(host.mkdir(&root).await.is_err());
+    }
+
     #[test]
     #[should_panic(expected = "add the share first")]
     fn a_folder_needs_its_share() {

@@ -8,8 +8,8 @@
 use tonic::Status;
 
 use crate::adapter::fields::{
-    Bytes, DecimalDisk, Each, Iqn, LegacyError, PartitionNumber, PathText, ServiceName, ShareText,
-    VolumeText, WideDisk,
+    Bytes, DecimalDisk, Each, Iqn, LegacyError, LookedPath, PartitionNumber, PathText, ServiceName,
+    ShareText, VolumeText, WideDisk,
 };
 use crate::api::{check_name, quoted, SmbRemotePath, VolumeId, WindowsPath};
 
@@ -93,6 +93,31 @@ impl ReadRequest for PathText {
                 quoted(&wire)
             ))),
             Err(e) => Err(refused(e.to_string())),
+        }
+    }
+}
+
+/// `IsSymlink`, which CSI Proxy does not check: a local path as
+/// [`PathText`] reads it, or a share's root as the SDK writes it
+/// (`\\server\share\`, lower-cased). Any other UNC path is refused,
+/// where the proxy would look at it: the fake is not kinder for it.
+impl ReadRequest for LookedPath {
+    type Owned = WindowsPath;
+    type Wire = String;
+
+    fn from_request(wire: String) -> Result<WindowsPath, Status> {
+        if !wire.starts_with("\\\\") {
+            return PathText::from_request(wire);
+        }
+        let root = SmbRemotePath::new(&wire)
+            .ok()
+            .and_then(|share| WindowsPath::share_root_of(&share));
+        match root {
+            Some(root) if root.as_str() == wire => Ok(root),
+            _ => Err(refused(format!(
+                "path {} is not a share's root",
+                quoted(&wire)
+            ))),
         }
     }
 }
@@ -202,5 +227,25 @@ impl WriteAnswer for LegacyError {
 
     fn to_answer((): ()) -> String {
         String::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_is_symlink_reads_a_share_root_and_only_as_the_sdk_writes_it() {
+        let root = LookedPath::from_request(r"\\srv\data\".to_owned()).unwrap();
+        assert_eq!(root.as_str(), r"\\srv\data\");
+        let local = LookedPath::from_request(r"C:\var\lib\kubelet".to_owned()).unwrap();
+        assert_eq!(local.as_str(), r"C:\var\lib\kubelet");
+        for refused in [r"\\srv\data", r"\\SRV\data\", r"\\srv\data\pv", r"\\?\C:\x"] {
+            assert!(
+                LookedPath::from_request(refused.to_owned()).is_err(),
+                "{refused}"
+            );
+        }
+        assert!(PathText::from_request(r"\\srv\data\".to_owned()).is_err());
     }
 }

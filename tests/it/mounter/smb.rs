@@ -6,7 +6,9 @@ use super::{
 };
 use csi_proxy_client::api::SmbRemotePath;
 use csi_proxy_client::mount::{Change, DiskAfterUnstage, Mounter, PathState};
-use csi_proxy_client::testing::{FakeHost, LinkReading, PathEntry, ProxyRelease, SmbMappingStatus};
+use csi_proxy_client::testing::{
+    FakeHost, LinkReading, PathEntry, ProxyRelease, SmbMappingStatus, WindowsError,
+};
 use csi_proxy_client::{Code, Error, HostCause, Operation as Op};
 
 pub(super) async fn node_with_share(release: ProxyRelease) -> Node {
@@ -380,4 +382,107 @@ async fn one_unstage_works_out_whether_a_disk_or_a_share_is_staged() {
     }
     assert_eq!(node.host.entry(STAGING), None);
     assert_eq!(node.host.entry(STAGING_2), None);
+}
+
+// ---- Mappings the mounter did not make (issue 62) ----------------------
+//
+// Before it first maps a share, the mounter asks `IsSymlink` of the
+// share's root: only a share Windows refused makes the next mapping its
+// own. Anything else in place is someone else's, used and never removed.
+
+#[tokio::test]
+async fn a_mapping_in_place_before_the_first_stage_is_never_removed() {
+    for release in releases() {
+        let node = node_with_share(release).await;
+        // An administrator's mapping of the share's root, made before the
+        // plugin's first stage, with no `foreign_smb_share` named.
+        node.host.map_smb_outside(ROOT, "user", "pw");
+        let m = &node.mounter;
+        m.stage_smb("pv1", &share("a"), &creds_with("pw"), &path(STAGING))
+            .await
+            .unwrap();
+        m.stage_smb("pv2", &share("b"), &creds_with("pw"), &path(STAGING_2))
+            .await
+            .unwrap();
+        m.unstage_smb("pv1", &path(STAGING)).await.unwrap();
+        m.unstage_smb("pv2", &path(STAGING_2)).await.unwrap();
+        assert!(
+            node.host.smb_mappings().contains(&ROOT.to_owned()),
+            "{release}: {:?}",
+            node.host.smb_mappings()
+        );
+        assert_eq!(node.host.smb_mapping_user(ROOT).as_deref(), Some("user"));
+        // Not the mounter's: nothing of the share is removed (before
+        // v1.1.2 the volumes' own paths were mapped beside it, and are
+        // left too: a leak, never a removal of someone else's).
+        assert_eq!(node.host_calls(Op::RemoveSmbGlobalMapping), 0, "{release}");
+        // Nor rotated under its owner.
+        m.stage_smb("pv1", &share("a"), &creds_with("pw"), &path(STAGING))
+            .await
+            .unwrap();
+        let rotated = m
+            .rotate_smb_credentials(&share("a"), &creds_with("pw2"))
+            .await;
+        assert!(matches!(rotated, Err(Error::Conflict { .. })), "{release}");
+    }
+}
+
+#[tokio::test]
+async fn a_share_refused_before_its_first_mapping_is_the_mounters() {
+    let node = node_with_share(ProxyRelease::LATEST).await;
+    let m = &node.mounter;
+    m.stage_smb("pv1", &share("a"), &creds_with("pw"), &path(STAGING))
+        .await
+        .unwrap();
+    // The share's root was looked at before the mapping was made.
+    assert_eq!(node.host_calls(Op::IsSymlink), 3);
+    m.unstage_smb("pv1", &path(STAGING)).await.unwrap();
+    assert!(node.host.smb_mappings().is_empty());
+}
+
+#[tokio::test]
+async fn a_look_at_the_share_that_tells_nothing_leaves_the_mapping_someone_elses() {
+    let node = node_with_share(ProxyRelease::LATEST).await;
+    // The look at the share's root (the stage's second `IsSymlink`, after
+    // the one at the staging path) fails for a reason that is not the
+    // share's.
+    let odd = WindowsError::new(WindowsError::INVALID_PARAMETER);
+    node.host.fail_call(Op::IsSymlink, 2, odd);
+    let m = &node.mounter;
+    m.stage_smb("pv1", &share("a"), &creds_with("pw"), &path(STAGING))
+        .await
+        .unwrap();
+    m.unstage_smb("pv1", &path(STAGING)).await.unwrap();
+    assert_eq!(node.host.smb_mappings(), vec![ROOT.to_owned()]);
+    assert_eq!(node.host_calls(Op::RemoveSmbGlobalMapping), 0);
+}
+
+#[tokio::test]
+async fn a_broken_mapping_someone_else_made_fails_the_stage_and_is_left() {
+    let node = node_with_share(ProxyRelease::LATEST).await;
+    node.host.map_smb_outside(ROOT, "user", "pw");
+    node.host
+        .set_smb_mapping_status(ROOT, SmbMappingStatus::Disconnected);
+    let m = &node.mounter;
+    let error = m
+        .stage_smb("pv1", &share("a"), &creds_with("pw"), &path(STAGING))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::NotOurs { .. }), "{error}");
+    assert_eq!(error.csi_code(), Code::FailedPrecondition);
+    assert!(error.to_string().contains(ROOT), "{error}");
+    assert_eq!(
+        node.host.smb_mapping_status(ROOT),
+        Some(SmbMappingStatus::Disconnected)
+    );
+    assert_eq!(node.host_calls(Op::RemoveSmbGlobalMapping), 0);
+    assert_eq!(node.host.entry(STAGING), None);
+    // Once its owner repairs it, the stage uses it, and leaves it.
+    node.host.set_smb_mapping_status(ROOT, SmbMappingStatus::Ok);
+    m.stage_smb("pv1", &share("a"), &creds_with("pw"), &path(STAGING))
+        .await
+        .unwrap();
+    m.unstage_smb("pv1", &path(STAGING)).await.unwrap();
+    assert_eq!(node.host.smb_mappings(), vec![ROOT.to_owned()]);
+    assert_eq!(node.host_calls(Op::RemoveSmbGlobalMapping), 0);
 }

@@ -5,7 +5,7 @@
 //! server's half of its entries in `catalogue/filesystem.rpcs`.
 
 use super::ContextFilesystem;
-use crate::adapter::fields::{LegacyError, PathText};
+use crate::adapter::fields::{LegacyError, LookedPath, PathText};
 use crate::capability::FilesystemOperation;
 use crate::testing::fake_proxy::codec::{decode, host, reply, Answer};
 use crate::testing::fake_proxy::fields::{ReadRequest, WriteAnswer};
@@ -54,7 +54,7 @@ impl WireServer<FilesystemOperation> for ContextFilesystem {
             }
             FilesystemOperation::IsSymlink => {
                 let request: wire::IsMountPointRequest = decode(body)?;
-                let path = PathText::from_request(request.path)?;
+                let path = LookedPath::from_request(request.path)?;
                 let is_mount_point = host!(self.api.is_symlink(&path));
                 reply(wire::IsMountPointResponse {
                     error: LegacyError::to_answer(()),

@@ -5,7 +5,7 @@
 //! server's half of its entries in `catalogue/filesystem.rpcs`.
 
 use super::PlainFilesystem;
-use crate::adapter::fields::PathText;
+use crate::adapter::fields::{LookedPath, PathText};
 use crate::capability::FilesystemOperation;
 use crate::testing::fake_proxy::codec::{decode, host, reply, Answer};
 use crate::testing::fake_proxy::fields::ReadRequest;
@@ -50,7 +50,7 @@ impl WireServer<FilesystemOperation> for PlainFilesystem {
             }
             FilesystemOperation::IsSymlink => {
                 let request: wire::IsSymlinkRequest = decode(body)?;
-                let path = PathText::from_request(request.path)?;
+                let path = LookedPath::from_request(request.path)?;
                 let is_symlink = host!(self.api.is_symlink(&path));
                 reply(wire::IsSymlinkResponse { is_symlink })
             }
