@@ -438,6 +438,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_partition_answer_reads_back_and_an_old_request_stays_apart() {
+        let mut records = Records::default();
+        records.partition_answered("disk at LUN 3", 7, 1_700_000_000_123);
+        // An earlier build's record of a request sent, which proves nothing.
+        records
+            .partitions
+            .insert("disk at LUN 4".into(), 1_700_000_000_001);
+        let mut again = Records::default();
+        for line in records.lines().lines() {
+            let fields = fields(line.strip_prefix("+\t").unwrap());
+            let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
+            again.apply(read_row(&fields).unwrap(), true);
+        }
+        let answer = again.partition_answers.get("disk at LUN 3").copied();
+        assert_eq!(
+            answer.map(|answer| (answer.disk, answer.answered)),
+            Some((7, 1_700_000_000_123))
+        );
+        assert!(again.partition_answers.get("disk at LUN 4").is_none());
+        assert_eq!(
+            again.partitions.get("disk at LUN 4"),
+            Some(&1_700_000_000_001)
+        );
+        assert!(read_row(&["partition-answered", "disk at LUN 3", "x", "1"]).is_err());
+    }
+
+    #[test]
     fn escapes_undo_themselves() {
         for text in ["a\tb", "100%", "%09", "x\ny\r", "%", "%z"] {
             let mut escaped = String::new();
