@@ -298,7 +298,7 @@ impl Inner {
         selector: &DiskSelector,
         onlined: Option<Instant>,
     ) -> Result<(VolumeId, bool)> {
-        let (mut listed, mut looked) = match onlined {
+        let (mut listed, looked) = match onlined {
             Some(onlined) => self.volumes_by(disk, onlined).await?,
             None => {
                 let looked = unix_millis();
@@ -309,8 +309,12 @@ impl Inner {
         let partitioned = listed.is_empty();
         if partitioned {
             let answered = self.partition(disk, selector).await?;
-            (listed, looked) = self.volumes_by(disk, answered).await?;
+            (listed, _) = self.volumes_by(disk, answered).await?;
         }
+        let listed_by = match partitioned {
+            true => Listed::AfterItsAnswer,
+            false => Listed::At(looked),
+        };
         match listed.len() {
             0 => Err(Error::NotFound {
                 what: format!(
@@ -320,7 +324,7 @@ impl Inner {
             }),
             1 => {
                 let volume = listed.remove(0);
-                self.adopt(selector, disk, &volume, looked).await?;
+                self.adopt(selector, disk, &volume, listed_by).await?;
                 Ok((volume, partitioned))
             }
             _ => Err(Error::Ambiguous {
@@ -364,12 +368,12 @@ impl Inner {
         Ok(answered)
     }
 
-    /// Records `volume`, the one volume of `disk` (listed at `looked`), as
-    /// on a partition this mounter made, when a `PartitionDisk` of this
-    /// disk for `selector` answered success, on the disk seen blank,
-    /// within `volume_wait` before that listing: the volume a stage waits
-    /// for, whether this stage or one that a driver restart cut short
-    /// sent it. A volume listed later may be another partition's, listed
+    /// Records `volume`, the one volume of `disk`, as on a partition this
+    /// mounter made, when a `PartitionDisk` of this disk for `selector`
+    /// answered success, on the disk seen blank, within `volume_wait`
+    /// before the listing that showed it: the volume a stage waits for,
+    /// whether this stage sent the request or one that a driver restart
+    /// cut short. A volume listed later may be another partition's, listed
     /// late, and a record of another disk (a disk attached at the LUN
     /// since) proves nothing: both are forgotten, as are earlier builds'
     /// records of a request sent.
@@ -378,7 +382,7 @@ impl Inner {
         selector: &DiskSelector,
         disk: u32,
         volume: &VolumeId,
-        looked: u64,
+        listed: Listed,
     ) -> Result<()> {
         let selector = selector.to_string();
         let (answer, sent) = self.journal.view(|records| {
@@ -390,7 +394,13 @@ impl Inner {
         }
         let wait = u64::try_from(self.settings.volume_wait.as_millis()).unwrap_or(u64::MAX);
         let ours = answer.is_some_and(|answer| {
-            answer.disk == disk && looked <= answer.answered.saturating_add(wait)
+            let within = answer.answered..=answer.answered.saturating_add(wait);
+            answer.disk == disk
+                && match listed {
+                    Listed::AfterItsAnswer => true,
+                    // A clock set back since reads as too late, not as in time.
+                    Listed::At(looked) => within.contains(&looked),
+                }
         });
         self.journal
             .update(|records| {
@@ -557,6 +567,17 @@ impl Inner {
         let filesystem = self.proxy.filesystem()?;
         idempotent(|| filesystem.mkdir(path), never).await
     }
+}
+
+/// When a disk's volume was listed, for [`Inner::adopt`].
+#[derive(Clone, Copy, Debug)]
+enum Listed {
+    /// By this stage, within `volume_wait` of its own `PartitionDisk`'s
+    /// answer (on tokio's clock).
+    AfterItsAnswer,
+    /// By a listing sent then (milliseconds since the Unix epoch), with no
+    /// `PartitionDisk` of this stage before it.
+    At(u64),
 }
 
 fn unchanged(disk: u32, volume: VolumeId) -> Staged {

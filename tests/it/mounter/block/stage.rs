@@ -320,3 +320,44 @@ async fn a_blank_disk_brought_online_is_partitioned_once_its_volumes_had_time_to
     assert!(node.host_calls(Op::ListVolumesOnDisk) > 2);
     assert_eq!(node.host_calls(Op::PartitionDisk), 1);
 }
+
+#[tokio::test]
+async fn a_partition_answered_is_the_mounters_only_while_its_volume_shows_in_time() {
+    // The listing after the partition fails, and the driver restarts: the
+    // retry, within the volume wait of the answer, finds the volume the
+    // journal's answer stands for, and formats it.
+    let mut node = Node::with_disk(ProxyRelease::LATEST).await;
+    let failure = WindowsError::new(WindowsError::IO_DEVICE);
+    node.host.fail_call(Op::ListVolumesOnDisk, 2, failure);
+    let error = node
+        .mounter
+        .stage_disk(&page83(), &path(STAGING))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::Host { .. }), "{error}");
+    node.restart_driver().await;
+    let staged = node.stage(STAGING).await;
+    assert!(!staged.partitioned && staged.formatted, "{staged:?}");
+    assert_eq!(node.host_calls(Op::PartitionDisk), 1);
+
+    // Windows lists the new partition's volume only after the stage's
+    // volume wait (2 s here) has passed: the stage gives up, and the volume
+    // listed later may be another partition's, so it is never formatted.
+    let node = Node::with_disk(ProxyRelease::LATEST).await;
+    node.host.hide_new_volumes(1, usize::MAX);
+    let error = node
+        .mounter
+        .stage_disk(&page83(), &path(STAGING))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::NotFound { .. }), "{error}");
+    node.host.hide_new_volumes(1, 0);
+    let error = node
+        .mounter
+        .stage_disk(&page83(), &path(STAGING))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::NotOurs { .. }), "{error}");
+    assert_eq!(node.host_calls(Op::FormatVolume), 0);
+    assert_eq!(node.host_calls(Op::PartitionDisk), 1);
+}
