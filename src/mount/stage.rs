@@ -3,6 +3,8 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use tokio::time::Instant;
+
 use super::again::{idempotent, never};
 use super::disks::DiskSelector;
 use super::journal::{key, StageRecord};
@@ -25,8 +27,8 @@ pub struct Staged {
     pub change: Change,
     /// Whether the disk was brought online.
     pub onlined: bool,
-    /// Whether `PartitionDisk` was sent (the disk listed no volume; the
-    /// proxy partitions only a raw disk).
+    /// Whether `PartitionDisk` was sent (the disk was seen blank: it listed
+    /// no volume; the proxy partitions only a disk without partitions).
     pub partitioned: bool,
     /// Whether the volume was formatted (it had no file system).
     pub formatted: bool,
@@ -41,10 +43,14 @@ pub struct Staged {
 #[non_exhaustive]
 pub enum Formatting {
     /// Only a volume on a partition this mounter made, as its journal
-    /// records (the partition is recorded before `PartitionDisk` is sent):
-    /// the controller hands out blank disks, and the first stage
-    /// partitions and formats them. A partition the mounter did not make
-    /// that reads as unformatted is [`Error::NotOurs`], never formatted.
+    /// records: the disk was seen blank, `PartitionDisk` answered success
+    /// (only then is it recorded), and the volume was listed within
+    /// [`volume_wait`](super::MounterBuilder::volume_wait) of that answer.
+    /// The controller hands out blank disks, and the first stage
+    /// partitions and formats them. A partition the mounter did not make,
+    /// or cannot show it made (its `PartitionDisk` failed or its answer was
+    /// lost, or its volume was listed later), that reads as unformatted is
+    /// [`Error::NotOurs`], never formatted.
     #[default]
     PartitionedHere,
     /// Also a volume on a partition the mounter did not make, when it
@@ -59,7 +65,11 @@ impl Mounter {
     /// (where the proxy can: disk v1beta2 and newer), partitions it if it
     /// lists no volume (the proxy leaves a disk with partitions as it is),
     /// waits for its volume to be listed, formats the volume only if it has
-    /// no file system, and mounts it at `staging` (made if missing).
+    /// no file system, and mounts it at `staging` (made if missing). A disk
+    /// this stage brought online counts as blank only if it still lists no
+    /// volume [`volume_wait`](super::MounterBuilder::volume_wait) after:
+    /// Windows lists the volumes of its partitions some time after it
+    /// comes online.
     ///
     /// - The volume already mounted there: [`Change::Unchanged`], with no
     ///   partition, format or mount sent.
@@ -89,10 +99,11 @@ impl Mounter {
     /// [`stage_disk_for`](Self::stage_disk_for).
     ///
     /// A disk is partitioned only when it lists no volume (and the proxy
-    /// partitions only a disk without partitions). CSI Proxy cannot tell a
-    /// disk with a file system written on the whole device, with no
-    /// partition table (a Linux node's `mkfs` on the raw disk), from a
-    /// blank one: see docs/security.md.
+    /// partitions only a disk without partitions, answering success on
+    /// one with partitions, so its success alone proves nothing). CSI
+    /// Proxy cannot tell a disk with a file system written on the whole
+    /// device, with no partition table (a Linux node's `mkfs` on the raw
+    /// disk), from a blank one: see docs/security.md.
     pub async fn stage_disk(
         &self,
         selector: &DiskSelector,
@@ -201,7 +212,7 @@ impl Inner {
             return Ok(unchanged(disk, volume));
         }
         let onlined = self.bring_online(disk).await?;
-        let (volume, partitioned) = self.volume_of(disk, selector).await?;
+        let (volume, partitioned) = self.volume_of(disk, selector, onlined).await?;
         let formatted = (self.format_once(&volume, selector, stage.formatting)).await?;
         self.mount(&volume, staging, &found).await?;
         self.record_stage(staging, &volume, selector, stage.volume)
@@ -210,7 +221,7 @@ impl Inner {
             disk,
             volume,
             change: Change::Changed,
-            onlined,
+            onlined: onlined.is_some(),
             partitioned,
             formatted,
         })
@@ -253,50 +264,57 @@ impl Inner {
                 records.links.remove(&path_key);
                 records.unstages.remove(&path_key);
                 records.partitions.remove(&selector.to_string());
+                records.partition_answers.remove(&selector.to_string());
                 records.partitioned.remove(volume.as_str());
                 records.stages.insert(path_key, (staging.clone(), stage));
             })
             .await
     }
 
-    /// Brings `disk` online if it is not; whether it did. Versions before
-    /// disk v1beta2 can neither tell nor change it.
-    async fn bring_online(&self, disk: u32) -> Result<bool> {
+    /// Brings `disk` online if it is not; when it did (`None`: it was
+    /// online, or the proxy, before disk v1beta2, can neither tell nor
+    /// change it).
+    async fn bring_online(&self, disk: u32) -> Result<Option<Instant>> {
         let api = self.proxy.disk()?;
         match api.get_disk_state(disk).await {
-            Ok(true) | Err(Error::Unsupported { .. }) => Ok(false),
+            Ok(true) | Err(Error::Unsupported { .. }) => Ok(None),
             Ok(false) => idempotent(|| api.set_disk_state(disk, true), never)
                 .await
-                .map(|()| true),
+                .map(|()| Some(Instant::now())),
             Err(error) => Err(error),
         }
     }
 
-    /// The volume of `disk`, partitioning the disk first if it lists none
-    /// and waiting for the new partition's volume to be listed. The
-    /// partition is recorded as the mounter's, under `selector`, before it
-    /// is asked for.
-    async fn volume_of(&self, disk: u32, selector: &DiskSelector) -> Result<(VolumeId, bool)> {
-        let volumes = self.proxy.volume()?;
-        let mut listed = volumes.list_volumes_on_disk(disk, None).await?;
-        let mut partitioned = false;
-        if listed.is_empty() {
-            let sent = unix_millis();
-            self.journal
-                .update(|records| records.partitions.insert(selector.to_string(), sent))
-                .await?;
-            let api = self.proxy.disk()?;
-            idempotent(|| api.partition_disk(disk), never).await?;
-            partitioned = true;
-            let deadline = tokio::time::Instant::now() + self.settings.volume_wait;
-            loop {
-                listed = volumes.list_volumes_on_disk(disk, None).await?;
-                if !listed.is_empty() || tokio::time::Instant::now() >= deadline {
-                    break;
-                }
-                tokio::time::sleep(self.settings.poll_interval).await;
+    /// The volume of `disk`, and whether this stage partitioned the disk
+    /// for it. A disk is partitioned only when it was seen blank: it
+    /// lists no volume, and, when this stage brought it online at
+    /// `onlined`, still lists none once `volume_wait` has passed since
+    /// (Windows lists the volumes of a disk's partitions some time after
+    /// the disk comes online). The new partition's volume is waited for
+    /// as long. See [`adopt`](Self::adopt) for what makes it the mounter's.
+    async fn volume_of(
+        &self,
+        disk: u32,
+        selector: &DiskSelector,
+        onlined: Option<Instant>,
+    ) -> Result<(VolumeId, bool)> {
+        let (mut listed, looked) = match onlined {
+            Some(onlined) => self.volumes_by(disk, onlined).await?,
+            None => {
+                let looked = unix_millis();
+                let volumes = self.proxy.volume()?;
+                (volumes.list_volumes_on_disk(disk, None).await?, looked)
             }
+        };
+        let partitioned = listed.is_empty();
+        if partitioned {
+            let answered = self.partition(disk, selector).await?;
+            (listed, _) = self.volumes_by(disk, answered).await?;
         }
+        let listed_by = match partitioned {
+            true => Listed::AfterItsAnswer,
+            false => Listed::At(looked),
+        };
         match listed.len() {
             0 => Err(Error::NotFound {
                 what: format!(
@@ -306,7 +324,7 @@ impl Inner {
             }),
             1 => {
                 let volume = listed.remove(0);
-                self.own_partition(selector, &volume).await?;
+                self.adopt(selector, disk, &volume, listed_by).await?;
                 Ok((volume, partitioned))
             }
             _ => Err(Error::Ambiguous {
@@ -316,22 +334,79 @@ impl Inner {
         }
     }
 
-    /// Moves the record of a partition sent for `selector` to the volume it
-    /// made, `volume`: a volume ID names that partition alone, where the
-    /// selector (a LUN) may name another disk tomorrow. A record older than
-    /// [`PARTITION_PROOF_MILLIS`] (its stage failed, and a disk attached
-    /// since may sit at that LUN) proves nothing, and goes.
-    async fn own_partition(&self, selector: &DiskSelector, volume: &VolumeId) -> Result<()> {
+    /// Lists `disk`'s volumes every poll interval until one is listed or
+    /// `volume_wait` has passed since `since` (a listing is sent then
+    /// too): the last listing, and when it was sent (milliseconds since
+    /// the Unix epoch).
+    async fn volumes_by(&self, disk: u32, since: Instant) -> Result<(Vec<VolumeId>, u64)> {
+        let volumes = self.proxy.volume()?;
+        let deadline = since + self.settings.volume_wait;
+        loop {
+            let looked = unix_millis();
+            let listed = volumes.list_volumes_on_disk(disk, None).await?;
+            let now = Instant::now();
+            if !listed.is_empty() || now >= deadline {
+                return Ok((listed, looked));
+            }
+            tokio::time::sleep_until((now + self.settings.poll_interval).min(deadline)).await;
+        }
+    }
+
+    /// Sends `PartitionDisk` for `disk`, which was just seen blank (once
+    /// more if its answer was lost: the proxy leaves a disk with
+    /// partitions as it is), and records its success under `selector`,
+    /// once answered. A request that failed, or whose answers were all
+    /// lost, proves nothing and is not recorded. When it answered.
+    async fn partition(&self, disk: u32, selector: &DiskSelector) -> Result<Instant> {
+        let api = self.proxy.disk()?;
+        idempotent(|| api.partition_disk(disk), never).await?;
+        let answered = Instant::now();
+        let (selector, at) = (selector.to_string(), unix_millis());
+        self.journal
+            .update(|records| records.partition_answered(&selector, disk, at))
+            .await?;
+        Ok(answered)
+    }
+
+    /// Records `volume`, the one volume of `disk`, as on a partition this
+    /// mounter made, when a `PartitionDisk` of this disk for `selector`
+    /// answered success, on the disk seen blank, within `volume_wait`
+    /// before the listing that showed it: the volume a stage waits for,
+    /// whether this stage sent the request or one that a driver restart
+    /// cut short. A volume listed later may be another partition's, listed
+    /// late, and a record of another disk (a disk attached at the LUN
+    /// since) proves nothing: both are forgotten, as are earlier builds'
+    /// records of a request sent.
+    async fn adopt(
+        &self,
+        selector: &DiskSelector,
+        disk: u32,
+        volume: &VolumeId,
+        listed: Listed,
+    ) -> Result<()> {
         let selector = selector.to_string();
-        let Some(sent) = (self.journal).view(|records| records.partitions.get(&selector).copied())
-        else {
+        let (answer, sent) = self.journal.view(|records| {
+            let answer = records.partition_answers.get(&selector).copied();
+            (answer, records.partitions.contains_key(&selector))
+        });
+        if answer.is_none() && !sent {
             return Ok(());
-        };
-        let recent = unix_millis().saturating_sub(sent) < PARTITION_PROOF_MILLIS;
+        }
+        let wait = u64::try_from(self.settings.volume_wait.as_millis()).unwrap_or(u64::MAX);
+        let ours = answer.is_some_and(|answer| {
+            let within = answer.answered..=answer.answered.saturating_add(wait);
+            answer.disk == disk
+                && match listed {
+                    Listed::AfterItsAnswer => true,
+                    // A clock set back since reads as too late, not as in time.
+                    Listed::At(looked) => within.contains(&looked),
+                }
+        });
         self.journal
             .update(|records| {
                 records.partitions.remove(&selector);
-                if recent {
+                records.partition_answers.remove(&selector);
+                if ours {
                     records.partitioned.insert(volume.as_str().to_owned(), ());
                 }
             })
@@ -366,9 +441,12 @@ impl Inner {
         if !partitioned_here && formatting != Formatting::AnyUnformatted {
             return Err(Error::NotOurs {
                 what: format!("volume {volume} of the {selector}"),
-                why: "it is on a partition this mounter did not make, and CSI Proxy reads a \
+                why: "it is on a partition this mounter did not make (or cannot show it \
+                      made: its PartitionDisk failed or its answer was lost, or the volume \
+                      was listed more than the volume wait after it), and CSI Proxy reads a \
                       file system Windows does not know (ext4, XFS, a locked BitLocker \
-                      volume) as none, so formatting it could destroy data; a driver whose \
+                      volume) as none, so formatting it could destroy data; if the disk holds \
+                      no data, format the volume (or clear the disk) by hand; a driver whose \
                       disks come partitioned and empty says so with Formatting::AnyUnformatted"
                     .to_owned(),
             });
@@ -491,6 +569,17 @@ impl Inner {
     }
 }
 
+/// When a disk's volume was listed, for [`Inner::adopt`].
+#[derive(Clone, Copy, Debug)]
+enum Listed {
+    /// By this stage, within `volume_wait` of its own `PartitionDisk`'s
+    /// answer (on tokio's clock).
+    AfterItsAnswer,
+    /// By a listing sent then (milliseconds since the Unix epoch), with no
+    /// `PartitionDisk` of this stage before it.
+    At(u64),
+}
+
 fn unchanged(disk: u32, volume: VolumeId) -> Staged {
     Staged {
         disk,
@@ -501,12 +590,6 @@ fn unchanged(disk: u32, volume: VolumeId) -> Staged {
         formatted: false,
     }
 }
-
-/// How long the record of a `PartitionDisk` sent for a selector proves
-/// that the volume next found by that selector is the mounter's: long
-/// enough for a stage's retries and a plugin's restart, short of a disk
-/// detached and another attached at the same LUN.
-const PARTITION_PROOF_MILLIS: u64 = 15 * 60 * 1_000;
 
 /// `seconds` since the Unix epoch as `YYYY-MM-DD HH:MM:SS`, in UTC.
 fn utc_text(seconds: u64) -> String {

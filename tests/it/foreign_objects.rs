@@ -539,6 +539,65 @@ async fn an_administrators_smb_mapping_outlives_the_plugins_last_unstage() {
         );
         assert_eq!(node.host.smb_mapping_user(SHARE).as_deref(), Some("user"));
         node.assert_intact();
+
+// ---- What proves a partition the plugin's (issue 62) -----------------------
+//
+// A data disk at LUN 3 holds a partition another system made (its ext4
+// reads as no file system), whose volume Windows lists late. The plugin
+// formats a volume only on a partition it is shown to have made: its
+// `PartitionDisk` answered success on a disk seen blank, and the volume
+// was listed within the volume wait of that answer (docs/security.md,
+// "What proves a partition ours"). Each test runs on v0.2.2 and v1.3.
+
+type HostBuilder = csi_proxy_client::testing::FakeHostBuilder;
+
+/// A node with the OS and temporary disks and `disk` at LUN 3, and the
+/// plugin's service on it.
+struct LateNode {
+    _node: FakeNode,
+    host: FakeHost,
+    service: NodeService<TestDriver>,
+    _state: tempfile::TempDir,
+}
+
+impl LateNode {
+    async fn new(release: ProxyRelease, disk: impl FnOnce(HostBuilder) -> HostBuilder) -> Self {
+        let builder = FakeHost::builder()
+            .system_disk(0, "os", 128 * GIB)
+            .temp_disk(1, "temp", 16 * GIB)
+            .dir(PLUGINS)
+            .release(release);
+        let host = disk(builder).build();
+        let node = FakeNode::at(release, &host).await;
+        let state = tempfile::tempdir().unwrap();
+        let mounter = Mounter::builder(node.client().await, state.path())
+            .disk_wait(Duration::from_millis(100))
+            .poll_interval(Duration::from_millis(20))
+            .volume_wait(Duration::from_secs(2))
+            .build()
+            .unwrap();
+        let driver = TestDriver::of(&[VolumeKind::Disk]);
+        let service = NodeService::new(driver, mounter, "node-1", state.path()).unwrap();
+        Self {
+            _node: node,
+            host,
+            service,
+            _state: state,
+        }
+    }
+
+    /// The foreign partition's volume: there, never formatted, mounted
+    /// nowhere; no format was sent.
+    fn assert_foreign_volume_intact(&self, release: ProxyRelease) {
+        let volumes = volumes_of(&self.host, 3);
+        assert_eq!(volumes.len(), 1, "{release}: no partition was added");
+        assert!(!volumes[0].formatted, "{release}: its ext4 is intact");
+        assert!(volumes[0].mounts.is_empty(), "{release}");
+        let formats = self
+            .host
+            .calls_of(csi_proxy_client::Operation::FormatVolume);
+        assert_eq!(formats, 0, "{release}");
+        assert_eq!(self.host.entry(&staging("lun-3")), None, "{release}");
     }
 }
 
@@ -562,4 +621,55 @@ async fn an_administrators_broken_smb_mapping_fails_the_stage_and_stays() {
         Some(SmbMappingStatus::Disconnected)
     );
     node.assert_intact();
+
+async fn a_failed_partition_disk_proves_nothing_about_the_volume_listed_next() {
+    use csi_proxy_client::testing::WindowsError;
+    use csi_proxy_client::Operation;
+
+    for release in [ProxyRelease::V0_2_2, ProxyRelease::LATEST] {
+        // The first look lists no volume: the disk reads as blank.
+        let node = LateNode::new(release, |host| {
+            host.partitioned_disk(3, "foreign-late", 10 * GIB)
+                .listed_late(3, 1)
+        })
+        .await;
+        let failure = WindowsError::new(WindowsError::IO_DEVICE);
+        node.host.fail_call(Operation::PartitionDisk, 1, failure);
+        let s = &node.service;
+        let first = s.node_stage_volume(Request::new(stage("lun-3"))).await;
+        assert_ne!(code(first), Code::Ok, "{release}");
+        assert_eq!(node.host.calls_of(Operation::PartitionDisk), 1);
+        // The retry lists the partition's volume: the failed request made
+        // nothing the plugin can show, so it is not formatted.
+        let again = s.node_stage_volume(Request::new(stage("lun-3"))).await;
+        let refused = message(again);
+        assert!(
+            refused.contains("not proven to be the plugin's"),
+            "{release}: {refused}"
+        );
+        let again = s.node_stage_volume(Request::new(stage("lun-3"))).await;
+        assert_eq!(code(again), Code::FailedPrecondition, "{release}");
+        node.assert_foreign_volume_intact(release);
+    }
+}
+
+#[tokio::test]
+async fn a_partition_listed_only_after_its_disk_came_online_is_never_formatted() {
+    for release in [ProxyRelease::V0_2_2, ProxyRelease::LATEST] {
+        // Offline, as a disk the SAN policy left offline comes; once
+        // online, its partition's volume shows on the fourth listing.
+        let node = LateNode::new(release, |host| {
+            host.partitioned_disk(3, "foreign-late", 10 * GIB)
+                .offline(3)
+                .listed_late(3, 3)
+        })
+        .await;
+        let s = &node.service;
+        let staged = s.node_stage_volume(Request::new(stage("lun-3"))).await;
+        assert_eq!(code(staged), Code::FailedPrecondition, "{release}");
+        let again = s.node_stage_volume(Request::new(stage("lun-3"))).await;
+        assert_eq!(code(again), Code::FailedPrecondition, "{release}");
+        assert!(node.host.disk(3).unwrap().online, "{release}");
+        node.assert_foreign_volume_intact(release);
+    }
 }

@@ -26,6 +26,15 @@ pub(crate) struct StageRecord {
     pub csi_volume: Option<String>,
 }
 
+/// A `PartitionDisk` that answered success on a disk seen blank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PartitionAnswer {
+    /// The disk's number when it was partitioned.
+    pub disk: u32,
+    /// When the answer came, in milliseconds since the Unix epoch.
+    pub answered: u64,
+}
+
 /// An unstage begun and not finished: what is left to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct UnstageRecord {
@@ -84,10 +93,16 @@ pub(crate) struct Records {
     /// Formats whose outcome is unknown, by volume ID: when they were sent
     /// (milliseconds since the Unix epoch).
     pub formats: Table<String, u64>,
-    /// Disks this mounter sent `PartitionDisk` for, by selector text: when
-    /// it was sent (milliseconds since the Unix epoch), recorded before it
-    /// is sent. Moved to `partitioned` once the volume is found.
+    /// What earlier builds wrote before sending `PartitionDisk`, by
+    /// selector text: when it was sent. A request that may have failed
+    /// proves nothing, so these rows are only read (a journal of an
+    /// earlier build opens) and dropped with the selector's next stage.
     pub partitions: Table<String, u64>,
+    /// `PartitionDisk`s that answered success on a disk seen with no
+    /// volume just before, by selector text: which disk, and when. Moved
+    /// to `partitioned` once the disk's volume is listed, if that is
+    /// within the stage's volume wait of the answer.
+    pub partition_answers: Table<String, PartitionAnswer>,
     /// Volumes on partitions this mounter made, by volume ID: the mounter's
     /// to format. The row goes when the stage is recorded.
     pub partitioned: Table<String, ()>,
@@ -261,6 +276,13 @@ impl Records {
         disk.or_else(share).or_else(target)
     }
 
+    /// Records that `PartitionDisk` of `disk`, sent for `selector`,
+    /// answered success at `answered` (milliseconds since the Unix epoch).
+    pub fn partition_answered(&mut self, selector: &str, disk: u32, answered: u64) {
+        let answer = PartitionAnswer { disk, answered };
+        self.partition_answers.insert(selector.to_owned(), answer);
+    }
+
     /// How many records there are.
     pub fn len(&self) -> usize {
         self.links.len()
@@ -268,6 +290,7 @@ impl Records {
             + self.unstages.len()
             + self.formats.len()
             + self.partitions.len()
+            + self.partition_answers.len()
             + self.partitioned.len()
             + self.made.len()
             + self.shares.len()

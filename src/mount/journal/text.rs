@@ -3,7 +3,7 @@
 //! holds changes, `+` (the record is so) or `-` (it is gone) before the
 //! record's line, each change ended by a `commit` line.
 
-use super::records::{Lease, TargetRecord};
+use super::records::{Lease, PartitionAnswer, TargetRecord};
 use super::records::{
     LinkTo, MappingKey, Records, ShareRecord, ShareRow, StageRecord, UnstageRecord,
 };
@@ -44,6 +44,7 @@ pub(super) enum Row {
     Rule(MappingKey),
     Format(String, u64),
     Partition(String, u64),
+    PartitionAnswered(String, PartitionAnswer),
     Partitioned(String),
     Share(String, ShareRecord),
     Mapped(ShareRow),
@@ -74,6 +75,9 @@ impl Records {
             Row::Made(key, value) => set(&mut self.made, key, value, present),
             Row::Format(key, value) => set(&mut self.formats, key, value, present),
             Row::Partition(key, value) => set(&mut self.partitions, key, value, present),
+            Row::PartitionAnswered(key, value) => {
+                set(&mut self.partition_answers, key, value, present)
+            }
             Row::Partitioned(key) => set(&mut self.partitioned, key, (), present),
             Row::Share(key, value) => set(&mut self.shares, key, value, present),
             Row::Mapped(key) => set(&mut self.mapped, key, (), present),
@@ -113,6 +117,9 @@ impl Records {
         }
         for (selector, sent) in self.partitions.iter() {
             push(partition_line(selector, *sent));
+        }
+        for (selector, answer) in self.partition_answers.iter() {
+            push(answer_line(selector, answer));
         }
         for (volume, ()) in self.partitioned.iter() {
             push(line(&["partitioned", volume]));
@@ -175,6 +182,10 @@ impl Records {
         }
         for (selector, was, now) in self.partitions.take_touched() {
             let text = |sent: &u64| partition_line(&selector, *sent);
+            change(now.map(text), was.as_ref().map(text));
+        }
+        for (selector, was, now) in self.partition_answers.take_touched() {
+            let text = |answer: &PartitionAnswer| answer_line(&selector, answer);
             change(now.map(text), was.as_ref().map(text));
         }
         for (volume, was, now) in self.partitioned.take_touched() {
@@ -254,6 +265,11 @@ fn format_line(volume: &str, sent: u64) -> String {
 
 fn partition_line(selector: &str, sent: u64) -> String {
     line(&["partition-ms", selector, &sent.to_string()])
+}
+
+fn answer_line(selector: &str, answer: &PartitionAnswer) -> String {
+    let (disk, answered) = (answer.disk.to_string(), answer.answered.to_string());
+    line(&["partition-answered", selector, &disk, &answered])
 }
 
 fn share_line(share: &str, record: &ShareRecord) -> String {
@@ -336,6 +352,13 @@ pub(super) fn read_row(fields: &[&str]) -> Result<Row, String> {
         ["rule", "smb-mapping-key", "exact-path"] => Row::Rule(MappingKey::ExactPath),
         ["format-ms", volume, sent] => Row::Format((*volume).to_owned(), number(sent)?),
         ["partition-ms", selector, sent] => Row::Partition((*selector).to_owned(), number(sent)?),
+        ["partition-answered", selector, disk, answered] => Row::PartitionAnswered(
+            (*selector).to_owned(),
+            PartitionAnswer {
+                disk: disk.parse().map_err(|e| format!("disk: {e}"))?,
+                answered: number(answered)?,
+            },
+        ),
         ["partitioned", volume] => Row::Partitioned((*volume).to_owned()),
         // Written in whole seconds by format 1 before.
         ["format", volume, sent] => {
@@ -413,6 +436,33 @@ fn unescape(field: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_partition_answer_reads_back_and_an_old_request_stays_apart() {
+        let mut records = Records::default();
+        records.partition_answered("disk at LUN 3", 7, 1_700_000_000_123);
+        // An earlier build's record of a request sent, which proves nothing.
+        records
+            .partitions
+            .insert("disk at LUN 4".into(), 1_700_000_000_001);
+        let mut again = Records::default();
+        for line in records.lines().lines() {
+            let fields = fields(line.strip_prefix("+\t").unwrap());
+            let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
+            again.apply(read_row(&fields).unwrap(), true);
+        }
+        let answer = again.partition_answers.get("disk at LUN 3").copied();
+        assert_eq!(
+            answer.map(|answer| (answer.disk, answer.answered)),
+            Some((7, 1_700_000_000_123))
+        );
+        assert!(again.partition_answers.get("disk at LUN 4").is_none());
+        assert_eq!(
+            again.partitions.get("disk at LUN 4"),
+            Some(&1_700_000_000_001)
+        );
+        assert!(read_row(&["partition-answered", "disk at LUN 3", "x", "1"]).is_err());
+    }
 
     #[test]
     fn escapes_undo_themselves() {

@@ -76,14 +76,57 @@ impl FakeHostBuilder {
 
     /// Takes disk `number` (added before) offline, as a disk left offline
     /// by a former unstage, or by the SAN policy, comes: it lists no
-    /// volumes, and `PartitionDisk`, format and mount fail until
-    /// `SetDiskState` brings it online.
+    /// volumes, and format, mount and the `PartitionDisk` of a raw disk
+    /// fail until `SetDiskState` brings it online (`PartitionDisk` of a
+    /// disk with a partition succeeds and does nothing, online or not).
     ///
     /// # Panics
     ///
     /// When the builder has no disk `number` yet.
     pub fn offline(mut self, number: u32) -> Self {
         self.disk_mut("offline", number).online = false;
+        self
+    }
+
+    /// Makes the volumes disk `number` (added before) has now show only on
+    /// the (`listings` + 1)-th listing of its volumes (`ListVolumesOnDisk`)
+    /// made while it is online, as Windows lists the volume of a
+    /// partition some time after the partition's disk comes online: an
+    /// existing partition the first looks take for a blank disk. Listings
+    /// of the disk while it is offline (which show nothing) do not count.
+    ///
+    /// ```
+    /// use csi_proxy_client::api::{DiskApi, VolumeApi};
+    /// use csi_proxy_client::testing::FakeHost;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let host = FakeHost::builder()
+    ///     .partitioned_disk(1, "pd-1", 10 << 30)
+    ///     .offline(1)
+    ///     .listed_late(1, 2)
+    ///     .build();
+    /// host.set_disk_state(1, true).await.unwrap();
+    /// assert!(host.list_volumes_on_disk(1, None).await.unwrap().is_empty());
+    /// // The proxy leaves a disk with a partition as it is, and succeeds.
+    /// host.partition_disk(1).await.unwrap();
+    /// assert!(host.list_volumes_on_disk(1, None).await.unwrap().is_empty());
+    /// assert_eq!(host.list_volumes_on_disk(1, None).await.unwrap().len(), 1);
+    /// assert_eq!(host.volumes().len(), 1, "no partition was made");
+    /// # }
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When the builder has no disk `number` yet.
+    pub fn listed_late(mut self, number: u32, listings: usize) -> Self {
+        self.disk_mut("listed_late", number);
+        let state = &mut self.state;
+        let own: Vec<_> = (state.volumes.iter())
+            .filter(|(_, volume)| volume.disk == number)
+            .map(|(id, _)| id.clone())
+            .collect();
+        state.made_by_partition.extend(own);
+        state.hidden_listings.insert(number, listings);
         self
     }
 

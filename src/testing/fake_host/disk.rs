@@ -21,12 +21,15 @@ impl HostState {
     fn partition_disk(&mut self, disk: u32) -> Result<()> {
         let op = Op::PartitionDisk;
         let found = self.disk_mut(op, disk)?;
-        if !found.online {
-            return Err(host_error(op, format!("disk {disk} is offline")));
-        }
-        // Already initialised: left as it is, nothing written.
+        // A disk with a partition, online or not (Windows reads an offline
+        // disk's partition table): left as it is, nothing written, and
+        // success, as CSI Proxy answers when `BasicPartitionsExist` says
+        // so. Its success proves nothing about who made the partition.
         if found.partitioned {
             return Ok(());
+        }
+        if !found.online {
+            return Err(host_error(op, format!("disk {disk} is offline")));
         }
         if found.read_only {
             return Err(windows_error(op, WindowsError::WRITE_PROTECT));

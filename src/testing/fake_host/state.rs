@@ -190,7 +190,8 @@ pub(super) struct HostState {
     /// Per disk: how many more listings hide the volumes `PartitionDisk`
     /// made on it.
     pub hidden_listings: BTreeMap<u32, usize>,
-    /// The volumes `PartitionDisk` made (the builder's are not "new").
+    /// The volumes `hidden_listings` hides: those `PartitionDisk` made, and
+    /// those the builder made [listed late](super::FakeHostBuilder::listed_late).
     pub made_by_partition: BTreeSet<VolumeId>,
     /// Per volume: what was below its mount point when a reboot unmounted
     /// it (relative keys), shown again where it is mounted next.

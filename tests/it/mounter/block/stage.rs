@@ -258,3 +258,106 @@ async fn every_disk_selector_finds_its_disk_and_an_ambiguous_one_is_typed() {
         "at most one rescan a look: {looks}"
     );
 }
+
+#[tokio::test]
+async fn a_partition_whose_answers_were_lost_proves_nothing() {
+    // The host partitions the disk, and both answers (the request and the
+    // mounter's resend) are lost: the caller sees a timeout.
+    let node = Node::with_disk(ProxyRelease::LATEST).await;
+    let proxy = (node.client_builder())
+        .deadline(Op::PartitionDisk, Duration::from_millis(200))
+        .connect()
+        .await
+        .unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let mounter = crate::mounter::mounter(proxy, state.path());
+    let mut held = node.host.hold_answer(1);
+    let mut stage = tokio::spawn({
+        let mounter = mounter.clone();
+        async move { mounter.stage_disk(&page83(), &path(STAGING)).await }
+    });
+    let mut lost = Vec::new();
+    let error = loop {
+        tokio::select! {
+            staged = &mut stage => break staged.unwrap().unwrap_err(),
+            answer = &mut held => {
+                let (operation, go) = answer.unwrap();
+                held = node.host.hold_answer(1);
+                match operation {
+                    Op::PartitionDisk => lost.push(go),
+                    _ => drop(go),
+                }
+            }
+        }
+    };
+    drop((held, lost));
+    assert!(error.may_have_run(), "{error}");
+    assert_eq!(node.host_calls(Op::PartitionDisk), 2, "sent once more");
+    assert!(node.host.disk(1).unwrap().partitioned, "the host did it");
+    // The volume is there, and reads as unformatted: nothing shows that
+    // it is the partition the mounter asked for, so it is not formatted.
+    let error = mounter
+        .stage_disk(&page83(), &path(STAGING))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::NotOurs { .. }), "{error}");
+    assert_eq!(node.host_calls(Op::FormatVolume), 0);
+    assert_eq!(node.host_calls(Op::PartitionDisk), 2);
+    assert_eq!(node.host.entry(STAGING), None);
+}
+
+#[tokio::test]
+async fn a_blank_disk_brought_online_is_partitioned_once_its_volumes_had_time_to_show() {
+    let node = Node::on(
+        ProxyRelease::LATEST,
+        FakeHost::builder().disk(1, PAGE83, 10 * GIB).offline(1),
+    )
+    .await;
+    let staged = node.stage(STAGING).await;
+    assert!(staged.onlined && staged.partitioned && staged.formatted);
+    // Looked at until the volume wait (2 s here) had passed since the
+    // disk came online, then partitioned.
+    assert!(node.host_calls(Op::ListVolumesOnDisk) > 2);
+    assert_eq!(node.host_calls(Op::PartitionDisk), 1);
+}
+
+#[tokio::test]
+async fn a_partition_answered_is_the_mounters_only_while_its_volume_shows_in_time() {
+    // The listing after the partition fails, and the driver restarts: the
+    // retry, within the volume wait of the answer, finds the volume the
+    // journal's answer stands for, and formats it.
+    let mut node = Node::with_disk(ProxyRelease::LATEST).await;
+    let failure = WindowsError::new(WindowsError::IO_DEVICE);
+    node.host.fail_call(Op::ListVolumesOnDisk, 2, failure);
+    let error = node
+        .mounter
+        .stage_disk(&page83(), &path(STAGING))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::Host { .. }), "{error}");
+    node.restart_driver().await;
+    let staged = node.stage(STAGING).await;
+    assert!(!staged.partitioned && staged.formatted, "{staged:?}");
+    assert_eq!(node.host_calls(Op::PartitionDisk), 1);
+
+    // Windows lists the new partition's volume only after the stage's
+    // volume wait (2 s here) has passed: the stage gives up, and the volume
+    // listed later may be another partition's, so it is never formatted.
+    let node = Node::with_disk(ProxyRelease::LATEST).await;
+    node.host.hide_new_volumes(1, usize::MAX);
+    let error = node
+        .mounter
+        .stage_disk(&page83(), &path(STAGING))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::NotFound { .. }), "{error}");
+    node.host.hide_new_volumes(1, 0);
+    let error = node
+        .mounter
+        .stage_disk(&page83(), &path(STAGING))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::NotOurs { .. }), "{error}");
+    assert_eq!(node.host_calls(Op::FormatVolume), 0);
+    assert_eq!(node.host_calls(Op::PartitionDisk), 1);
+}

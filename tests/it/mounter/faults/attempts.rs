@@ -8,9 +8,11 @@ use csi_proxy_client::Operation as HostOp;
 use tokio::sync::oneshot;
 
 use super::driver::{next_of, outcome_text, Driver, Fault, Outcome};
-use super::ops::Op;
+use super::ops::{disk_number, Op};
 use super::walk::World;
 use super::{FIRST_BACKOFF, RETRIES};
+use csi_proxy_client::api::VolumeApi;
+use csi_proxy_client::Error;
 
 impl World<'_> {
     /// `op`, with its first attempt cut by a fault, retried as kubelet
@@ -66,8 +68,13 @@ impl World<'_> {
                         return;
                     }
                 }
-                Outcome::Failed { error, retryable } => {
-                    let again = retryable || faulted;
+                Outcome::Failed {
+                    error,
+                    retryable,
+                    not_ours,
+                } => {
+                    let operator = not_ours && self.format_by_hand(&op).await;
+                    let again = retryable || faulted || operator;
                     last = error;
                     if !again {
                         break;
@@ -123,6 +130,8 @@ impl World<'_> {
         }
         let mut task = self.driver.spawn(op.clone(), self.live());
         let mut calls = 0;
+        // Whether a PartitionDisk of this attempt went to work.
+        let mut partitioned = false;
         let mut before = Some(self.host.hold_call(1));
         let answer_of = |n: usize| fault.is_some_and(|f| f.after_work && f.n == n);
         let mut after = answer_of(1).then(|| self.host.hold_answer(1));
@@ -150,6 +159,7 @@ impl World<'_> {
                         after = Some(self.host.hold_answer(1));
                     }
                     let cut = fault.filter(|f| f.n == calls && !f.after_work);
+                    partitioned |= host_op == HostOp::PartitionDisk && cut.is_none();
                     self.check_between(op, calls, host_op, cut.is_none());
                     match cut {
                         Some(fault) => self.cut(fault, host_op, go).await,
@@ -172,21 +182,51 @@ impl World<'_> {
         };
         drop((before, after));
         let killed = fault.is_some_and(|f| f.kill_driver && f.n <= calls);
+        if let (true, true, Some(disk)) = (killed, partitioned, op.disk()) {
+            self.model.unproven[disk] = true;
+        }
         let outcome = match joined {
             // It may have ended while its runtime was shutting down.
             _ if killed => Outcome::Killed,
             Ok(Ok(reply)) => Outcome::Done(reply),
             Ok(Err(error)) => Outcome::Failed {
                 retryable: error.is_retryable(),
+                not_ours: matches!(error, Error::NotOurs { .. }),
                 error: error.to_string(),
             },
             Err(join) if join.is_cancelled() => Outcome::Killed,
             Err(join) => Outcome::Failed {
                 error: format!("the operation panicked: {join}"),
                 retryable: false,
+                not_ours: false,
             },
         };
         (outcome, calls)
+    }
+
+    /// What an operator does when a stage of a disk whose partition was
+    /// made under a killed driver is refused (`NotOurs`): knowing the disk
+    /// holds no data, formats its volume by hand. Whether it did (only for
+    /// such a disk, once).
+    async fn format_by_hand(&mut self, op: &Op) -> bool {
+        let Op::StageDisk { disk, .. } = *op else {
+            return false;
+        };
+        if !std::mem::take(&mut self.model.unproven[disk]) {
+            return false;
+        }
+        let number = disk_number(disk);
+        let volumes = self.host.volumes().into_iter();
+        let mut found = volumes.filter(|(_, v)| v.disk == number && !v.formatted);
+        let Some((volume, _)) = found.next() else {
+            return false;
+        };
+        self.host.format_volume(&volume).await.unwrap();
+        self.run.figures.operator_formats += 1;
+        if self.trace {
+            println!("    an operator formats {volume} by hand");
+        }
+        true
     }
 
     /// The fault: the proxy stops (its connections break, the held call's

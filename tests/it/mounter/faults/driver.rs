@@ -43,6 +43,8 @@ pub(super) enum Outcome {
     Failed {
         error: String,
         retryable: bool,
+        /// `Error::NotOurs`: refused for want of proof.
+        not_ours: bool,
     },
     /// The driver was killed under it.
     Killed,
@@ -51,7 +53,9 @@ pub(super) enum Outcome {
 pub(super) fn outcome_text(outcome: &Outcome) -> String {
     match outcome {
         Outcome::Done(reply) => format!("done: {reply:?}"),
-        Outcome::Failed { error, retryable } => format!("failed (retryable: {retryable}): {error}"),
+        Outcome::Failed {
+            error, retryable, ..
+        } => format!("failed (retryable: {retryable}): {error}"),
         Outcome::Killed => "the driver was killed".to_owned(),
     }
 }

@@ -51,6 +51,9 @@ pub(super) struct Figures {
     pub(super) faults: usize,
     pub(super) proxy_restarts: usize,
     pub(super) driver_restarts: usize,
+    /// Volumes an operator formatted by hand: the driver was killed while
+    /// its partition was made, and the mounter could not show it is its.
+    pub(super) operator_formats: usize,
     pub(super) converged: usize,
     pub(super) not_converged: usize,
     pub(super) invariant_breaks: usize,
@@ -64,6 +67,7 @@ impl Figures {
         self.faults += other.faults;
         self.proxy_restarts += other.proxy_restarts;
         self.driver_restarts += other.driver_restarts;
+        self.operator_formats += other.operator_formats;
         self.converged += other.converged;
         self.not_converged += other.not_converged;
         self.invariant_breaks += other.invariant_breaks;
@@ -75,13 +79,15 @@ impl fmt::Display for Figures {
         write!(
             f,
             "{} operations ({} attempts, {} host calls, {} faults), {} proxy restarts, \
-             {} driver restarts, {} converged, {} not converged, {} invariant breaks",
+             {} driver restarts, {} volumes formatted by hand, {} converged, \
+             {} not converged, {} invariant breaks",
             self.operations,
             self.attempts,
             self.host_calls,
             self.faults,
             self.proxy_restarts,
             self.driver_restarts,
+            self.operator_formats,
             self.converged,
             self.not_converged,
             self.invariant_breaks

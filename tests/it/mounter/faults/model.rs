@@ -22,6 +22,13 @@ pub(super) struct Model {
     /// more `PartitionDisk` of a disk partitioned already (the mounter
     /// sends a lost partition once more: docs/mounting.md, rule 7).
     pub(super) partition_resends: [usize; DISKS],
+    /// Per disk: a stage's `PartitionDisk` went to work and the driver was
+    /// killed before the mounter could show the partition is its own (no
+    /// answer came, or its volume may be listed only after the volume
+    /// wait): a stage may refuse the volume (`NotOurs`) until an operator
+    /// formats it by hand (docs/security.md, "What proves a partition
+    /// ours").
+    pub(super) unproven: [bool; DISKS],
 }
 
 impl Model {
@@ -29,6 +36,7 @@ impl Model {
         match *op {
             Op::StageDisk { disk, at } => {
                 self.staged[disk].insert(at);
+                self.unproven[disk] = false;
             }
             Op::UnstageDisk { disk, at, .. } => {
                 self.staged[disk].remove(&at);
