@@ -539,6 +539,30 @@ async fn an_administrators_smb_mapping_outlives_the_plugins_last_unstage() {
         );
         assert_eq!(node.host.smb_mapping_user(SHARE).as_deref(), Some("user"));
         node.assert_intact();
+    }
+}
+
+#[tokio::test]
+async fn an_administrators_broken_smb_mapping_fails_the_stage_and_stays() {
+    use csi_proxy_client::testing::SmbMappingStatus;
+
+    let node = ForeignNode::new(ProxyRelease::LATEST).await;
+    node.host.map_smb_outside(SHARE, "user", "pw");
+    node.host
+        .set_smb_mapping_status(SHARE, SmbMappingStatus::Disconnected);
+    let s = node.service();
+    let volume = format!(r"share-{SHARE}\pv-existing");
+    let request = stage_share(&node, &volume).await;
+    let refused = s.node_stage_volume(Request::new(request)).await;
+    let status = refused.unwrap_err();
+    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+    assert!(status.message().contains(SHARE), "{status:?}");
+    assert_eq!(
+        node.host.smb_mapping_status(SHARE),
+        Some(SmbMappingStatus::Disconnected)
+    );
+    node.assert_intact();
+}
 
 // ---- What proves a partition the plugin's (issue 62) -----------------------
 //
@@ -602,26 +626,6 @@ impl LateNode {
 }
 
 #[tokio::test]
-async fn an_administrators_broken_smb_mapping_fails_the_stage_and_stays() {
-    use csi_proxy_client::testing::SmbMappingStatus;
-
-    let node = ForeignNode::new(ProxyRelease::LATEST).await;
-    node.host.map_smb_outside(SHARE, "user", "pw");
-    node.host
-        .set_smb_mapping_status(SHARE, SmbMappingStatus::Disconnected);
-    let s = node.service();
-    let volume = format!(r"share-{SHARE}\pv-existing");
-    let request = stage_share(&node, &volume).await;
-    let refused = s.node_stage_volume(Request::new(request)).await;
-    let status = refused.unwrap_err();
-    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
-    assert!(status.message().contains(SHARE), "{status:?}");
-    assert_eq!(
-        node.host.smb_mapping_status(SHARE),
-        Some(SmbMappingStatus::Disconnected)
-    );
-    node.assert_intact();
-
 async fn a_failed_partition_disk_proves_nothing_about_the_volume_listed_next() {
     use csi_proxy_client::testing::WindowsError;
     use csi_proxy_client::Operation;

@@ -185,9 +185,21 @@ impl Inner {
         }
         let secret = credentials.password.expose();
         let key = self.journal.credential_key();
-        if (record.fingerprint.as_ref())
-            .is_some_and(|f| f.matches(key, &credentials.username, secret))
+        if let Some(known) =
+            (record.fingerprint.as_ref()).filter(|f| f.matches(key, &credentials.username, secret))
         {
+            // An earlier build's unkeyed fingerprint gives way to a keyed
+            // one, now that the credentials are known to match it.
+            if known.is_legacy() {
+                let print = gate.fingerprint(credentials, key).await;
+                self.journal
+                    .update(|records| {
+                        if let Some(record) = records.shares.get_mut(root) {
+                            record.fingerprint = Some(print);
+                        }
+                    })
+                    .await?;
+            }
             return Ok(Rotated {
                 change: Change::Unchanged,
                 interrupted: Vec::new(),

@@ -19,23 +19,6 @@ fn aliases(volume: &str) -> [String; 4] {
     ]
 }
 
-/// The parent kubelet makes for `volume`'s staging path.
-async fn make_staging_parent(node: &ForeignNode, volume: &str) {
-    let parent = staging(volume).trim_end_matches(r"\globalmount").to_owned();
-    let filesystem = node.proxy.filesystem().unwrap();
-    filesystem.mkdir(&path(&parent)).await.unwrap();
-}
-
-/// A stage of share volume `volume` with the share's secrets.
-fn stage_share(volume: &str) -> NodeStageVolumeRequest {
-    NodeStageVolumeRequest {
-        secrets: [("username", "user"), ("password", "pw")]
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .into(),
-        ..stage(volume)
-    }
-}
-
 /// A share volume of the test driver, on the node's share.
 const SHARE_VOLUME: &str = r"share-\\files\data\pv-existing";
 const SHARE_VOLUME_B: &str = r"share-\\files\data\pv-b";
@@ -166,10 +149,8 @@ async fn a_share_s_unstage_at_a_path_not_recorded_for_it_releases_nothing() {
     for release in [ProxyRelease::V0_2_2, ProxyRelease::LATEST] {
         let node = ForeignNode::new(release).await;
         let s = node.service();
-        make_staging_parent(&node, SHARE_VOLUME).await;
-        s.node_stage_volume(Request::new(stage_share(SHARE_VOLUME)))
-            .await
-            .unwrap();
+        let request = stage_share(&node, SHARE_VOLUME).await;
+        s.node_stage_volume(Request::new(request)).await.unwrap();
         let mapped = node.host.smb_mappings();
         assert!(!mapped.is_empty(), "{release}");
         // kubelet names another staging path for the volume (its path
@@ -185,10 +166,8 @@ async fn a_share_s_unstage_at_a_path_not_recorded_for_it_releases_nothing() {
         ));
         // Another share volume named at this one's path: refused.
         node.host.add_share_folder(r"\\files\data\pv-b");
-        make_staging_parent(&node, SHARE_VOLUME_B).await;
-        s.node_stage_volume(Request::new(stage_share(SHARE_VOLUME_B)))
-            .await
-            .unwrap();
+        let request = stage_share(&node, SHARE_VOLUME_B).await;
+        s.node_stage_volume(Request::new(request)).await.unwrap();
         let mapped = node.host.smb_mappings();
         let wrong = s
             .node_unstage_volume(Request::new(unstage_at(

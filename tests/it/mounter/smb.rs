@@ -1,7 +1,7 @@
 //! SMB shares: one mapping per share, leased by the volumes that use it.
 
 use super::{
-    creds_with, host_with_share, path, releases, share, Node, SHARE_ROOT as ROOT, STAGING,
+    creds, creds_with, host_with_share, path, releases, share, Node, SHARE_ROOT as ROOT, STAGING,
     STAGING_2, TARGET,
 };
 use csi_proxy_client::api::SmbRemotePath;
@@ -485,4 +485,71 @@ async fn a_broken_mapping_someone_else_made_fails_the_stage_and_is_left() {
     m.unstage_smb("pv1", &path(STAGING)).await.unwrap();
     assert_eq!(node.host.smb_mappings(), vec![ROOT.to_owned()]);
     assert_eq!(node.host_calls(Op::RemoveSmbGlobalMapping), 0);
+}
+
+/// An earlier build's unkeyed fingerprint of `username` and `password`
+/// with `salt` (salted SHA-256, stretched 10,000 rounds), as its journals
+/// hold it: `salt:hash` in hex.
+fn legacy_fingerprint(salt: [u8; 16], username: &str, password: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let mut digest = Sha256::new();
+    digest.update(salt);
+    digest.update((username.len() as u64).to_le_bytes());
+    digest.update(username);
+    digest.update(password);
+    let mut hash: [u8; 32] = digest.finalize().into();
+    for _ in 1..10_000 {
+        hash = Sha256::new()
+            .chain_update(salt)
+            .chain_update(hash)
+            .finalize()
+            .into();
+    }
+    format!("{}:{}", hex(&salt), hex(&hash))
+}
+
+#[tokio::test]
+async fn an_earlier_builds_fingerprint_gives_way_to_a_keyed_one_once_matched() {
+    let mut node = node_with_share(ProxyRelease::LATEST).await;
+    node.mounter
+        .stage_smb("pv1", &share("a"), &creds(), &path(STAGING))
+        .await
+        .unwrap();
+    // The same records, as an earlier build wrote them (format 1, the
+    // fingerprint unkeyed).
+    let legacy = legacy_fingerprint([9; 16], "user", "pw");
+    let journal = node.state_dir().join("mounter-journal");
+    std::fs::write(
+        &journal,
+        format!(
+            "csi-proxy-client mounter journal 1\n\
+             link\t{STAGING}\tsmb\t{ROOT}\\a\n\
+             share\t{ROOT}\t1\t{legacy}\n\
+             mapped\t{ROOT}\t{ROOT}\\a\n\
+             lease\t{ROOT}\tpv1\t{STAGING}\t{ROOT}\\a\n"
+        ),
+    )
+    .unwrap();
+    node.restart_driver().await;
+    let rotated = node
+        .mounter
+        .rotate_smb_credentials(&share("a"), &creds())
+        .await
+        .unwrap();
+    assert_eq!(rotated.change, Change::Unchanged, "the credentials match");
+    // The journal's last word on the share: a keyed fingerprint.
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let share_row = text.lines().rev().find(|line| line.contains("\tshare\t"));
+    assert!(
+        share_row.is_some_and(|row| row.contains("\t1\tk1:") && !row.contains(&legacy)),
+        "{text}"
+    );
+    // Still the mounter's, and matched under the key from now on.
+    let again = node
+        .mounter
+        .rotate_smb_credentials(&share("a"), &creds())
+        .await
+        .unwrap();
+    assert_eq!(again.change, Change::Unchanged);
 }
