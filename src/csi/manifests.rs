@@ -200,7 +200,8 @@ pub struct ManifestOptions {
     registrar_image: String,
     livenessprobe_image: String,
     plugin_resources: Resources,
-    sidecar_resources: Resources,
+    registrar_resources: Resources,
+    livenessprobe_resources: Resources,
     probe: ProbeTimings,
     health_port: u16,
     node_selector: Vec<(String, String)>,
@@ -230,7 +231,8 @@ impl ManifestOptions {
             registrar_image: NODE_DRIVER_REGISTRAR_IMAGE.into(),
             livenessprobe_image: LIVENESSPROBE_IMAGE.into(),
             plugin_resources: Resources::requests("10m", "40Mi").memory_limit("400Mi"),
-            sidecar_resources: Resources::requests("10m", "20Mi").memory_limit("100Mi"),
+            registrar_resources: Resources::requests("10m", "20Mi").memory_limit("100Mi"),
+            livenessprobe_resources: Resources::requests("10m", "20Mi").memory_limit("100Mi"),
             probe: ProbeTimings::default(),
             health_port: DEFAULT_HEALTH_PORT,
             node_selector: vec![("kubernetes.io/os".into(), "windows".into())],
@@ -323,11 +325,19 @@ impl ManifestOptions {
         self
     }
 
-    /// Each sidecar's resources (default: requests 10m CPU and 20Mi,
+    /// node-driver-registrar's resources (default: requests 10m CPU and
+    /// 20Mi, memory limit 100Mi).
+    #[must_use]
+    pub fn registrar_resources(mut self, resources: Resources) -> Self {
+        self.registrar_resources = resources;
+        self
+    }
+
+    /// livenessprobe's resources (default: requests 10m CPU and 20Mi,
     /// memory limit 100Mi).
     #[must_use]
-    pub fn sidecar_resources(mut self, resources: Resources) -> Self {
-        self.sidecar_resources = resources;
+    pub fn livenessprobe_resources(mut self, resources: Resources) -> Self {
+        self.livenessprobe_resources = resources;
         self
     }
 
@@ -874,7 +884,7 @@ fn registrar_container(options: &ManifestOptions, paths: &Paths) -> Node {
     }
     container = container
         .with("args", strings(args))
-        .with("resources", options.sidecar_resources.node());
+        .with("resources", options.registrar_resources.node());
     if options.host_process.is_none() {
         container = container.with(
             "volumeMounts",
@@ -909,7 +919,7 @@ fn livenessprobe_container(options: &ManifestOptions, paths: &Paths) -> Node {
                 format!("--health-port={}", options.health_port),
             ]),
         )
-        .with("resources", options.sidecar_resources.node());
+        .with("resources", options.livenessprobe_resources.node());
     if options.host_process.is_none() {
         container = container.with(
             "volumeMounts",
@@ -987,5 +997,22 @@ mod tests {
         assert!(first.daemon_set.contains("image: r/i:0.1\n"));
         assert!(first.daemon_set.contains("pool: \"yes\"\n"));
         assert!(first.daemon_set.contains("- \"a: b\"\n"));
+    }
+
+    #[test]
+    fn each_container_gets_its_own_resources() {
+        let options = ManifestOptions::new("d.example.com", "r/i", "1")
+            .plugin_resources(Resources::requests("100m", "1Mi").cpu_limit("2"))
+            .registrar_resources(Resources::requests("200m", "2Mi"))
+            .livenessprobe_resources(Resources::requests("300m", "3Mi").memory_limit("9Mi"));
+        let text = render_manifests(&options).unwrap().daemon_set;
+        let plugin = text.find("name: node-plugin").unwrap();
+        let registrar = text.find("name: node-driver-registrar").unwrap();
+        let probe = text.find("name: liveness-probe").unwrap();
+        let at = |words: &str| text.find(words).unwrap();
+        assert!((plugin..registrar).contains(&at("cpu: \"100m\"")));
+        assert!((plugin..registrar).contains(&at("cpu: \"2\"")));
+        assert!((registrar..probe).contains(&at("cpu: \"200m\"")));
+        assert!(at("cpu: \"300m\"") > probe && at("memory: \"9Mi\"") > probe);
     }
 }

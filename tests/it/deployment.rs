@@ -515,3 +515,46 @@ fn the_manifests_subcommand_writes_the_kit_and_takes_options() {
         assert!(kit::manifests_command(&args(bad)).is_err(), "{bad:?}");
     }
 }
+
+/// Strings a YAML reader could take for something else read back as
+/// written: the generator quotes what needs it.
+#[test]
+fn every_string_reads_back_as_written() {
+    let tricky = [
+        "yes",
+        "a: b",
+        "#x",
+        "1.0",
+        "0x1F",
+        "~",
+        "",
+        "-",
+        "q\"\\",
+        "tab\there",
+        "[x]",
+        "{x}",
+        "& *",
+        "!x",
+        "%x",
+        "@x",
+        "`x`",
+        "x #y",
+        "é ü",
+    ];
+    let options = csi_proxy_client::csi::ManifestOptions::new(DRIVER_NAME, "r.example/i", "1.0")
+        .driver_args(tricky)
+        .namespace("no");
+    let rendered = render_manifests(&options).unwrap().daemon_set;
+    let daemon_set = YamlLoader::load_from_str(&rendered).unwrap().remove(0);
+    let args = strings(&container(&daemon_set, "node-plugin")["args"]);
+    assert_eq!(
+        args[..tricky.len()],
+        tricky.map(str::to_owned),
+        "{rendered}"
+    );
+    assert_eq!(text(&daemon_set["metadata"]["namespace"]), "no");
+    assert_eq!(
+        text(&container(&daemon_set, "node-plugin")["image"]),
+        "r.example/i:1.0"
+    );
+}
