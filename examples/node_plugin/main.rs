@@ -8,9 +8,16 @@
 //! - `cargo run --example node_plugin -- serve --endpoint unix:///csi/csi.sock [--kind disk,smb] ...`:
 //!   the plugin, as kubelet runs it (`serve --help` lists the options; with
 //!   `--controller`, the test controller for csi-sanity).
+//! - `cargo run --example node_plugin -- manifests [--host-process] [--image ...] ...`:
+//!   the deployment kit's YAML for `kubectl apply -f -` (`manifests --help`
+//!   lists the options; with none, `deploy/`'s files).
+//! - `cargo run --example node_plugin -- check-manifests FILE...`: the
+//!   kit's checks of manifests an operator edited (`scripts/check-manifests.sh`
+//!   adds Kubernetes' schemas).
 
 mod demo;
 mod driver;
+mod kit;
 
 use csi_proxy_client::csi::{NodePlugin, ServeError};
 use driver::ExampleDriver;
@@ -21,7 +28,16 @@ async fn main() -> std::process::ExitCode {
     let outcome = match args.first().map(String::as_str) {
         None => demo::run().await,
         Some("serve") => serve(args.split_off(1)).await,
-        Some(other) => Err(format!("unknown command {other}: none or serve").into()),
+        Some("manifests") => kit::manifests_command(&args[1..])
+            .map(|yaml| print!("{yaml}"))
+            .map_err(Into::into),
+        Some("check-manifests") => kit::check_manifests_command(&args[1..])
+            .map(|checked| println!("{checked}"))
+            .map_err(Into::into),
+        Some(other) => Err(format!(
+            "unknown command {other}: none, serve, manifests or check-manifests"
+        )
+        .into()),
     };
     match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -97,6 +97,7 @@ mod checks;
 mod controller;
 mod deployment;
 mod driver;
+mod manifests;
 mod observe;
 mod plugin;
 mod recorded;
@@ -116,6 +117,10 @@ pub mod v1;
 pub use controller::{ControllerVolume, TestController, TestVolume};
 pub use deployment::proxy_pipes;
 pub use driver::{NodeDriver, NodeInfo, Volume, VolumeKind, VolumeRequest};
+pub use manifests::{
+    render_manifests, ManifestOptions, Manifests, ProbeTimings, Resources, Toleration,
+    DEFAULT_HEALTH_PORT, LIVENESSPROBE_IMAGE, NODE_DRIVER_REGISTRAR_IMAGE,
+};
 pub use observe::{CSI_CALLS_TOTAL, CSI_CALL_DURATION_SECONDS};
 pub use plugin::{NodePlugin, USAGE};
 pub use serve::{
