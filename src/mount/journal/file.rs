@@ -2,13 +2,15 @@
 //! rewritten), appended to and synced, rewritten whole when long.
 
 use std::fs;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use super::folder::open_own;
 use super::read::read_bytes;
 use super::records::Records;
 use super::text::{seal, HEADER_2};
 use crate::error::{Error, Result};
+use crate::owner_only;
 
 /// The file is rewritten whole once it holds more change lines than this
 /// and than twice the records: the rewrite's cost, spread over the changes
@@ -42,13 +44,19 @@ impl JournalFile {
             damaged: false,
             writes: 0,
         };
-        let text = match fs::read(path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        // A rewrite's leftover is replaced at the next rewrite, never
+        // renamed into place as it is; one planted is refused, as the
+        // journal would be.
+        if let Some(planted) = own(&path.with_extension("new"))?.err() {
+            return Err(planted);
+        }
+        let text = match own(path)? {
+            Ok(Some(text)) => text,
+            Ok(None) => {
                 file.rewrite("")?;
                 return Ok((file, Records::default()));
             }
-            Err(e) => return Err(unusable(path, "cannot read it", &e)),
+            Err(planted) => return Err(planted),
         };
         let read = read_bytes(&text).map_err(|why| Error::Configuration {
             setting: format!("mounter journal {}", path.display()),
@@ -124,7 +132,14 @@ impl JournalFile {
         // Windows renames nothing over a file that is open.
         self.out = None;
         let written = (|| {
-            let mut out = fs::File::create(&fresh)?;
+            // Made afresh, never an existing file (whose owner and ACL it
+            // would keep) truncated.
+            match fs::remove_file(&fresh) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+            let mut options = fs::OpenOptions::new();
+            let mut out = owner_only::private(options.write(true).create_new(true)).open(&fresh)?;
             out.write_all(text.as_bytes())?;
             out.sync_all()?;
             fs::rename(&fresh, &self.path)?;
@@ -147,6 +162,29 @@ impl JournalFile {
         })?;
         Ok(read.records)
     }
+}
+
+/// What the file at `path` holds (`None`: there is none), once it is
+/// known to be the plugin's own; `Err` in the outer result when it cannot
+/// be read, in the inner one when it is someone else's.
+fn own(path: &Path) -> Result<std::result::Result<Option<Vec<u8>>, Error>> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(unusable(
+            path,
+            "cannot read it",
+            &std::io::ErrorKind::InvalidInput.into(),
+        ));
+    };
+    let read = fs::OpenOptions::new().read(true).clone();
+    let mut file = match open_own(dir, &name.to_string_lossy(), &read, false) {
+        Ok(Ok(file)) => file,
+        Ok(Err(planted)) => return Ok(Err(planted)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Ok(None)),
+        Err(e) => return Err(unusable(path, "cannot read it", &e)),
+    };
+    let mut text = Vec::new();
+    (file.read_to_end(&mut text)).map_err(|e| unusable(path, "cannot read it", &e))?;
+    Ok(Ok(Some(text)))
 }
 
 /// Makes a rename in the file's folder durable (Unix; NTFS journals its
