@@ -22,6 +22,8 @@ use unix as os;
 mod windows;
 #[cfg(windows)]
 use windows as os;
+#[cfg(all(test, windows))]
+pub(crate) use windows::set_dacl;
 
 /// Makes `dir` and its missing parents owner-only (mode 0700 on Unix; a
 /// protected DACL for SYSTEM, the Administrators and this process's user
@@ -71,6 +73,21 @@ pub(crate) fn check_file(file: &fs::File, path: &Path, secret: bool) -> Result<(
         let _ = (file, path, secret);
         Ok(())
     }
+}
+
+/// Makes a new file at `path` for a secret, its owner's alone whatever
+/// its folder lets others read (mode 0600 on Unix; on Windows a protected
+/// DACL for SYSTEM, the Administrators and this process's user), open
+/// for writing.
+///
+/// # Errors
+///
+/// As `OpenOptions::create_new`: `AlreadyExists` when a file is there.
+pub(crate) fn create_secret(path: &Path) -> std::io::Result<fs::File> {
+    #[cfg(windows)]
+    return os::create_secret(path);
+    #[cfg(not(windows))]
+    private(fs::OpenOptions::new().write(true).create_new(true)).open(path)
 }
 
 /// `options` making a file its owner's alone (mode 0600 on Unix, whatever

@@ -92,12 +92,18 @@ impl fmt::Display for Fault {
             Self::Grant {
                 sid,
                 mask,
-                to_files: false,
-            } => write!(f, "{sid} may change it (an ACE grants it {mask:#x})"),
-            Self::Grant { sid, mask, .. } => write!(
-                f,
-                "{sid} may change the files made in it (an inheritable ACE grants it {mask:#x})"
-            ),
+                to_files,
+            } => {
+                let may = if mask & WRITE != 0 { "change" } else { "read" };
+                match to_files {
+                    false => write!(f, "{sid} may {may} it (an ACE grants it {mask:#x})"),
+                    true => write!(
+                        f,
+                        "{sid} may {may} the files made in it (an inheritable ACE grants it \
+                         {mask:#x})"
+                    ),
+                }
+            }
             Self::Unread(kind) => write!(
                 f,
                 "an ACE of type {kind:#x} grants access to a SID this check does not read"
@@ -226,6 +232,33 @@ pub(super) fn make_folder(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
+pub(super) fn create_secret(path: &Path) -> io::Result<fs::File> {
+    use std::os::windows::io::FromRawHandle;
+    use windows_sys::Win32::Foundation::{GENERIC_READ, GENERIC_WRITE, INVALID_HANDLE_VALUE};
+    use windows_sys::Win32::Storage::FileSystem::{CreateFileW, CREATE_NEW, FILE_ATTRIBUTE_NORMAL};
+    let me = current_user_sid()?;
+    let sddl = format!("D:P(A;;FA;;;SY)(A;;FA;;;BA)(A;;FA;;;{me})");
+    let attributes = SecurityAttributes::from_sddl(&sddl)?;
+    let name = wide(path);
+    // SAFETY: `name` is NUL-terminated; the attributes outlive the call;
+    // the handle returned is owned by the File made of it.
+    unsafe {
+        let handle = CreateFileW(
+            name.as_ptr(),
+            GENERIC_READ | GENERIC_WRITE,
+            0,
+            attributes.as_ptr().cast(),
+            CREATE_NEW,
+            FILE_ATTRIBUTE_NORMAL,
+            ptr::null_mut(),
+        );
+        if handle == INVALID_HANDLE_VALUE {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(fs::File::from_raw_handle(handle))
+    }
+}
+
 pub(super) fn check_folder(dir: &Path) -> Result<(), String> {
     if !dir.is_dir() {
         return Err("it is not a folder (or cannot be read)".into());
@@ -310,6 +343,36 @@ fn judge(
         Ok(None) => Ok(()),
         Ok(Some(fault)) => Err(fault.to_string()),
         Err(e) => Err(format!("its DACL cannot be read: {e}")),
+    }
+}
+
+/// Gives `path` the DACL of `sddl`, for tests.
+#[cfg(test)]
+pub(crate) fn set_dacl(path: &Path, sddl: &str) -> io::Result<()> {
+    use windows_sys::Win32::Security::Authorization::SetNamedSecurityInfoW;
+    let attributes = SecurityAttributes::from_sddl(sddl)?;
+    let name = wide(path);
+    // SAFETY: the descriptor made from the SDDL holds the DACL and lives
+    // for the calls; `name` is NUL-terminated.
+    let status = unsafe {
+        let (mut present, mut dacl, mut defaulted) = (0, ptr::null_mut(), 0);
+        let descriptor = attributes.descriptor();
+        if GetSecurityDescriptorDacl(descriptor, &mut present, &mut dacl, &mut defaulted) == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        SetNamedSecurityInfoW(
+            name.as_ptr(),
+            SE_FILE_OBJECT,
+            DACL_SECURITY_INFORMATION,
+            ptr::null_mut(),
+            ptr::null_mut(),
+            dacl,
+            ptr::null_mut(),
+        )
+    };
+    match status {
+        0 => Ok(()),
+        status => Err(io::Error::from_raw_os_error(status as i32)),
     }
 }
 
@@ -450,7 +513,6 @@ mod tests {
     /// a permissive DACL is refused, naming the SID at fault.
     #[test]
     fn a_made_folder_reads_back_owner_only_and_a_permissive_one_is_refused() {
-        use windows_sys::Win32::Security::Authorization::SetNamedSecurityInfoW;
         use windows_sys::Win32::Security::{GetSecurityDescriptorControl, SE_DACL_PROTECTED};
 
         let dir = tempfile::tempdir().unwrap();
@@ -494,30 +556,7 @@ mod tests {
         // Wine masks what a new folder's DACL grants with the umask).
         let open = dir.path().join("open");
         fs::create_dir(&open).unwrap();
-        let everyone = SecurityAttributes::from_sddl("D:(A;OICI;FA;;;WD)").unwrap();
-        let name = wide(&open);
-        // SAFETY: the descriptor made from the SDDL holds the DACL, and
-        // lives for the calls; `name` is NUL-terminated.
-        let status = unsafe {
-            let (mut present, mut dacl, mut defaulted) = (0, ptr::null_mut(), 0);
-            let read = GetSecurityDescriptorDacl(
-                everyone.descriptor(),
-                &mut present,
-                &mut dacl,
-                &mut defaulted,
-            );
-            assert_ne!(read, 0);
-            SetNamedSecurityInfoW(
-                name.as_ptr(),
-                SE_FILE_OBJECT,
-                DACL_SECURITY_INFORMATION,
-                ptr::null_mut(),
-                ptr::null_mut(),
-                dacl,
-                ptr::null_mut(),
-            )
-        };
-        assert_eq!(status, 0);
+        set_dacl(&open, "D:(A;OICI;FA;;;WD)").unwrap();
         let error = check_folder(&open).unwrap_err();
         assert!(error.contains("S-1-1-0 may change it"), "{error}");
         assert!(error.contains("icacls"), "{error}");

@@ -227,4 +227,77 @@ mod tests {
         assert!(lines.lines().count() < REWRITE_AFTER_LINES + 10);
         assert!(Journal::open(dir.path()).unwrap().records().links.len() == 0);
     }
+
+    /// A key, lock or journal file someone else could write (or, for the
+    /// key, read) is refused by name, and nothing is taken from it.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn planted_files_are_refused_and_never_adopted() {
+        use super::super::folder::{KEY_FILE, LOCK_FILE};
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+        let plant = |name: &str, text: &str, mode: u32| {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(name);
+            fs::write(&path, text).unwrap();
+            fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+            let error = Journal::open(dir.path()).unwrap_err();
+            let text = error.to_string();
+            assert!(matches!(error, Error::Configuration { .. }), "{text}");
+            assert!(text.contains(&format!("{name} will not do")), "{text}");
+            (dir, text)
+        };
+        let key = "11".repeat(32);
+        let (_, why) = plant(KEY_FILE, &key, 0o644);
+        assert!(why.contains("others may read it (mode 644)"), "{why}");
+        let (_, why) = plant(KEY_FILE, &key, 0o622);
+        assert!(why.contains("others may write to it (mode 622)"), "{why}");
+        let (_, why) = plant(LOCK_FILE, "4242\n", 0o666);
+        assert!(why.contains("others may write to it"), "{why}");
+        let (_, why) = plant(FILE_NAME, "", 0o664);
+        assert!(why.contains("others may write to it"), "{why}");
+        // A planted rewrite's leftover never becomes the live journal.
+        let (dir, why) = plant(&format!("{FILE_NAME}.new"), "", 0o666);
+        assert!(why.contains("others may write to it"), "{why}");
+        assert!(!dir.path().join(FILE_NAME).exists());
+
+        // One of the plugin's own (a crash mid-rewrite) is replaced by a
+        // file made afresh, not renamed into place as it is.
+        let dir = tempfile::tempdir().unwrap();
+        let leftover = dir.path().join(format!("{FILE_NAME}.new"));
+        fs::write(&leftover, "torn").unwrap();
+        // Its own, and readable by the group: the fresh file is not.
+        fs::set_permissions(&leftover, fs::Permissions::from_mode(0o640)).unwrap();
+        let journal = Journal::open(dir.path()).unwrap();
+        let live = fs::metadata(dir.path().join(FILE_NAME)).unwrap();
+        assert_eq!(live.mode() & 0o777, 0o600);
+        drop(journal);
+
+        // Another user's file, whatever its mode (only root may plant
+        // one for the test).
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(KEY_FILE);
+            fs::write(&path, &key).unwrap();
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+            std::os::unix::fs::chown(&path, Some(4242), None).unwrap();
+            let error = Journal::open(dir.path()).unwrap_err().to_string();
+            assert!(error.contains("it belongs to user 4242"), "{error}");
+        }
+    }
+
+    /// Under Wine too: a key whose DACL lets Everyone read it is refused.
+    #[cfg(windows)]
+    #[tokio::test]
+    async fn a_planted_key_others_may_read_is_refused() {
+        use super::super::folder::KEY_FILE;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(KEY_FILE);
+        fs::write(&path, "11".repeat(32)).unwrap();
+        crate::owner_only::set_dacl(&path, "D:(A;;FR;;;WD)").unwrap();
+        let error = Journal::open(dir.path()).unwrap_err().to_string();
+        assert!(error.contains("credential.key will not do"), "{error}");
+        assert!(error.contains("S-1-1-0 may read it"), "{error}");
+    }
 }

@@ -208,9 +208,8 @@ pub(crate) fn credential_key(dir: &Path) -> Result<Key> {
     let key =
         random_key().map_err(|e| unusable(dir, format!("no random key could be made: {e}")))?;
     let text = hex(&key);
-    let mut options = fs::OpenOptions::new();
-    owner_only::private(options.write(true).create_new(true));
-    match options.open(&path) {
+    // Its own DACL on Windows: the folder's ACEs may let others read.
+    match owner_only::create_secret(&path) {
         Ok(mut file) => {
             let written = writeln!(file, "{text}").and_then(|()| file.sync_all());
             written.map_err(|e| unusable(dir, format!("cannot write {KEY_FILE}: {e}")))?;
