@@ -5,6 +5,12 @@
 
 use csi_proxy_client::csi::{Listener, ServeError};
 
+/// Held by the test whose sockets must close when dropped, and by the
+/// tests that spawn a process: a child has a copy of every descriptor
+/// until it runs its program, and answers on a listener meanwhile.
+#[cfg(unix)]
+static SPAWNS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test]
 async fn tcp_stays_on_loopback_unless_the_driver_opts_in() {
     let error = Listener::bind("tcp://0.0.0.0:0").await.unwrap_err();
@@ -21,6 +27,7 @@ async fn tcp_stays_on_loopback_unless_the_driver_opts_in() {
 #[cfg(unix)]
 #[tokio::test]
 async fn a_live_instances_socket_is_neither_taken_nor_removed() {
+    let _alone = SPAWNS.lock().await;
     use csi_proxy_client::csi::{serve, Services};
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
@@ -85,12 +92,14 @@ async fn a_state_folder_another_process_holds_is_refused_untouched() {
     std::fs::create_dir(&state).unwrap();
     std::fs::write(state.join("instance.lock"), "4242\n").unwrap();
     // Another process (util-linux's flock) holds the folder's lock.
+    let spawning = SPAWNS.lock().await;
     let mut holder = std::process::Command::new("flock")
         .arg("--nonblock")
         .arg(state.join("instance.lock"))
         .args(["sleep", "30"])
         .spawn()
         .expect("util-linux's flock, to hold the lock from another process");
+    drop(spawning);
     // Wait until it holds it.
     std::thread::sleep(std::time::Duration::from_millis(300));
     let error = Mounter::builder(proxy, &state).build().unwrap_err();
@@ -111,19 +120,36 @@ async fn a_state_folder_another_process_holds_is_refused_untouched() {
     assert_eq!(names, ["instance.lock"]);
 }
 
+/// A plugin of the tests' driver whose proxy (never there) is not waited
+/// for: on Linux a fake proxy's sockets in an empty folder of `dir`.
+fn plugin_on(
+    dir: &std::path::Path,
+) -> csi_proxy_client::csi::NodePlugin<crate::csi_service::TestDriver> {
+    use crate::csi_service::TestDriver;
+    use csi_proxy_client::csi::{NodePlugin, VolumeKind};
+    let plugin = NodePlugin::new(TestDriver::of(&[VolumeKind::Disk]));
+    #[cfg(unix)]
+    let plugin = {
+        let proxy = dir.join("proxy");
+        std::fs::create_dir(&proxy).unwrap();
+        let transport = csi_proxy_client::transport::Transport::unix_sockets(&proxy).unwrap();
+        plugin.proxy(|proxy| proxy.transport(transport))
+    };
+    #[cfg(not(unix))]
+    let _ = dir;
+    plugin
+}
+
 /// A plugin whose state folder will not do (here a file is in its place;
 /// another instance's lock does the same) stops there, before it makes
 /// its socket or the socket's folder: nothing is left at the endpoint.
 #[tokio::test]
 async fn a_plugin_stops_at_its_state_folder_before_it_touches_the_socket() {
-    use crate::csi_service::TestDriver;
-    use csi_proxy_client::csi::{NodePlugin, VolumeKind};
-
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     std::fs::write(&state, "not a folder").unwrap();
     let socket = dir.path().join("csi.sock");
-    let error = NodePlugin::new(TestDriver::of(&[VolumeKind::Disk]))
+    let error = plugin_on(dir.path())
         .endpoint(format!("unix://{}", socket.display()))
         .state_dir(&state)
         .run()
@@ -145,8 +171,6 @@ async fn a_plugin_stops_at_its_state_folder_before_it_touches_the_socket() {
 #[cfg(unix)]
 #[tokio::test]
 async fn a_second_instance_stops_at_the_lock_before_its_socket() {
-    use crate::csi_service::TestDriver;
-    use csi_proxy_client::csi::{NodePlugin, VolumeKind};
     use std::io::BufRead;
 
     let dir = tempfile::tempdir().unwrap();
@@ -154,6 +178,7 @@ async fn a_second_instance_stops_at_the_lock_before_its_socket() {
     std::fs::create_dir(&state).unwrap();
     std::fs::write(state.join("instance.lock"), "4242\n").unwrap();
     // Another process (util-linux's flock) holds the lock, and says so.
+    let spawning = SPAWNS.lock().await;
     let mut holder = std::process::Command::new("flock")
         .arg("--nonblock")
         .arg(state.join("instance.lock"))
@@ -161,12 +186,13 @@ async fn a_second_instance_stops_at_the_lock_before_its_socket() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("util-linux's flock, to hold the lock from another process");
+    drop(spawning);
     let mut said = String::new();
     let out = holder.stdout.take().unwrap();
     std::io::BufReader::new(out).read_line(&mut said).unwrap();
     assert_eq!(said.trim(), "held");
     let socket = dir.path().join("csi.sock");
-    let error = NodePlugin::new(TestDriver::of(&[VolumeKind::Disk]))
+    let error = plugin_on(dir.path())
         .endpoint(format!("unix://{}", socket.display()))
         .state_dir(&state)
         .run()
