@@ -134,6 +134,7 @@ mod host_cause;
 pub mod metrics;
 pub mod mount;
 pub mod negotiate;
+mod owner_only;
 mod redact;
 mod registry;
 mod retry;

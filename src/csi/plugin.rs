@@ -1,6 +1,6 @@
 //! [`NodePlugin`]: a whole node plugin from a [`NodeDriver`], in the order
-//! a node needs: bind the endpoint, connect the SDK, build the mounter,
-//! reconcile, serve until asked to stop.
+//! a node needs: hold the state folder, bind the endpoint, connect the
+//! SDK, build the mounter, reconcile, serve until asked to stop.
 
 use std::fmt;
 use std::future::Future;
@@ -34,8 +34,9 @@ usage: PLUGIN [--endpoint unix://PATH | tcp://ADDRESS:PORT] [options]
 
 /// A driver's whole node plugin: what its `main` runs.
 ///
-/// [`run`](Self::run) binds the CSI endpoint (before anything else, so
-/// that one it cannot serve stops it at once), connects to CSI Proxy
+/// [`run`](Self::run) takes the state folder (owner-only, one instance
+/// at a time), binds the CSI endpoint (before the proxy, so that one it
+/// cannot serve stops it at once), connects to CSI Proxy
 /// without waiting for it (calls wait within their deadlines, and `Probe`
 /// says whether it is there), builds the [`Mounter`] on its journal's
 /// folder, finishes what a crash or a reboot left half done
@@ -262,18 +263,21 @@ impl<D: NodeDriver> NodePlugin<D> {
                 "no endpoint: --endpoint, or $CSI_ENDPOINT\n{USAGE}"
             )));
         };
-        // Bound first: an endpoint that cannot be served stops the start
-        // at once, before the proxy and the journal.
-        let listener = Listener::bind(&endpoint).await?;
-        super::observe::describe();
         let driver = self.driver;
-        let node_id = self.node_id.unwrap_or_else(host_name);
         let state_dir = self.state_dir.unwrap_or_else(|| {
             PathBuf::from(format!(
                 r"C:\var\lib\kubelet\plugins\{}\mounter",
                 driver.name()
             ))
         });
+        // The state folder's instance lock first: a second instance stops
+        // there, before it touches the socket (its own or the live one's).
+        crate::mount::hold_state_folder(&state_dir)?;
+        // Then bound: an endpoint that cannot be served stops the start
+        // at once, before the proxy.
+        let listener = Listener::bind(&endpoint).await?;
+        super::observe::describe();
+        let node_id = self.node_id.unwrap_or_else(host_name);
         let proxy = self.proxy.connect().await.map_err(in_flags)?;
         let mut mounter = Mounter::builder(proxy, &state_dir);
         if let Some(configure) = self.mounter {

@@ -104,6 +104,9 @@ pub use usage::{Expanded, FsStats};
 use crate::client::CsiProxy;
 use crate::error::Result;
 use flight::Flights;
+/// The plugin takes the state folder before it binds its socket.
+#[cfg(feature = "csi")]
+pub(crate) use journal::hold_state_folder;
 use journal::Journal;
 
 /// Whether a call changed the host.

@@ -34,8 +34,8 @@ pub(crate) use stream::IoStream;
 #[cfg(windows)]
 pub(crate) use trust::owner_of_handle;
 pub use trust::ServerTrust;
-#[cfg(all(windows, any(test, feature = "testing")))]
-pub(crate) use trust::{current_user_sid, SecurityAttributes};
+#[cfg(windows)]
+pub(crate) use trust::{current_user_sid, sid_text, SecurityAttributes};
 pub(crate) use trust::{report_suspect, report_untrusted};
 
 pub use crate::error::ConnectionError;

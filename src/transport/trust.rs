@@ -216,13 +216,15 @@ pub(crate) fn report_suspect(address: &str, why: &str) {
 
 #[cfg(windows)]
 pub(crate) use os::owner_of_handle;
-#[cfg(all(windows, any(test, feature = "testing")))]
-pub(crate) use os::{current_user_sid, SecurityAttributes};
+// Also the owner-only state folders' (src/owner_only).
+#[cfg(windows)]
+pub(crate) use os::{current_user_sid, sid_text, SecurityAttributes};
 
 #[cfg(windows)]
 mod os {
     //! The Windows calls: a handle's owner, the current user, and security
-    //! attributes from SDDL text (for the test harness's pipes).
+    //! attributes from SDDL text (for the test harness's pipes, and the
+    //! owner-only state folders).
 
     use std::ffi::c_void;
     use std::io;
@@ -232,11 +234,9 @@ mod os {
     use windows_sys::Win32::Security::Authorization::{
         ConvertSidToStringSidW, GetSecurityInfo, SE_KERNEL_OBJECT,
     };
-    #[cfg(any(test, feature = "testing"))]
     use windows_sys::Win32::Security::Authorization::{
         ConvertStringSecurityDescriptorToSecurityDescriptorW, SDDL_REVISION_1,
     };
-    #[cfg(any(test, feature = "testing"))]
     use windows_sys::Win32::Security::SECURITY_ATTRIBUTES;
     use windows_sys::Win32::Security::{
         GetTokenInformation, TokenUser, OWNER_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, PSID,
@@ -284,7 +284,7 @@ mod os {
     }
 
     /// `S-1-...` for a SID.
-    fn sid_text(sid: PSID) -> io::Result<String> {
+    pub fn sid_text(sid: PSID) -> io::Result<String> {
         let mut text: *mut u16 = ptr::null_mut();
         // SAFETY: `sid` is a valid SID; the string the call allocates is
         // read up to its NUL and freed once.
@@ -333,12 +333,10 @@ mod os {
     }
 
     /// Security attributes made from an SDDL string, freed on drop.
-    #[cfg(any(test, feature = "testing"))]
     pub struct SecurityAttributes {
         attributes: SECURITY_ATTRIBUTES,
     }
 
-    #[cfg(any(test, feature = "testing"))]
     impl SecurityAttributes {
         /// The attributes of `sddl`, such as `O:S-1-5-18D:(A;;GA;;;WD)`.
         pub fn from_sddl(sddl: &str) -> io::Result<Self> {
@@ -370,9 +368,14 @@ mod os {
         pub fn as_ptr(&self) -> *mut c_void {
             std::ptr::from_ref(&self.attributes).cast_mut().cast()
         }
+
+        /// The security descriptor; valid while `self` lives.
+        #[cfg(test)]
+        pub fn descriptor(&self) -> PSECURITY_DESCRIPTOR {
+            self.attributes.lpSecurityDescriptor
+        }
     }
 
-    #[cfg(any(test, feature = "testing"))]
     impl Drop for SecurityAttributes {
         fn drop(&mut self) {
             // SAFETY: allocated in from_sddl, freed once.

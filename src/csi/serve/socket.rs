@@ -10,6 +10,7 @@ use super::Bound;
 #[cfg(unix)]
 pub(super) async fn bind_unix(path: &str) -> Result<Bound, String> {
     use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    own_folder(path)?;
     // A socket a crashed run left: only a socket no one serves is
     // removed, never a file, nor a live instance's socket.
     if let Ok(meta) = std::fs::symlink_metadata(path) {
@@ -109,6 +110,21 @@ mod private_bind_tests {
     }
 }
 
+/// Makes the socket's folder owner-only if it is missing (kubelet's
+/// plugin folder is not there on a fresh node), and refuses one that
+/// someone else may write to: they could put their own socket in its
+/// place. kubelet's own (root's, 0750 or 0755) will do.
+#[cfg(any(unix, windows))]
+fn own_folder(path: &str) -> Result<(), String> {
+    let folder = match std::path::Path::new(path).parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => std::path::Path::new("."),
+    };
+    let fault = |why: String| format!("the socket's folder {}: {why}", folder.display());
+    crate::owner_only::make_folder(folder).map_err(fault)?;
+    crate::owner_only::check_folder(folder).map_err(fault)
+}
+
 /// Another instance serves the socket at `path`.
 #[cfg(any(unix, windows))]
 fn served_already(path: &str) -> String {
@@ -173,32 +189,74 @@ fn identity(path: &std::path::Path) -> Option<(u64, u64)> {
 
 #[cfg(windows)]
 pub(super) async fn bind_unix(path: &str) -> Result<Bound, String> {
+    own_folder(path)?;
     // A socket left by an earlier run would refuse the bind: removed once
-    // a connection to it failed, and only if it is a socket (a reparse
-    // point; a file is someone else's).
-    if let Ok(meta) = std::fs::symlink_metadata(path) {
-        use std::os::windows::fs::MetadataExt;
-        const FILE_ATTRIBUTE_REPARSE_POINT: u32 = 0x400;
-        match uds_windows::UnixStream::connect(path) {
-            Ok(_) => return Err(served_already(path)),
-            // No one listens: an earlier run's (or a file).
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {}
+    // a connection to it failed, and only if it is an AF_UNIX socket's
+    // reparse point (a file, a link or a deduplicated file is someone
+    // else's, and is never removed).
+    if std::fs::symlink_metadata(path).is_ok() {
+        match reparse_tag(path) {
+            Ok(Some(AF_UNIX_TAG)) => {}
+            Ok(_) => {
+                return Err(format!(
+                    "{path} is not a socket an earlier run left (a file, a link or another \
+                     reparse point): it was left as it is"
+                ))
+            }
             Err(e) => {
                 return Err(format!(
-                    "something is at {path}, and whether an instance serves it could \
-                     not be told ({e}): it was left as it is"
+                    "something is at {path}, and what it is could not be told ({e}): it \
+                     was left as it is"
                 ))
             }
         }
-        if meta.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT == 0 {
-            return Err(format!(
-                "{path} is a file, not a socket an earlier run left: it was left as it is"
-            ));
+        match uds_windows::UnixStream::connect(path) {
+            Ok(_) => return Err(served_already(path)),
+            // No one listens: an earlier run's.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {}
+            Err(e) => {
+                return Err(format!(
+                    "a socket is at {path}, and whether an instance serves it could \
+                     not be told ({e}): it was left as it is"
+                ))
+            }
         }
         std::fs::remove_file(path).map_err(|e| format!("the old socket stays: {e}"))?;
     }
     let listener = crate::csi::blocking_unix::bind(path)?;
     Ok(Bound::WindowsUnix(listener, SocketFile::made(path)))
+}
+
+/// The `IO_REPARSE_TAG_AF_UNIX` of an AF_UNIX socket's file.
+#[cfg(windows)]
+const AF_UNIX_TAG: u32 = 0x8000_0023;
+
+/// The reparse tag of what is at `path` (`None`: no reparse point), as
+/// the folder's listing says, without opening it.
+#[cfg(windows)]
+fn reparse_tag(path: &str) -> std::io::Result<Option<u32>> {
+    use windows_sys::Win32::Foundation::INVALID_HANDLE_VALUE;
+    use windows_sys::Win32::Storage::FileSystem::{
+        FindClose, FindFirstFileW, FILE_ATTRIBUTE_REPARSE_POINT, WIN32_FIND_DATAW,
+    };
+    // A wildcard would list another file.
+    if path.contains(['*', '?']) {
+        return Err(std::io::ErrorKind::InvalidInput.into());
+    }
+    let wide: Vec<u16> = path.encode_utf16().chain([0]).collect();
+    // SAFETY: all-zero is a valid WIN32_FIND_DATAW; `wide` is
+    // NUL-terminated; the search handle is closed once.
+    unsafe {
+        let mut found: WIN32_FIND_DATAW = std::mem::zeroed();
+        let search = FindFirstFileW(wide.as_ptr(), &mut found);
+        if search == INVALID_HANDLE_VALUE {
+            return Err(std::io::Error::last_os_error());
+        }
+        FindClose(search);
+        // dwReserved0 holds the tag of a reparse point.
+        Ok((found.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT != 0)
+            .then_some(found.dwReserved0))
+    }
 }
 
 #[cfg(not(any(unix, windows)))]

@@ -2,13 +2,15 @@
 //! rewritten), appended to and synced, rewritten whole when long.
 
 use std::fs;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use super::folder::open_own;
 use super::read::read_bytes;
 use super::records::Records;
 use super::text::{seal, HEADER_2};
 use crate::error::{Error, Result};
+use crate::owner_only;
 
 /// The file is rewritten whole once it holds more change lines than this
 /// and than twice the records: the rewrite's cost, spread over the changes
@@ -42,13 +44,19 @@ impl JournalFile {
             damaged: false,
             writes: 0,
         };
-        let text = match fs::read(path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        // A rewrite's leftover is replaced at the next rewrite, never
+        // renamed into place as it is; one planted is refused, as the
+        // journal would be.
+        if let Some(planted) = own(&path.with_extension("new"))?.err() {
+            return Err(planted);
+        }
+        let text = match own(path)? {
+            Ok(Some(text)) => text,
+            Ok(None) => {
                 file.rewrite("")?;
                 return Ok((file, Records::default()));
             }
-            Err(e) => return Err(unusable(path, "cannot read it", &e)),
+            Err(planted) => return Err(planted),
         };
         let read = read_bytes(&text).map_err(|why| Error::Configuration {
             setting: format!("mounter journal {}", path.display()),
@@ -124,7 +132,14 @@ impl JournalFile {
         // Windows renames nothing over a file that is open.
         self.out = None;
         let written = (|| {
-            let mut out = fs::File::create(&fresh)?;
+            // Made afresh, never an existing file (whose owner and ACL it
+            // would keep) truncated.
+            match fs::remove_file(&fresh) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+            let mut options = fs::OpenOptions::new();
+            let mut out = owner_only::private(options.write(true).create_new(true)).open(&fresh)?;
             out.write_all(text.as_bytes())?;
             out.sync_all()?;
             fs::rename(&fresh, &self.path)?;
@@ -147,6 +162,29 @@ impl JournalFile {
         })?;
         Ok(read.records)
     }
+}
+
+/// What the file at `path` holds (`None`: there is none), once it is
+/// known to be the plugin's own; `Err` in the outer result when it cannot
+/// be read, in the inner one when it is someone else's.
+fn own(path: &Path) -> Result<std::result::Result<Option<Vec<u8>>, Error>> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(unusable(
+            path,
+            "cannot read it",
+            &std::io::ErrorKind::InvalidInput.into(),
+        ));
+    };
+    let read = fs::OpenOptions::new().read(true).clone();
+    let mut file = match open_own(dir, &name.to_string_lossy(), &read, false) {
+        Ok(Ok(file)) => file,
+        Ok(Err(planted)) => return Ok(Err(planted)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Ok(None)),
+        Err(e) => return Err(unusable(path, "cannot read it", &e)),
+    };
+    let mut text = Vec::new();
+    (file.read_to_end(&mut text)).map_err(|e| unusable(path, "cannot read it", &e))?;
+    Ok(Ok(Some(text)))
 }
 
 /// Makes a rename in the file's folder durable (Unix; NTFS journals its
@@ -188,5 +226,78 @@ mod tests {
         let lines = fs::read_to_string(dir.path().join(FILE_NAME)).unwrap();
         assert!(lines.lines().count() < REWRITE_AFTER_LINES + 10);
         assert!(Journal::open(dir.path()).unwrap().records().links.len() == 0);
+    }
+
+    /// A key, lock or journal file someone else could write (or, for the
+    /// key, read) is refused by name, and nothing is taken from it.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn planted_files_are_refused_and_never_adopted() {
+        use super::super::folder::{KEY_FILE, LOCK_FILE};
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+        let plant = |name: &str, text: &str, mode: u32| {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(name);
+            fs::write(&path, text).unwrap();
+            fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+            let error = Journal::open(dir.path()).unwrap_err();
+            let text = error.to_string();
+            assert!(matches!(error, Error::Configuration { .. }), "{text}");
+            assert!(text.contains(&format!("{name} will not do")), "{text}");
+            (dir, text)
+        };
+        let key = "11".repeat(32);
+        let (_, why) = plant(KEY_FILE, &key, 0o644);
+        assert!(why.contains("others may read it (mode 644)"), "{why}");
+        let (_, why) = plant(KEY_FILE, &key, 0o622);
+        assert!(why.contains("others may write to it (mode 622)"), "{why}");
+        let (_, why) = plant(LOCK_FILE, "4242\n", 0o666);
+        assert!(why.contains("others may write to it"), "{why}");
+        let (_, why) = plant(FILE_NAME, "", 0o664);
+        assert!(why.contains("others may write to it"), "{why}");
+        // A planted rewrite's leftover never becomes the live journal.
+        let (dir, why) = plant(&format!("{FILE_NAME}.new"), "", 0o666);
+        assert!(why.contains("others may write to it"), "{why}");
+        assert!(!dir.path().join(FILE_NAME).exists());
+
+        // One of the plugin's own (a crash mid-rewrite) is replaced by a
+        // file made afresh, not renamed into place as it is.
+        let dir = tempfile::tempdir().unwrap();
+        let leftover = dir.path().join(format!("{FILE_NAME}.new"));
+        fs::write(&leftover, "torn").unwrap();
+        // Its own, and readable by the group: the fresh file is not.
+        fs::set_permissions(&leftover, fs::Permissions::from_mode(0o640)).unwrap();
+        let journal = Journal::open(dir.path()).unwrap();
+        let live = fs::metadata(dir.path().join(FILE_NAME)).unwrap();
+        assert_eq!(live.mode() & 0o777, 0o600);
+        drop(journal);
+
+        // Another user's file, whatever its mode (only root may plant
+        // one for the test).
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(KEY_FILE);
+            fs::write(&path, &key).unwrap();
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+            std::os::unix::fs::chown(&path, Some(4242), None).unwrap();
+            let error = Journal::open(dir.path()).unwrap_err().to_string();
+            assert!(error.contains("it belongs to user 4242"), "{error}");
+        }
+    }
+
+    /// Under Wine too: a key whose DACL lets Everyone read it is refused.
+    #[cfg(windows)]
+    #[tokio::test]
+    async fn a_planted_key_others_may_read_is_refused() {
+        use super::super::folder::KEY_FILE;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(KEY_FILE);
+        fs::write(&path, "11".repeat(32)).unwrap();
+        crate::owner_only::set_dacl(&path, "D:(A;;FR;;;WD)").unwrap();
+        let error = Journal::open(dir.path()).unwrap_err().to_string();
+        assert!(error.contains("credential.key will not do"), "{error}");
+        assert!(error.contains("S-1-1-0 may read it"), "{error}");
     }
 }

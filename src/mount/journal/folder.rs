@@ -12,6 +12,7 @@ use std::sync::Mutex;
 
 use crate::error::{Error, Result};
 use crate::mount::fingerprint::{hex, unhex, Key};
+use crate::owner_only;
 
 /// The lock file in the state folder; it holds the holder's process ID.
 pub(crate) const LOCK_FILE: &str = "instance.lock";
@@ -22,72 +23,44 @@ pub(crate) const LOCK_FILE: &str = "instance.lock";
 static HELD: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
 static FILES: Mutex<Vec<fs::File>> = Mutex::new(Vec::new());
 
-/// Makes `dir` (owner-only where the platform says so by mode bits),
-/// checks that no one else may write to it, and takes its instance lock.
+/// Makes `dir` owner-only if missing (mode 0700 on Unix, a protected
+/// DACL on Windows: `crate::owner_only`), checks that no one else may
+/// write to it, and takes its instance lock.
 ///
 /// # Errors
 ///
 /// [`Error::Configuration`] naming the folder: it cannot be made or read,
-/// others may write to it, or another process holds it (named by its ID).
+/// others may write to it (the user or SID named), or another process
+/// holds it (named by its ID).
 pub(crate) fn open(dir: &Path) -> Result<()> {
-    make_owner_only(dir)?;
-    check_not_writable_by_others(dir)?;
+    owner_only::make_folder(dir).map_err(|why| unusable(dir, why))?;
+    owner_only::check_folder(dir).map_err(|why| {
+        unusable(
+            dir,
+            format!("{why} (its journal drives unmounts, offlines and removals)"),
+        )
+    })?;
     hold(dir)
 }
 
-#[cfg(unix)]
-fn make_owner_only(dir: &Path) -> Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    match fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-    {
-        Ok(()) => Ok(()),
-        Err(e) => Err(unusable(dir, format!("cannot make it: {e}"))),
-    }
-}
-
-#[cfg(not(unix))]
-fn make_owner_only(dir: &Path) -> Result<()> {
-    // A new folder inherits its parent's ACL: the plugin's host folder
-    // (C:\var\lib\kubelet\plugins\...) admits administrators and SYSTEM.
-    fs::create_dir_all(dir).map_err(|e| unusable(dir, format!("cannot make it: {e}")))
-}
-
-#[cfg(unix)]
-fn check_not_writable_by_others(dir: &Path) -> Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = fs::metadata(dir).map_err(|e| unusable(dir, format!("cannot read it: {e}")))?;
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
-    if meta.uid() != me && meta.uid() != 0 {
-        return Err(unusable(
+/// Opens `name` in `dir` with `options`, and checks that it is the
+/// plugin's own (a `secret` is not readable by others either): a file
+/// someone else planted is refused, never adopted.
+pub(crate) fn open_own(
+    dir: &Path,
+    name: &str,
+    options: &fs::OpenOptions,
+    secret: bool,
+) -> std::io::Result<std::result::Result<fs::File, Error>> {
+    let path = dir.join(name);
+    let file = options.open(&path)?;
+    Ok(match owner_only::check_file(&file, &path, secret) {
+        Ok(()) => Ok(file),
+        Err(why) => Err(unusable(
             dir,
-            format!(
-                "it belongs to user {}, not to this process's user {me} or root: its \
-                 journal drives unmounts and offlines, so only the plugin's own folder will do",
-                meta.uid()
-            ),
-        ));
-    }
-    if meta.mode() & 0o022 != 0 {
-        return Err(unusable(
-            dir,
-            format!(
-                "others may write to it (mode {:o}): its journal drives unmounts and \
-                 offlines; make it owner-only (chmod 700)",
-                meta.mode() & 0o7777
-            ),
-        ));
-    }
-    Ok(())
-}
-
-#[cfg(not(unix))]
-fn check_not_writable_by_others(_: &Path) -> Result<()> {
-    // Windows: the folder's ACL is not read (docs/security.md says so).
-    Ok(())
+            format!("{name} will not do: {why}; nothing was read from it"),
+        )),
+    })
 }
 
 /// Takes the folder's instance lock for the rest of the process's life
@@ -110,14 +83,10 @@ fn hold(dir: &Path) -> Result<()> {
 /// this process's ID in it: the locked file, kept open. Another holder is
 /// an error that names it.
 pub(crate) fn lock(dir: &Path) -> Result<fs::File> {
-    let path = dir.join(LOCK_FILE);
-    let mut file = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(|e| unusable(dir, format!("cannot open its lock file: {e}")))?;
+    let mut options = fs::OpenOptions::new();
+    owner_only::private(options.read(true).write(true).create(true).truncate(false));
+    let mut file = open_own(dir, LOCK_FILE, &options, false)
+        .map_err(|e| unusable(dir, format!("cannot open its lock file: {e}")))??;
     match try_lock(&file) {
         Ok(true) => {}
         Ok(false) => {
@@ -220,32 +189,35 @@ pub(crate) fn credential_key(dir: &Path) -> Result<Key> {
         unhex(text.trim())
             .ok_or_else(|| unusable(dir, format!("{KEY_FILE} is not a key of 64 hex digits")))
     };
-    match fs::read_to_string(&path) {
-        Ok(text) => return read(&text),
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(unusable(dir, format!("cannot read {KEY_FILE}: {e}")))
-        }
-        Err(_) => {}
+    // Only the plugin's own key: one planted before the first start would
+    // be known to whoever planted it.
+    let read_own = || -> Result<Option<Key>> {
+        let cannot = |e: std::io::Error| unusable(dir, format!("cannot read {KEY_FILE}: {e}"));
+        let mut file = match open_own(dir, KEY_FILE, fs::OpenOptions::new().read(true), true) {
+            Ok(file) => file?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(cannot(e)),
+        };
+        let mut text = String::new();
+        file.read_to_string(&mut text).map_err(cannot)?;
+        read(&text).map(Some)
+    };
+    if let Some(key) = read_own()? {
+        return Ok(key);
     }
     let key =
         random_key().map_err(|e| unusable(dir, format!("no random key could be made: {e}")))?;
     let text = hex(&key);
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    match options.open(&path) {
+    // Its own DACL on Windows: the folder's ACEs may let others read.
+    match owner_only::create_secret(&path) {
         Ok(mut file) => {
             let written = writeln!(file, "{text}").and_then(|()| file.sync_all());
             written.map_err(|e| unusable(dir, format!("cannot write {KEY_FILE}: {e}")))?;
             Ok(key)
         }
         // Made meanwhile: that one is the key.
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let text = fs::read_to_string(&path)
-                .map_err(|e| unusable(dir, format!("cannot read {KEY_FILE}: {e}")))?;
-            read(&text)
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read_own()?
+            .ok_or_else(|| unusable(dir, format!("{KEY_FILE} was made and removed meanwhile"))),
         Err(e) => Err(unusable(dir, format!("cannot make {KEY_FILE}: {e}"))),
     }
 }

@@ -29,6 +29,8 @@ use tokio::sync::watch;
 
 use crate::error::{Error, Result};
 use file::JournalFile;
+/// The state folder made owner-only, checked, and held by this process.
+pub(crate) use folder::open as hold_state_folder;
 
 pub(crate) use records::{
     Lease, LinkTo, MappingKey, Records, ShareRecord, StageRecord, TargetRecord, UnstageRecord,
