@@ -1,6 +1,7 @@
 //! [`NodePlugin`]: a whole node plugin from a [`NodeDriver`], in the order
-//! a node needs: hold the state folder, bind the endpoint, connect the
-//! SDK, build the mounter, reconcile, serve until asked to stop.
+//! a node needs: take the socket's folder, hold the state folder, bind the
+//! endpoint, connect the SDK, build the mounter, reconcile, serve until
+//! asked to stop.
 
 use std::fmt;
 use std::future::Future;
@@ -34,8 +35,8 @@ usage: PLUGIN [--endpoint unix://PATH | tcp://ADDRESS:PORT] [options]
 
 /// A driver's whole node plugin: what its `main` runs.
 ///
-/// [`run`](Self::run) takes the state folder (owner-only, one instance
-/// at a time), binds the CSI endpoint (before the proxy, so that one it
+/// [`run`](Self::run) takes the socket's folder and the state folder
+/// (owner-only, one instance at a time), binds the CSI endpoint (before the proxy, so that one it
 /// cannot serve stops it at once), connects to CSI Proxy
 /// without waiting for it (calls wait within their deadlines, and `Probe`
 /// says whether it is there), builds the [`Mounter`] on its journal's
@@ -270,8 +271,12 @@ impl<D: NodeDriver> NodePlugin<D> {
                 driver.name()
             ))
         });
-        // The state folder's instance lock first: a second instance stops
-        // there, before it touches the socket (its own or the live one's).
+        // The socket's folder is taken first (it may hold the state folder,
+        // and kubelet may have just made it, empty, with an ACL others may
+        // write through); then the state folder's instance lock: a second
+        // instance stops there, before it touches the socket (its own or
+        // the live one's).
+        Listener::take_folder(&endpoint)?;
         crate::mount::hold_state_folder(&state_dir)?;
         // Then bound: an endpoint that cannot be served stops the start
         // at once, before the proxy.

@@ -151,6 +151,27 @@ impl Listener {
         })
     }
 
+    /// Takes the folder of a `unix://` endpoint's socket before anything
+    /// else is put in it: made owner-only if missing, made so if kubelet
+    /// made it empty with the ACL its parent passes on (Windows), refused
+    /// if someone else may write to it. A plugin whose state folder lies
+    /// inside the socket's folder takes the socket's first, so that the
+    /// state folder is not what keeps an empty folder from being made
+    /// owner-only. `tcp://` endpoints have no folder.
+    pub(crate) fn take_folder(endpoint: &str) -> Result<(), ServeError> {
+        let Some(path) = endpoint.strip_prefix("unix://").filter(|p| !p.is_empty()) else {
+            return Ok(());
+        };
+        #[cfg(any(unix, windows))]
+        socket::own_folder(path).map_err(|reason| ServeError::Endpoint {
+            endpoint: endpoint.to_owned(),
+            reason,
+        })?;
+        #[cfg(not(any(unix, windows)))]
+        let _ = path;
+        Ok(())
+    }
+
     /// What it serves: the endpoint as given, or for `tcp://...:0` with the
     /// port the system chose.
     pub fn endpoint(&self) -> &str {

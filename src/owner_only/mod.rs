@@ -59,6 +59,48 @@ pub(crate) fn check_folder(dir: &Path) -> Result<(), String> {
     }
 }
 
+/// Makes `dir` owner-only as [`make_folder`] does if it is missing, and
+/// checks it as [`check_folder`] does. On Windows, a folder that others
+/// may write to but that holds nothing yet is made owner-only first:
+/// kubelet makes a plugin's host folder (a `hostPath` of type
+/// `DirectoryOrCreate`) with the ACL its parent passes on, which on a stock
+/// node lets Users create files. An empty folder has nothing in it to
+/// adopt; one that holds anything is refused, and so is one whose owner
+/// is not trusted (its owner may change its DACL at any time).
+///
+/// # Errors
+///
+/// Why it will not do, with how to mend it.
+pub(crate) fn own_folder(dir: &Path) -> Result<(), String> {
+    make_folder(dir)?;
+    let checked = check_folder(dir);
+    #[cfg(windows)]
+    if let Err(why) = &checked {
+        if is_empty(dir) {
+            if let Err(e) = os::protect_folder(dir) {
+                tracing::debug!(folder = %dir.display(), error = %e, "could not make the empty folder owner-only");
+                return checked;
+            }
+            // Something put in it meanwhile came in under the old DACL.
+            if !is_empty(dir) {
+                return Err(format!(
+                    "{why}; something was put in it while it was made owner-only"
+                ));
+            }
+            tracing::info!(folder = %dir.display(), "an empty folder others could write to was made owner-only");
+            return check_folder(dir);
+        }
+    }
+    checked
+}
+
+/// Whether `dir` holds nothing (a folder that cannot be read holds
+/// something, as far as this is concerned).
+#[cfg(windows)]
+fn is_empty(dir: &Path) -> bool {
+    fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none())
+}
+
 /// Whether `file` (open, at `path`) is owned by a trusted user and no one
 /// else may change it; for a `secret`, nor read it.
 ///

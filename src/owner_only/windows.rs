@@ -346,12 +346,17 @@ fn judge(
     }
 }
 
-/// Gives `path` the DACL of `sddl`, for tests.
-#[cfg(test)]
+/// Gives `path` the DACL of `sddl` (protected from inheritance when the
+/// SDDL says `D:P`).
 pub(crate) fn set_dacl(path: &Path, sddl: &str) -> io::Result<()> {
     use windows_sys::Win32::Security::Authorization::SetNamedSecurityInfoW;
+    use windows_sys::Win32::Security::PROTECTED_DACL_SECURITY_INFORMATION;
     let attributes = SecurityAttributes::from_sddl(sddl)?;
     let name = wide(path);
+    let protected = match sddl.starts_with("D:P") {
+        true => PROTECTED_DACL_SECURITY_INFORMATION,
+        false => 0,
+    };
     // SAFETY: the descriptor made from the SDDL holds the DACL and lives
     // for the calls; `name` is NUL-terminated.
     let status = unsafe {
@@ -363,7 +368,7 @@ pub(crate) fn set_dacl(path: &Path, sddl: &str) -> io::Result<()> {
         SetNamedSecurityInfoW(
             name.as_ptr(),
             SE_FILE_OBJECT,
-            DACL_SECURITY_INFORMATION,
+            DACL_SECURITY_INFORMATION | protected,
             ptr::null_mut(),
             ptr::null_mut(),
             dacl,
@@ -374,6 +379,11 @@ pub(crate) fn set_dacl(path: &Path, sddl: &str) -> io::Result<()> {
         0 => Ok(()),
         status => Err(io::Error::from_raw_os_error(status as i32)),
     }
+}
+
+/// Gives the existing folder `dir` the owner-only DACL, protected.
+pub(super) fn protect_folder(dir: &Path) -> io::Result<()> {
+    set_dacl(dir, &owner_only_sddl(&current_user_sid()?))
 }
 
 fn wide(path: &Path) -> Vec<u16> {
@@ -560,6 +570,19 @@ mod tests {
         let error = check_folder(&open).unwrap_err();
         assert!(error.contains("S-1-1-0 may change it"), "{error}");
         assert!(error.contains("icacls"), "{error}");
+
+        // As kubelet's `DirectoryOrCreate` leaves a plugin's folder: empty,
+        // made owner-only when the plugin takes it; one with something in
+        // it is refused, and what is in it stays.
+        super::super::own_folder(&open).unwrap();
+        check_folder(&open).unwrap();
+        let full = dir.path().join("full");
+        fs::create_dir(&full).unwrap();
+        fs::write(full.join("planted"), b"x").unwrap();
+        set_dacl(&full, "D:(A;OICI;FA;;;WD)").unwrap();
+        let error = super::super::own_folder(&full).unwrap_err();
+        assert!(error.contains("S-1-1-0 may change it"), "{error}");
+        assert!(full.join("planted").exists());
     }
 
     /// Whether this runs under Wine, whose ntdll alone has

@@ -370,7 +370,6 @@ mod os {
         }
 
         /// The security descriptor; valid while `self` lives.
-        #[cfg(test)]
         pub fn descriptor(&self) -> PSECURITY_DESCRIPTOR {
             self.attributes.lpSecurityDescriptor
         }

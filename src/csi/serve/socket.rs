@@ -115,14 +115,13 @@ mod private_bind_tests {
 /// someone else may write to: they could put their own socket in its
 /// place. kubelet's own (root's, 0750 or 0755) will do.
 #[cfg(any(unix, windows))]
-fn own_folder(path: &str) -> Result<(), String> {
+pub(super) fn own_folder(path: &str) -> Result<(), String> {
     let folder = match std::path::Path::new(path).parent() {
         Some(folder) if !folder.as_os_str().is_empty() => folder,
         _ => std::path::Path::new("."),
     };
     let fault = |why: String| format!("the socket's folder {}: {why}", folder.display());
-    crate::owner_only::make_folder(folder).map_err(fault)?;
-    crate::owner_only::check_folder(folder).map_err(fault)
+    crate::owner_only::own_folder(folder).map_err(fault)
 }
 
 /// Another instance serves the socket at `path`.

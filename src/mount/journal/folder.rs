@@ -33,8 +33,7 @@ static FILES: Mutex<Vec<fs::File>> = Mutex::new(Vec::new());
 /// others may write to it (the user or SID named), or another process
 /// holds it (named by its ID).
 pub(crate) fn open(dir: &Path) -> Result<()> {
-    owner_only::make_folder(dir).map_err(|why| unusable(dir, why))?;
-    owner_only::check_folder(dir).map_err(|why| {
+    owner_only::own_folder(dir).map_err(|why| {
         unusable(
             dir,
             format!("{why} (its journal drives unmounts, offlines and removals)"),
