@@ -284,6 +284,9 @@ impl<D: NodeDriver> NodePlugin<D> {
         super::observe::describe();
         let node_id = self.node_id.unwrap_or_else(host_name);
         let proxy = self.proxy.connect().await.map_err(in_flags)?;
+        // What the node's proxy serves, per group: the first thing an
+        // operator reads when a volume will not stage.
+        tracing::info!("CSI Proxy at start:\n{}", proxy.report());
         let mut mounter = Mounter::builder(proxy, &state_dir);
         if let Some(configure) = self.mounter {
             mounter = configure(mounter);
