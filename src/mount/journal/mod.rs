@@ -30,6 +30,7 @@ use tokio::sync::watch;
 use crate::error::{Error, Result};
 use file::JournalFile;
 /// The state folder made owner-only, checked, and held by this process.
+#[cfg(feature = "csi")]
 pub(crate) use folder::open as hold_state_folder;
 
 pub(crate) use records::{
