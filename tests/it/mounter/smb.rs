@@ -516,8 +516,11 @@ async fn an_earlier_builds_fingerprint_gives_way_to_a_keyed_one_once_matched() {
         .stage_smb("pv1", &share("a"), &creds(), &path(STAGING))
         .await
         .unwrap();
-    // The same records, as an earlier build wrote them (format 1, the
-    // fingerprint unkeyed).
+    // The driver stops (its journal file closed: Windows replaces no file
+    // that is open), and an earlier build's journal takes its place: the
+    // same records in format 1, the fingerprint unkeyed.
+    let elsewhere = tempfile::tempdir().unwrap();
+    node.mounter = node.other_driver(elsewhere.path()).await;
     let legacy = legacy_fingerprint([9; 16], "user", "pw");
     let journal = node.state_dir().join("mounter-journal");
     std::fs::write(
