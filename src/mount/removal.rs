@@ -5,7 +5,7 @@
 //! shown to be empty. Never a file, a folder with files in it, or a mount
 //! point no record names.
 
-use super::again::idempotent;
+use super::again::{idempotent, never};
 use super::journal::key;
 use super::path_state::conflict;
 use super::{Inner, PathState};
@@ -72,7 +72,9 @@ impl Inner {
         check_removable(path, &self.settings.kubelet_dir)?;
         let probe = path.join(FOLDER_PROBE)?;
         let filesystem = self.proxy.filesystem()?;
-        match filesystem.mkdir(&probe).await {
+        // Made twice is made once (Mkdir makes what is missing): a probe
+        // whose answer a proxy restart lost is asked for again.
+        match idempotent(|| filesystem.mkdir(&probe), never).await {
             Ok(()) => {}
             Err(error @ Error::Host { .. }) => {
                 // Gone meanwhile: nothing to remove.
