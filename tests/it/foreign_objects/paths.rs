@@ -19,6 +19,14 @@ fn aliases(volume: &str) -> [String; 4] {
     ]
 }
 
+/// A publish of `volume` from `staging`, which need not be its own.
+fn publish_from(volume: &str, staging: &str) -> NodePublishVolumeRequest {
+    NodePublishVolumeRequest {
+        staging_target_path: staging.to_owned(),
+        ..publish(volume)
+    }
+}
+
 /// A share volume of the test driver, on the node's share.
 const SHARE_VOLUME: &str = r"share-\\files\data\pv-existing";
 const SHARE_VOLUME_B: &str = r"share-\\files\data\pv-b";
@@ -33,10 +41,7 @@ async fn an_alias_of_a_staging_path_never_publishes_or_unstages_another_volume()
             .unwrap();
         for alias in aliases("lun-5") {
             let published = s
-                .node_publish_volume(Request::new(NodePublishVolumeRequest {
-                    staging_target_path: alias.clone(),
-                    ..publish("lun-7")
-                }))
+                .node_publish_volume(Request::new(publish_from("lun-7", &alias)))
                 .await;
             // Refused as another volume's path (AlreadyExists, as a
             // publish of a staging path another volume holds).
@@ -57,12 +62,9 @@ async fn an_alias_of_a_staging_path_never_publishes_or_unstages_another_volume()
         }
         // The volume's own calls through an alias are its own.
         let alias = &aliases("lun-5")[1];
-        s.node_publish_volume(Request::new(NodePublishVolumeRequest {
-            staging_target_path: alias.clone(),
-            ..publish("lun-5")
-        }))
-        .await
-        .unwrap();
+        s.node_publish_volume(Request::new(publish_from("lun-5", alias)))
+            .await
+            .unwrap();
         assert!(matches!(
             node.host.entry(&staging("lun-5")),
             Some(PathEntry::MountPoint(_))
@@ -87,10 +89,7 @@ async fn a_short_name_is_refused_before_anything_is_sent() {
         .unwrap();
     let short = format!(r"{PLUGINS}\LUN-5~1\globalmount");
     let published = s
-        .node_publish_volume(Request::new(NodePublishVolumeRequest {
-            staging_target_path: short.clone(),
-            ..publish("lun-7")
-        }))
+        .node_publish_volume(Request::new(publish_from("lun-7", &short)))
         .await;
     let message = published.unwrap_err();
     assert_eq!(message.code(), Code::InvalidArgument);
@@ -126,20 +125,14 @@ async fn a_volume_the_host_answers_at_an_unrecorded_folder_is_published_only_for
             .await
             .unwrap();
         let published = s
-            .node_publish_volume(Request::new(NodePublishVolumeRequest {
-                staging_target_path: elsewhere.clone(),
-                ..publish("lun-7")
-            }))
+            .node_publish_volume(Request::new(publish_from("lun-7", &elsewhere)))
             .await;
         assert_eq!(code(published), Code::AlreadyExists, "{release}");
         assert_eq!(node.host.entry(&target("lun-7")), None, "{release}");
         // Its own volume ID may publish it: it is that volume's data.
-        s.node_publish_volume(Request::new(NodePublishVolumeRequest {
-            staging_target_path: elsewhere.clone(),
-            ..publish("lun-5")
-        }))
-        .await
-        .unwrap();
+        s.node_publish_volume(Request::new(publish_from("lun-5", &elsewhere)))
+            .await
+            .unwrap();
         node.assert_intact();
     }
 }
