@@ -117,7 +117,7 @@ use options::Deadlines;
 /// let disks = proxy.disk()?.list_disk_locations().await?;
 /// let staging = WindowsPath::new(r"\var\lib\kubelet\plugins\example\globalmount")?;
 /// proxy.filesystem()?.mkdir(&staging).await?;
-/// # assert_eq!(disks.len(), 1);
+/// # assert_eq!(disks.len(), 3, "the OS disk, the data disk, the temporary disk");
 /// # assert!(host.entry(staging.as_str()).is_some());
 /// # Ok(()) }
 /// ```

@@ -44,8 +44,8 @@ mod startup;
 mod stub;
 
 pub use fake_host::{
-    FakeDisk, FakeHost, FakeHostBuilder, FakeVolume, LinkReading, PathEntry, SmbMappingStatus,
-    WindowsError,
+    FakeDisk, FakeHost, FakeHostBuilder, FakeVolume, LinkReading, PartitionStyle, PathEntry,
+    SmbMappingStatus, WindowsError, NODE_OS_DISK, NODE_TEMP_DISK,
 };
 pub use fake_proxy::{Call, FakeProxy};
 #[cfg(windows)]

@@ -287,7 +287,9 @@ async fn paths_under_no_mount_belong_to_the_system_volume_when_there_is_one() {
     );
 
     // Without a system disk, no volume holds such a path.
-    let bare = FakeHost::builder().dir(r"C:\var\lib\kubelet\pods").build();
+    let bare = (FakeHost::builder().bare())
+        .dir(r"C:\var\lib\kubelet\pods")
+        .build();
     let (direct, wired, _node) = both_ways_with(&bare, previews()).await;
     let pods = path(r"C:\var\lib\kubelet\pods");
     let message = assert_same_rejection(

@@ -56,10 +56,9 @@ struct ForeignNode {
 
 impl ForeignNode {
     async fn new(release: ProxyRelease) -> Self {
+        // The node's own disks are there, disks 0 and 1, where Azure puts
+        // them (the fake host's default).
         let host = FakeHost::builder()
-            // The node's own disks, where Azure puts them.
-            .system_disk(0, "os", 128 * GIB)
-            .temp_disk(1, "temp", 16 * GIB)
             // Data disks on adapter 1: a partition another system made,
             // a blank disk (asked for as ext4), the plugin's own disk, the
             // other driver's disk.
@@ -587,8 +586,6 @@ struct LateNode {
 impl LateNode {
     async fn new(release: ProxyRelease, disk: impl FnOnce(HostBuilder) -> HostBuilder) -> Self {
         let builder = FakeHost::builder()
-            .system_disk(0, "os", 128 * GIB)
-            .temp_disk(1, "temp", 16 * GIB)
             .dir(PLUGINS)
             .release(release);
         let host = disk(builder).build();

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-use super::state::{HostState, IscsiTarget, PathEntry, SmbShare};
+use super::state::{HostState, IscsiTarget, PartitionStyle, PathEntry, SmbShare};
 use super::{boot_location, data_location, local_path, FakeDisk, FakeHost};
 use crate::api::{Secret, ServiceInfo, ServiceStatus, StartType, TargetPortal};
 use crate::testing::ProxyRelease;
@@ -12,6 +12,8 @@ use crate::testing::ProxyRelease;
 #[derive(Debug)]
 pub struct FakeHostBuilder {
     state: HostState,
+    /// Whether [`build`](Self::build) leaves out the node's own disks.
+    bare: bool,
 }
 
 impl FakeHostBuilder {
@@ -45,24 +47,27 @@ impl FakeHostBuilder {
         self
     }
 
-    /// Adds disk `number` as the system disk: partitioned, with one
-    /// formatted volume that holds drive `C:`. Without a system disk, a path
-    /// under no mounted volume belongs to no volume; with one, it belongs to
-    /// `C:`'s, as on a real node (`GetClosestVolumeIDFromTargetPath`,
-    /// `GetVolumeIDFromTargetPath` of `C:\`). It sits where Azure puts the
-    /// OS disk: adapter 0, target 0, LUN 0.
+    /// Adds disk `number` as the system disk, in place of the one
+    /// [`build`](Self::build) adds: partitioned (GPT), with one formatted
+    /// volume that holds drive `C:`. A path under no mounted volume
+    /// belongs to `C:`'s, as on a real node
+    /// (`GetClosestVolumeIDFromTargetPath`, `GetVolumeIDFromTargetPath` of
+    /// `C:\`); on a [`bare`](Self::bare) host without one, to no volume.
+    /// It sits where Azure puts the OS disk: adapter 0, target 0, LUN 0.
     pub fn system_disk(mut self, number: u32, page83: &str, size_bytes: u64) -> Self {
         let disk = FakeDisk::new(page83, size_bytes, boot_location(0));
         self.state.add_system_disk(number, disk);
         self
     }
 
-    /// Adds disk `number` as an Azure node's temporary disk: an MBR disk
-    /// with one formatted volume (drive `D:` on a real node), on adapter 0,
+    /// Adds disk `number` as an Azure node's temporary disk, in place of
+    /// the one [`build`](Self::build) adds: an MBR disk with one formatted
+    /// volume (drive `D:` on a real node), on adapter 0,
     /// target 0, LUN 1, beside the OS disk. No data disk selector of the
     /// mounter may take it for a data disk.
     pub fn temp_disk(mut self, number: u32, page83: &str, size_bytes: u64) -> Self {
-        let disk = FakeDisk::new(page83, size_bytes, boot_location(1));
+        let mut disk = FakeDisk::new(page83, size_bytes, boot_location(1));
+        disk.partition_style = PartitionStyle::Mbr;
         self.state.add_disk(number, disk);
         self.state.add_formatted_partition(number);
         self
@@ -111,7 +116,7 @@ impl FakeHostBuilder {
     /// host.partition_disk(1).await.unwrap();
     /// assert!(host.list_volumes_on_disk(1, None).await.unwrap().is_empty());
     /// assert_eq!(host.list_volumes_on_disk(1, None).await.unwrap().len(), 1);
-    /// assert_eq!(host.volumes().len(), 1, "no partition was made");
+    /// assert_eq!(host.volumes_on(1).len(), 1, "no partition was made");
     /// # }
     /// ```
     ///
@@ -320,8 +325,47 @@ impl FakeHostBuilder {
         self
     }
 
-    /// The host.
-    pub fn build(self) -> FakeHost {
+    /// Leaves out the disks every node has, which [`build`](Self::build)
+    /// adds by default: the host has only the disks the test adds. For a
+    /// test about disk numbering or listings, where the node's own disks
+    /// would be noise; a mounter's test keeps them, since a real node
+    /// always has them and the mounter must never take them.
+    ///
+    /// ```
+    /// use csi_proxy_client::testing::FakeHost;
+    ///
+    /// let host = FakeHost::builder().disk(1, "pd-1", 10 << 30).bare().build();
+    /// assert_eq!(host.disk_numbers(), [1]);
+    /// assert_eq!(host.system_volume(), None);
+    /// ```
+    pub fn bare(mut self) -> Self {
+        self.bare = true;
+        self
+    }
+
+    /// The host. Unless [`bare`](Self::bare), it has a node's own disks
+    /// beside those added, each at the lowest disk number free: the OS
+    /// disk (adapter 0, LUN 0, GPT, holding `C:`; see
+    /// [`system_disk`](Self::system_disk)) and the temporary disk
+    /// (adapter 0, LUN 1, MBR, one NTFS volume; see
+    /// [`temp_disk`](Self::temp_disk)), where the builder has none there.
+    ///
+    /// ```
+    /// use csi_proxy_client::testing::{FakeHost, PartitionStyle};
+    ///
+    /// let host = FakeHost::builder().disk(1, "pd-1", 10 << 30).build();
+    /// // The OS disk took number 0, the temporary disk number 2.
+    /// assert_eq!(host.disk_numbers(), [0, 1, 2]);
+    /// let styles: Vec<_> = (host.disk_numbers().into_iter())
+    ///     .map(|n| host.disk(n).unwrap().partition_style)
+    ///     .collect();
+    /// assert_eq!(styles, [PartitionStyle::Gpt, PartitionStyle::Raw, PartitionStyle::Mbr]);
+    /// assert!(host.system_volume().is_some());
+    /// ```
+    pub fn build(mut self) -> FakeHost {
+        if !self.bare {
+            self.state.add_node_disks();
+        }
         FakeHost {
             state: Arc::new(Mutex::new(self.state)),
         }
@@ -329,6 +373,6 @@ impl FakeHostBuilder {
 
     /// A builder for a host with `state`.
     pub(super) fn with_state(state: HostState) -> Self {
-        Self { state }
+        Self { state, bare: false }
     }
 }

@@ -17,7 +17,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub use builder::FakeHostBuilder;
 pub use faults::WindowsError;
 use state::HostState;
-pub use state::{FakeDisk, FakeVolume, PathEntry, SmbMappingStatus};
+pub use state::{
+    FakeDisk, FakeVolume, PartitionStyle, PathEntry, SmbMappingStatus, NODE_OS_DISK, NODE_TEMP_DISK,
+};
 pub use volume::LinkReading;
 
 use crate::api::{DiskIds, DiskLocation, ServiceInfo, TargetPortal, VolumeId, WindowsPath};
@@ -91,15 +93,19 @@ impl std::fmt::Debug for FakeHost {
 }
 
 impl Default for FakeHost {
-    /// A host with nothing but the kubelet directory.
+    /// A host with nothing but the node's own disks and the kubelet
+    /// directory.
     fn default() -> Self {
         Self::builder().build()
     }
 }
 
 impl FakeHost {
-    /// A host with no disks, the kubelet directory `C:\var\lib\kubelet` as
-    /// its working directory, and nothing else; see [`FakeHostBuilder`].
+    /// A host with the node's own disks (an OS disk holding `C:` and a
+    /// temporary disk, added by [`FakeHostBuilder::build`] unless
+    /// [`bare`](FakeHostBuilder::bare)), the kubelet directory
+    /// `C:\var\lib\kubelet` as its working directory, and nothing else;
+    /// see [`FakeHostBuilder`].
     pub fn builder() -> FakeHostBuilder {
         FakeHostBuilder::with_state(HostState::new())
     }
@@ -150,6 +156,24 @@ impl FakeHost {
     /// Every volume, by ID.
     pub fn volumes(&self) -> std::collections::BTreeMap<VolumeId, FakeVolume> {
         self.state().volumes.clone()
+    }
+
+    /// The number of the disk whose page83 identifier is `page83`, if the
+    /// host has one.
+    pub fn disk_number_of(&self, page83: &str) -> Option<u32> {
+        (self.state().disks.iter())
+            .find(|(_, disk)| disk.page83 == page83)
+            .map(|(&number, _)| number)
+    }
+
+    /// The volumes on disk `number`, by ID (none when the host has no such
+    /// disk): what a test seeded or the mounter made there, without the
+    /// node's own volumes.
+    pub fn volumes_on(&self, number: u32) -> Vec<VolumeId> {
+        (self.state().volumes.iter())
+            .filter(|(_, volume)| volume.disk == number)
+            .map(|(id, _)| id.clone())
+            .collect()
     }
 
     /// What is at `path` (case-insensitive, as on Windows). The path is

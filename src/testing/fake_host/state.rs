@@ -17,6 +17,24 @@ const SYSTEM_PARTITION: u32 = 3;
 /// The drive a system disk holds, as a path key.
 pub(super) const SYSTEM_DRIVE: &str = "c:";
 
+/// The page83 identifier and size of the OS disk every fake node has
+/// (unless its test opts out with [`FakeHostBuilder::bare`]).
+///
+/// [`FakeHostBuilder::bare`]: super::FakeHostBuilder::bare
+pub const NODE_OS_DISK: (&str, u64) = ("node-os-disk", 128 << 30);
+/// The page83 identifier and size of the temporary disk every fake node
+/// has (unless its test opts out with [`FakeHostBuilder::bare`]).
+///
+/// [`FakeHostBuilder::bare`]: super::FakeHostBuilder::bare
+pub const NODE_TEMP_DISK: (&str, u64) = ("node-temp-disk", 16 << 30);
+
+/// The name of the volume of the node's own disk `disk`: apart from the
+/// volumes a test makes ([`HostState::new_volume_id`]).
+fn node_volume_id(disk: u32) -> VolumeId {
+    let id = format!("\\\\?\\Volume{{{disk:08x}-0000-4000-8000-00000000005e}}\\");
+    VolumeId::new(id).expect("well-formed volume ID")
+}
+
 /// Bytes a fresh NTFS file system uses.
 pub(super) const NTFS_OVERHEAD: u64 = 64 << 20;
 
@@ -34,7 +52,10 @@ pub struct FakeDisk {
     /// Whether it is online. An offline disk lists no volumes, and its
     /// volumes cannot be used.
     pub online: bool,
-    /// Whether it has a partition table (GPT) with a data partition.
+    /// Its partition table: none on a raw disk.
+    pub partition_style: PartitionStyle,
+    /// Whether it holds a partition (in its partition table): what
+    /// `PartitionDisk` leaves as it is.
     pub partitioned: bool,
     /// Whether it is read-only (`IsReadOnly`): what would write to it
     /// fails with Windows error 19, and `SetDiskState` does not clear it.
@@ -50,10 +71,25 @@ impl FakeDisk {
             location,
             size_bytes,
             online: true,
+            partition_style: PartitionStyle::Raw,
             partitioned: false,
             read_only: false,
         }
     }
+}
+
+/// The partition table of a [`FakeDisk`], as `Get-Disk` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PartitionStyle {
+    /// No partition table: a new data disk. `PartitionDisk` gives it a GPT.
+    Raw,
+    /// A GUID partition table: what `PartitionDisk` writes, and a node's
+    /// OS disk.
+    Gpt,
+    /// A master boot record: an Azure node's temporary disk. `PartitionDisk`
+    /// adds a partition to one that has none and keeps its style.
+    Mbr,
 }
 
 /// A volume of a [`FakeHost`](super::FakeHost).
@@ -234,8 +270,14 @@ impl HostState {
 
     /// Adds disk `number`, partitioned, with one formatted volume that
     /// holds drive `C:`.
-    pub fn add_system_disk(&mut self, number: u32, mut disk: FakeDisk) {
+    pub fn add_system_disk(&mut self, number: u32, disk: FakeDisk) {
         let id = self.new_volume_id(number);
+        self.add_system_disk_as(number, disk, id);
+    }
+
+    /// [`add_system_disk`](Self::add_system_disk), its volume named `id`.
+    fn add_system_disk_as(&mut self, number: u32, mut disk: FakeDisk, id: VolumeId) {
+        disk.partition_style = PartitionStyle::Gpt;
         disk.partitioned = true;
         let size_bytes = disk.size_bytes.saturating_sub(PARTITION_OFFSET);
         self.volumes.insert(
@@ -253,18 +295,33 @@ impl HostState {
         self.system_volume = Some(id);
     }
 
-    /// Gives raw disk `number` a GPT with one data partition holding a new,
-    /// unformatted volume, as `PartitionDisk` does; returns the volume.
+    /// Gives disk `number` one data partition holding a new, unformatted
+    /// volume, as `PartitionDisk` does (a raw disk gets a GPT first);
+    /// returns the volume.
     pub fn add_data_partition(&mut self, number: u32) -> Option<VolumeId> {
         let id = self.new_volume_id(number);
+        self.add_data_partition_as(number, id)
+    }
+
+    /// [`add_data_partition`](Self::add_data_partition), its volume named
+    /// `id`.
+    fn add_data_partition_as(&mut self, number: u32, id: VolumeId) -> Option<VolumeId> {
         let disk = self.disks.get_mut(&number)?;
+        let partition = match disk.partition_style {
+            PartitionStyle::Raw | PartitionStyle::Gpt => DATA_PARTITION,
+            // No reserved partition before it.
+            PartitionStyle::Mbr => 1,
+        };
+        if disk.partition_style == PartitionStyle::Raw {
+            disk.partition_style = PartitionStyle::Gpt;
+        }
         disk.partitioned = true;
         let size_bytes = disk.size_bytes.saturating_sub(PARTITION_OFFSET);
         self.volumes.insert(
             id.clone(),
             FakeVolume {
                 disk: number,
-                partition: DATA_PARTITION,
+                partition,
                 size_bytes,
                 used_bytes: 0,
                 formatted: false,
@@ -278,10 +335,47 @@ impl HostState {
     /// with some bytes in use; returns the volume.
     pub fn add_formatted_partition(&mut self, number: u32) -> Option<VolumeId> {
         let id = self.add_data_partition(number)?;
-        let volume = self.volumes.get_mut(&id)?;
-        volume.formatted = true;
-        volume.used_bytes = NTFS_OVERHEAD.min(volume.size_bytes);
+        self.format_new(&id);
         Some(id)
+    }
+
+    /// Formats new volume `id` with NTFS, some of it in use.
+    fn format_new(&mut self, id: &VolumeId) {
+        if let Some(volume) = self.volumes.get_mut(id) {
+            volume.formatted = true;
+            volume.used_bytes = NTFS_OVERHEAD.min(volume.size_bytes);
+        }
+    }
+
+    /// Gives the host the disks every node has, where it lacks them: the
+    /// OS disk ([`NODE_OS_DISK`]: adapter 0, LUN 0, a GPT, `C:`) and the
+    /// temporary disk ([`NODE_TEMP_DISK`]: adapter 0, LUN 1, an MBR, one
+    /// NTFS volume), each at the lowest disk number free. Their volumes
+    /// are named apart from those a test makes, whose IDs stay as they
+    /// were without them.
+    pub fn add_node_disks(&mut self) {
+        if self.system_volume.is_none() {
+            let number = self.free_disk_number();
+            let (page83, size_bytes) = NODE_OS_DISK;
+            let disk = FakeDisk::new(page83, size_bytes, super::boot_location(0));
+            self.add_system_disk_as(number, disk, node_volume_id(number));
+        }
+        let temp = super::boot_location(1);
+        if !self.disks.values().any(|disk| disk.location == temp) {
+            let number = self.free_disk_number();
+            let (page83, size_bytes) = NODE_TEMP_DISK;
+            let mut disk = FakeDisk::new(page83, size_bytes, temp);
+            disk.partition_style = PartitionStyle::Mbr;
+            self.disks.insert(number, disk);
+            let id = self.add_data_partition_as(number, node_volume_id(number));
+            if let Some(id) = id {
+                self.format_new(&id);
+            }
+        }
+    }
+
+    fn free_disk_number(&self) -> u32 {
+        (0..).find(|n| !self.disks.contains_key(n)).unwrap_or(u32::MAX)
     }
 
     pub fn mkdir_all(&mut self, path: &str) {

@@ -22,10 +22,16 @@ fn reads_print_tables_and_json() {
     // Numbers are numbers in JSON, the location's parts as the disk's.
     let disks: serde_json::Value =
         serde_json::from_str(&stdout(&fake.run(&["--json", "disk", "list"]))).unwrap();
-    let first = &disks[0];
-    assert_eq!(first["disk"], 1, "{disks}");
+    let numbered = |n: u32| {
+        let all = disks.as_array().expect("a list");
+        all.iter().find(|disk| disk["disk"] == n).cloned()
+    };
+    // The node's OS disk first, on the boot adapter; then the data disks.
+    let os = numbered(0).expect("the OS disk");
+    assert_eq!((&os["page83"], &os["adapter"]), (&"node-os-disk".into(), &0.into()));
+    let data = numbered(1).expect("disk 1");
     for (part, value) in [("adapter", 1), ("bus", 0), ("target", 0), ("lun", 1)] {
-        assert_eq!(first[part], value, "{part}: {disks}");
+        assert_eq!(data[part], value, "{part}: {disks}");
     }
     let stats: serde_json::Value =
         serde_json::from_str(&stdout(&fake.run(&["--json", "disk", "stats", "2"]))).unwrap();
@@ -190,8 +196,9 @@ async fn disk_locations_keep_text_the_proxy_wrote() {
     .await
     .unwrap();
     let disks: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
-    let disk = &disks[0];
-    assert_eq!(disk["disk"], 4, "{disks}");
+    let disk = (disks.as_array().unwrap().iter())
+        .find(|disk| disk["disk"] == 4)
+        .expect("disk 4");
     assert_eq!(disk["adapter"], "iscsi", "{disks}");
     assert_eq!(disk["bus"], "", "{disks}");
     assert_eq!(disk["target"], 3, "{disks}");

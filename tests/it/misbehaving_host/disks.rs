@@ -14,7 +14,7 @@ async fn an_offline_disk_lists_no_volumes_and_cannot_be_used() {
         .offline(2)
         .dir(r"C:\var\lib\kubelet\staging")
         .build();
-    let id = host.volumes().into_keys().next().unwrap();
+    let id = host.volumes_on(1).remove(0);
     assert!(!host.get_disk_state(1).await.unwrap());
     assert!(host.list_volumes_on_disk(1, None).await.unwrap().is_empty());
     let (_, message, _) = host_failure(host.partition_disk(2).await);
@@ -130,4 +130,32 @@ async fn a_new_partitions_volume_shows_only_on_a_later_listing() {
             + host.calls_of(Operation::ListVolumesOnPartition),
         5
     );
+}
+
+#[tokio::test]
+async fn partitioning_gives_a_raw_disk_a_gpt_and_keeps_an_empty_mbr_disks_style() {
+    use csi_proxy_client::testing::PartitionStyle;
+
+    let mut mbr = FakeDisk::new("empty-mbr", 10 << 30, DiskLocation::default());
+    mbr.partition_style = PartitionStyle::Mbr;
+    let host = FakeHost::builder()
+        .disk(2, "raw", 10 << 30)
+        .custom_disk(3, mbr)
+        .build();
+    // The node's own disks: the OS disk's GPT, the temporary disk's MBR.
+    let style = |n: u32| host.disk(n).unwrap().partition_style;
+    assert_eq!((style(0), style(1)), (PartitionStyle::Gpt, PartitionStyle::Mbr));
+    assert!(host.disk(0).unwrap().partitioned && host.disk(1).unwrap().partitioned);
+    for (number, was, now) in [
+        (2, PartitionStyle::Raw, PartitionStyle::Gpt),
+        (3, PartitionStyle::Mbr, PartitionStyle::Mbr),
+    ] {
+        assert_eq!(style(number), was);
+        host.partition_disk(number).await.unwrap();
+        assert_eq!(style(number), now, "disk {number}");
+        assert_eq!(host.volumes_on(number).len(), 1, "disk {number}");
+    }
+    // The node's own disks are left as they are: a partition is there.
+    host.partition_disk(1).await.unwrap();
+    assert_eq!(host.volumes_on(1).len(), 1);
 }

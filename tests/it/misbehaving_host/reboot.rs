@@ -46,14 +46,15 @@ async fn a_reboot_drops_mappings_mounts_and_sessions_but_keeps_links() {
     host.connect_target(&portal, "iqn.2026-01.example:t", &IscsiAuth::None)
         .await
         .unwrap();
-    assert_eq!(host.disk_numbers(), [0, 1]);
+    // The node's own disks (0 and 2), the data disk, the session's disk.
+    assert_eq!(host.disk_numbers(), [0, 1, 2, 3]);
 
     host.reboot();
 
     assert!(host.smb_mappings().is_empty());
     assert!(host.iscsi_sessions().is_empty());
     assert_eq!(host.registered_portals(), [portal], "portals are kept");
-    assert_eq!(host.disk_numbers(), [1], "the session's disk went with it");
+    assert_eq!(host.disk_numbers(), [0, 1, 2], "the session's disk went");
     // Links stay; the SMB one leads nowhere: with no mapping, Windows
     // refuses the share to the proxy (a logon failure).
     assert!(matches!(host.entry(SMB_LINK), Some(PathEntry::Symlink(_))));

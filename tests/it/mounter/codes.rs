@@ -72,7 +72,7 @@ async fn a_publish_with_nothing_staged_answers_failed_precondition() {
 
         // The volume went from under the staging folder: a repeat answers
         // the same, and the pod's link is not taken for the volume.
-        let volume = node.host.volumes().into_keys().next().unwrap();
+        let volume = node.host.volumes_on(1).remove(0);
         let api = m.proxy().volume().unwrap();
         api.unmount_volume(&volume, &staging).await.unwrap();
         let error = m.publish(&staging, &target).await.unwrap_err();

@@ -173,7 +173,7 @@ async fn a_listing_sent_before_a_disk_appeared_does_not_answer_who_asked_after()
 
     let error = first.await.unwrap().unwrap_err();
     assert!(matches!(error, Error::NotFound { .. }), "{error}");
-    let disk = node.host.disk_numbers()[0];
+    let disk = node.host.disk_number_of(&late).unwrap();
     for finder in after {
         assert_eq!(
             finder.await.unwrap().unwrap(),
