@@ -585,9 +585,7 @@ struct LateNode {
 
 impl LateNode {
     async fn new(release: ProxyRelease, disk: impl FnOnce(HostBuilder) -> HostBuilder) -> Self {
-        let builder = FakeHost::builder()
-            .dir(PLUGINS)
-            .release(release);
+        let builder = FakeHost::builder().dir(PLUGINS).release(release);
         let host = disk(builder).build();
         let node = FakeNode::at(release, &host).await;
         let state = tempfile::tempdir().unwrap();

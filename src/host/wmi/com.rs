@@ -194,10 +194,26 @@ pub fn call(
     method: &str,
     input: Option<&IWbemClassWrapper>,
 ) -> Result<CallOutput, WmiFailure> {
-    if !SYNCHRONOUS_CALLS.load(Ordering::Relaxed) {
-        match exec_method(services, target, method, input, true) {
+    let exec = |semisynchronous| exec_method(services, target, method, input, semisynchronous);
+    semisynchronous_first(&SYNCHRONOUS_CALLS, method, exec).map_err(|e| failure(&e))
+}
+
+/// Set once WMI refused a semisynchronous method call: every later call
+/// of the process is synchronous.
+static SYNCHRONOUS_CALLS: AtomicBool = AtomicBool::new(false);
+
+/// `exec(true)` (semisynchronous), unless `synchronous` is set; when WMI
+/// refuses that form, sets `synchronous` (warning once) and makes the
+/// call again as `exec(false)`. Any other failure is the call's.
+fn semisynchronous_first<T>(
+    synchronous: &AtomicBool,
+    method: &str,
+    mut exec: impl FnMut(bool) -> windows::core::Result<T>,
+) -> windows::core::Result<T> {
+    if !synchronous.load(Ordering::Relaxed) {
+        match exec(true) {
             Err(error) if refuses_semisynchronous(error.code()) => {
-                if !SYNCHRONOUS_CALLS.swap(true, Ordering::Relaxed) {
+                if !synchronous.swap(true, Ordering::Relaxed) {
                     tracing::warn!(
                         %method,
                         error = %error,
@@ -207,15 +223,11 @@ pub fn call(
                     );
                 }
             }
-            called => return called.map_err(|e| failure(&e)),
+            called => return called,
         }
     }
-    exec_method(services, target, method, input, false).map_err(|e| failure(&e))
+    exec(false)
 }
-
-/// Set once WMI refused a semisynchronous method call: every later call
-/// of the process is synchronous.
-static SYNCHRONOUS_CALLS: AtomicBool = AtomicBool::new(false);
 
 /// Whether a method call's failure is WMI refusing the semisynchronous
 /// form (its flag with both the output and the call result asked for).
@@ -365,8 +377,9 @@ fn forget_error_object() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use windows::core::Error;
     use windows::Win32::Foundation::E_ACCESSDENIED;
-    use windows::Win32::System::Wmi::WBEM_E_FAILED;
+    use windows::Win32::System::Wmi::{WBEM_E_ACCESS_DENIED, WBEM_E_FAILED};
 
     #[test]
     fn only_wmis_refusal_of_the_semisynchronous_form_falls_back() {
@@ -374,5 +387,94 @@ mod tests {
         assert!(!refuses_semisynchronous(HRESULT(WBEM_E_FAILED.0)));
         assert!(!refuses_semisynchronous(E_ACCESSDENIED));
         assert!(!refuses_semisynchronous(HRESULT(WBEM_S_TIMEDOUT.0)));
+    }
+
+    /// A WMI that refuses the semisynchronous form, and records the forms
+    /// it was asked in.
+    fn refusing(
+        asked: &mut Vec<bool>,
+    ) -> impl FnMut(bool) -> windows::core::Result<&'static str> + '_ {
+        |semisynchronous| {
+            asked.push(semisynchronous);
+            match semisynchronous {
+                true => Err(Error::from(HRESULT(WBEM_E_INVALID_PARAMETER.0))),
+                false => Ok("output"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_refused_semisynchronous_call_is_made_again_synchronously_and_so_is_every_later_one() {
+        let synchronous = AtomicBool::new(false);
+        let mut asked = Vec::new();
+        let answer = semisynchronous_first(&synchronous, "Format", refusing(&mut asked));
+        assert_eq!(answer.unwrap(), "output");
+        assert_eq!(asked, [true, false]);
+        assert!(synchronous.load(Ordering::Relaxed));
+
+        // The next call is not offered in the refused form at all.
+        asked.clear();
+        let answer = semisynchronous_first(&synchronous, "Format", refusing(&mut asked));
+        assert_eq!(answer.unwrap(), "output");
+        assert_eq!(asked, [false]);
+    }
+
+    #[test]
+    fn another_failure_is_the_calls_own_and_changes_no_form() {
+        let synchronous = AtomicBool::new(false);
+        let mut asked = Vec::new();
+        let denied = HRESULT(WBEM_E_ACCESS_DENIED.0);
+        let answer = semisynchronous_first(&synchronous, "Format", |semisynchronous| {
+            asked.push(semisynchronous);
+            Err::<(), _>(Error::from(denied))
+        });
+        assert_eq!(answer.unwrap_err().code(), denied);
+        assert_eq!(asked, [true], "not made again");
+        assert!(!synchronous.load(Ordering::Relaxed));
+    }
+
+    /// The synchronous form reaches the host's own WMI (Wine's) and gives
+    /// the method's output, as the fallback takes it.
+    #[test]
+    fn the_synchronous_form_reaches_the_hosts_wmi() {
+        use crate::host::wmi::{string, unsigned, Limit, WmiValue};
+
+        let services = services(r"ROOT\CIMV2").unwrap();
+        let params = vec![
+            ("hDefKey", WmiValue::UInt(0x8000_0002)), // HKEY_LOCAL_MACHINE
+            (
+                "sSubKeyName",
+                WmiValue::String(r"Software\Microsoft\Windows NT\CurrentVersion".into()),
+            ),
+            ("sValueName", WmiValue::String("CurrentVersion".into())),
+        ];
+        let input = input(&services, "StdRegProv", "GetStringValue", params).unwrap();
+        let synchronous = AtomicBool::new(true);
+        let mut forms = Vec::new();
+        let mut output = semisynchronous_first(&synchronous, "GetStringValue", |semi| {
+            forms.push(semi);
+            exec_method(
+                &services,
+                "StdRegProv",
+                "GetStringValue",
+                input.as_ref(),
+                semi,
+            )
+        })
+        .unwrap();
+        assert_eq!(forms, [false]);
+        assert!(matches!(output, CallOutput::Ready(Some(_))));
+        let limit = Limit::within(std::time::Duration::from_secs(60));
+        let rows = crate::host::wmi::wait::collect(&mut output, &limit).unwrap();
+        let output = rows.first().expect("the method's output");
+        assert_eq!(
+            output.get("ReturnValue").and_then(unsigned),
+            Some(0),
+            "{output:?}"
+        );
+        assert!(
+            string(output, "sValue").is_some_and(|v| v.contains('.')),
+            "{output:?}"
+        );
     }
 }

@@ -375,7 +375,9 @@ impl HostState {
     }
 
     fn free_disk_number(&self) -> u32 {
-        (0..).find(|n| !self.disks.contains_key(n)).unwrap_or(u32::MAX)
+        (0..)
+            .find(|n| !self.disks.contains_key(n))
+            .unwrap_or(u32::MAX)
     }
 
     pub fn mkdir_all(&mut self, path: &str) {

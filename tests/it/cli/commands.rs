@@ -28,7 +28,10 @@ fn reads_print_tables_and_json() {
     };
     // The node's OS disk first, on the boot adapter; then the data disks.
     let os = numbered(0).expect("the OS disk");
-    assert_eq!((&os["page83"], &os["adapter"]), (&"node-os-disk".into(), &0.into()));
+    assert_eq!(
+        (&os["page83"], &os["adapter"]),
+        (&"node-os-disk".into(), &0.into())
+    );
     let data = numbered(1).expect("disk 1");
     for (part, value) in [("adapter", 1), ("bus", 0), ("target", 0), ("lun", 1)] {
         assert_eq!(data[part], value, "{part}: {disks}");

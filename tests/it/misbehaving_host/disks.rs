@@ -144,7 +144,10 @@ async fn partitioning_gives_a_raw_disk_a_gpt_and_keeps_an_empty_mbr_disks_style(
         .build();
     // The node's own disks: the OS disk's GPT, the temporary disk's MBR.
     let style = |n: u32| host.disk(n).unwrap().partition_style;
-    assert_eq!((style(0), style(1)), (PartitionStyle::Gpt, PartitionStyle::Mbr));
+    assert_eq!(
+        (style(0), style(1)),
+        (PartitionStyle::Gpt, PartitionStyle::Mbr)
+    );
     assert!(host.disk(0).unwrap().partitioned && host.disk(1).unwrap().partitioned);
     for (number, was, now) in [
         (2, PartitionStyle::Raw, PartitionStyle::Gpt),

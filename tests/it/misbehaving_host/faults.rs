@@ -210,7 +210,10 @@ async fn a_latency_delays_every_call_and_concurrent_calls_overlap() {
     for call in 1..=3 {
         let (ids, took) = timed(host.list_disk_ids()).await;
         let ids = ids.unwrap();
-        assert!(ids.values().any(|d| d.page83 == "d"), "call {call}: {ids:?}");
+        assert!(
+            ids.values().any(|d| d.page83 == "d"),
+            "call {call}: {ids:?}"
+        );
         assert!(took >= LATENCY, "call {call} took {took:?}");
     }
     // Other operations wait nothing.
