@@ -22,8 +22,10 @@ pub struct ReconcileReport {
     /// Shares (roots) whose mapping was removed: only those volumes used
     /// them, and this mounter made them.
     pub mappings_removed: Vec<String>,
-    /// Links this mounter made that lead nowhere any more, removed so that
-    /// kubelet can make its folders there again.
+    /// Links this mounter made to a share that no longer answers through
+    /// them (a reboot dropped the mapping), removed so that kubelet can
+    /// make its folders there again. A link that reads as leading nowhere
+    /// is left with its record: a file put in its place reads the same.
     pub links_removed: Vec<WindowsPath>,
     /// Staging folders this mounter made that were left empty (a failed
     /// stage, a reboot that unmounted them), removed.
@@ -253,8 +255,14 @@ impl Mounter {
 }
 
 impl Inner {
-    /// Step 3: a link this mounter made that leads nowhere goes, and its
-    /// record with it, or with the link gone.
+    /// Step 3: a link this mounter made that is shown to lead nowhere
+    /// goes, and its record with it, or with the link gone.
+    ///
+    /// Only a share's link whose share refuses the proxy is shown to be a
+    /// link: `IsSymlink` answers "no" alike for a link whose target is
+    /// gone and for a file put in its place, so such a path stays, and so
+    /// does its record (kubelet's unpublish, or the next stage, deals with
+    /// it).
     async fn settle_link(self: Arc<Self>, link_key: String, link: WindowsPath) -> Vec<Settled> {
         let _link = self.flights.lock(link.as_str()).await;
         // Read again under the key: a call on the path may have changed it
@@ -264,20 +272,14 @@ impl Inner {
         else {
             return vec![];
         };
-        let found = match self.inspect(&link, false).await {
-            Ok(found) => found,
-            Err(error) => return vec![Settled::Failed(link.to_string(), error)],
+        let (dangling, absent) = match (self.probe(&link).await, &to) {
+            (Ok(None), _) => (false, true),
+            (Ok(Some(_)), _) => (false, false),
+            // A file would have answered: this is the link, its share
+            // gone or refusing (a reboot dropped the mapping).
+            (Err(Error::Host { .. }), LinkTo::Smb(_)) => (true, false),
+            (Err(error), _) => return vec![Settled::Failed(link.to_string(), error)],
         };
-        let dangling = matches!(
-            found,
-            PathState::Link {
-                reachable: false,
-                ..
-            } | PathState::SmbLink {
-                reachable: false,
-                ..
-            }
-        );
         let mut settled = Vec::new();
         if dangling {
             if let Err(error) = self.remove_unforced(&link).await {
@@ -285,7 +287,7 @@ impl Inner {
             }
             settled.push(Settled::LinkRemoved(link.clone()));
         }
-        if dangling || found == PathState::Absent {
+        if dangling || absent {
             // A share's staging link stays recorded while its lease
             // lives: the next stage makes the mapping again.
             let leased = matches!(to, LinkTo::Smb(_))

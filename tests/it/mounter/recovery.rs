@@ -3,7 +3,7 @@
 use super::{creds, path, Node, GIB, PAGE83, SHARE_ROOT as ROOT, STAGING, STAGING_2, TARGET};
 use csi_proxy_client::api::{FilesystemApi, SmbRemotePath};
 use csi_proxy_client::mount::{Change, DiskAfterUnstage};
-use csi_proxy_client::testing::{FakeHost, ProxyRelease};
+use csi_proxy_client::testing::{FakeHost, PathEntry, ProxyRelease};
 
 #[tokio::test]
 async fn a_reboot_drops_mappings_and_reconcile_clears_the_way_for_kubelet() {
@@ -148,4 +148,51 @@ async fn reconcile_leaves_a_file_put_where_it_made_a_folder() {
         node.host.entry(STAGING_2),
         Some(csi_proxy_client::testing::PathEntry::File)
     );
+}
+
+#[tokio::test]
+async fn reconcile_leaves_a_file_put_where_its_link_was_and_a_link_that_leads_nowhere() {
+    let host = FakeHost::builder()
+        .smb_share(ROOT, "user", "pw")
+        .share_folder(r"\\files\share\pv1")
+        .disk(1, PAGE83, 10 * GIB);
+    let mut node = Node::on(ProxyRelease::LATEST, host).await;
+    let share = SmbRemotePath::new(r"\\files\share\pv1").unwrap();
+    node.mounter
+        .stage_smb("pv1", &share, &creds(), &path(STAGING))
+        .await
+        .unwrap();
+    node.stage_and_publish(STAGING_2, TARGET).await;
+    // Someone puts a file where each link was; the proxy reads a file as
+    // it reads a link that leads nowhere.
+    node.host.put_file(STAGING);
+    node.host.put_file(TARGET);
+
+    node.restart_driver().await;
+    let report = node.mounter.reconcile(|_| true).await.unwrap();
+    assert!(report.links_removed.is_empty(), "{report:?}");
+    assert!(report.failed.is_empty(), "{report:?}");
+    for file in [STAGING, TARGET] {
+        assert_eq!(node.host.entry(file), Some(PathEntry::File), "{file}");
+    }
+
+    // A pod's link whose staging folder went (a reboot unmounted it,
+    // and reconcile removed the folder it had made) reads the same: it
+    // stays for kubelet's unpublish, which removes the link the journal
+    // records.
+    let host = FakeHost::builder().disk(1, PAGE83, 10 * GIB);
+    let mut node = Node::on(ProxyRelease::LATEST, host).await;
+    node.stage_and_publish(STAGING, TARGET).await;
+    node.host.reboot();
+    node.restart_driver().await;
+    let first = node.mounter.reconcile(|_| true).await.unwrap();
+    assert_eq!(first.folders_removed, vec![path(STAGING)], "{first:?}");
+    let second = node.mounter.reconcile(|_| true).await.unwrap();
+    assert!(second.links_removed.is_empty(), "{second:?}");
+    assert!(matches!(node.host.entry(TARGET), Some(PathEntry::Symlink(_))));
+    assert_eq!(
+        node.mounter.unpublish(&path(TARGET)).await.unwrap(),
+        Change::Changed
+    );
+    assert_eq!(node.host.entry(TARGET), None);
 }
