@@ -19,14 +19,11 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream, ReadHalf, WriteHalf};
 use tokio::runtime::Handle;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
 use tokio_stream::wrappers::ReceiverStream;
 
 /// The bytes in flight each way between a socket and tonic.
 const BUFFER: usize = 64 * 1024;
-
-/// The connections bridged at once, at most (two threads each).
-pub const MAX_BRIDGED: usize = 64;
 
 /// A blocking socket that two threads can share: one reads, one writes.
 pub trait Stream: Read + Write + Send + Sized + 'static {
@@ -100,34 +97,35 @@ pub fn bind(path: &str) -> Result<uds_windows::UnixListener, String> {
 /// The connections `listener` accepts, bridged to tokio, as the stream
 /// tonic's `serve_with_incoming_shutdown` takes. Call it in a runtime.
 ///
+/// Each bridged connection holds one of `places` while either of its two
+/// threads runs; while none is free, nothing is accepted, so the next
+/// connection waits in the listener's backlog until one ends.
+///
 /// The accept thread blocks in `accept`: it ends at the first connection
 /// after tonic stops serving (or with the process).
-///
-/// At most [`MAX_BRIDGED`] connections are bridged at once (two threads
-/// each); one more is closed at once, with a warning, and its client dials
-/// again.
-pub fn incoming<L: Listener>(listener: L) -> io::Result<ReceiverStream<io::Result<DuplexStream>>> {
+pub fn incoming<L: Listener>(
+    listener: L,
+    places: Arc<Semaphore>,
+) -> io::Result<ReceiverStream<io::Result<DuplexStream>>> {
     let runtime = Handle::current();
     let (sender, receiver) = mpsc::channel(1);
-    // Each bridge holds a clone while either of its threads runs.
-    let bridges = Arc::new(());
     thread::Builder::new()
         .name("csi-uds-accept".into())
         .spawn(move || loop {
+            // Closed (never, in the crate): nothing more is served.
+            let Ok(place) = runtime.block_on(places.clone().acquire_owned()) else {
+                break;
+            };
+            // tonic stopped while every place was taken.
+            if sender.is_closed() {
+                break;
+            }
             let connection = match listener.accept() {
-                // One count is this thread's own.
-                Ok(socket) if Arc::strong_count(&bridges) > MAX_BRIDGED => {
-                    tracing::warn!(
-                        limit = MAX_BRIDGED,
-                        "a CSI connection over the limit of bridged connections: closed"
-                    );
-                    drop(socket);
-                    continue;
-                }
-                Ok(socket) => bridge(socket, &runtime, bridges.clone()),
+                Ok(socket) => bridge(socket, &runtime, place),
                 Err(error) => {
                     // tonic skips a failed accept; an error that lasts (no
                     // more handles, say) must not spin this thread.
+                    drop(place);
                     thread::sleep(Duration::from_millis(100));
                     Err(error)
                 }
@@ -144,14 +142,18 @@ pub fn incoming<L: Listener>(listener: L) -> io::Result<ReceiverStream<io::Resul
 /// peer sends and sends what is written to it. Both threads end when
 /// either side closes: the peer's end of stream reaches tokio as one, and
 /// tokio's (or a dropped end) shuts the socket down.
-/// `alive` is held by both threads until they end: what counts the
-/// bridges that run.
-pub fn bridge<S: Stream>(socket: S, runtime: &Handle, alive: Arc<()>) -> io::Result<DuplexStream> {
+/// `place` is held until both threads end: the connection's place among
+/// those bridged at once.
+pub fn bridge<S: Stream, P: Send + Sync + 'static>(
+    socket: S,
+    runtime: &Handle,
+    place: P,
+) -> io::Result<DuplexStream> {
     let (theirs, ours) = tokio::io::duplex(BUFFER);
     let (from_tokio, to_tokio) = tokio::io::split(ours);
     let reader = socket.try_clone()?;
-    // One count for both threads: `alive` goes with the last of them.
-    let alive = Arc::new(alive);
+    // Shared by both threads: `place` goes with the last of them.
+    let alive = Arc::new(place);
     // The writing thread first: should the reading one fail to start,
     // `theirs` is dropped, and the writing thread shuts the socket down.
     let (rt, held) = (runtime.clone(), alive.clone());

@@ -124,8 +124,8 @@ pub use manifests::{
 pub use observe::{CSI_CALLS_TOTAL, CSI_CALL_DURATION_SECONDS};
 pub use plugin::{NodePlugin, USAGE};
 pub use serve::{
-    serve, stop_signal, Listener, ServeError, Services, MAX_CONCURRENT_CALLS,
-    MAX_STREAMS_PER_CONNECTION, SHUTDOWN_DEADLINE,
+    serve, stop_signal, Listener, ServeError, Services, MAX_CONCURRENT_CALLS, MAX_CONNECTIONS,
+    MAX_IDENTITY_CALLS, MAX_STREAMS_PER_CONNECTION, SHUTDOWN_DEADLINE,
 };
 pub use service::NodeService;
 /// tonic's request and response, as the services' methods take and give

@@ -4,12 +4,14 @@
 //! and expand only for the volume the driver names, with the stage's
 //! contexts also after a restart; the driver's hooks; a span and metrics
 //! per call; and serving: the endpoint bound before the proxy is dialled,
-//! a stale socket replaced, a stop that answers the calls under way.
+//! a stale socket replaced, a stop that answers the calls under way, and
+//! the caps on calls, streams and connections (`limits`).
 //!
 //! Here: the tests' driver, node and requests, which `node_plugin` and
 //! `foreign_objects` use too.
 
 mod calls;
+mod limits;
 mod serving;
 mod spans;
 mod volumes;

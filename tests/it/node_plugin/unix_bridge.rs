@@ -44,6 +44,11 @@ impl Identity for TestIdentity {
     }
 }
 
+/// `count` places for the connections bridged at once.
+fn places(count: usize) -> std::sync::Arc<tokio::sync::Semaphore> {
+    std::sync::Arc::new(tokio::sync::Semaphore::new(count))
+}
+
 /// Serves the Identity service through the bridge until the sender fires.
 fn serve<L: blocking_unix::Listener>(
     listener: L,
@@ -54,9 +59,12 @@ fn serve<L: blocking_unix::Listener>(
     let (stop, stopped) = oneshot::channel::<()>();
     let server = Server::builder()
         .add_service(IdentityServer::new(TestIdentity))
-        .serve_with_incoming_shutdown(blocking_unix::incoming(listener).unwrap(), async {
-            let _ = stopped.await;
-        });
+        .serve_with_incoming_shutdown(
+            blocking_unix::incoming(listener, places(64)).unwrap(),
+            async {
+                let _ = stopped.await;
+            },
+        );
     (stop, tokio::spawn(server))
 }
 
@@ -196,7 +204,8 @@ mod on_unix {
         let _one = ONE_AT_A_TIME.lock().await;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("echo.sock");
-        let mut incoming = blocking_unix::incoming(UnixListener::bind(&path).unwrap()).unwrap();
+        let mut incoming =
+            blocking_unix::incoming(UnixListener::bind(&path).unwrap(), places(64)).unwrap();
         let sent: Vec<u8> = (0..4 * BIG).map(|i| (i % 251) as u8).collect();
 
         // The client sends 4 MiB and its end; the server echoes all of it
@@ -244,6 +253,38 @@ mod on_unix {
         release_accept_thread(&path);
         no_bridge_threads_left().await;
     }
+
+    #[tokio::test]
+    async fn a_connection_past_the_places_waits_in_the_backlog_until_one_ends() {
+        let _one = ONE_AT_A_TIME.lock().await;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("capped.sock");
+        let listener = UnixListener::bind(&path).unwrap();
+        let mut incoming = blocking_unix::incoming(listener, places(2)).unwrap();
+        // Three clients connect: the third waits in the backlog.
+        let mut clients: Vec<UnixStream> = (0..3)
+            .map(|_| UnixStream::connect(&path).unwrap())
+            .collect();
+        let first = within(incoming.next()).await.unwrap().unwrap();
+        let second = within(incoming.next()).await.unwrap().unwrap();
+        let early = tokio::time::timeout(Duration::from_millis(200), incoming.next()).await;
+        assert!(early.is_err(), "a third connection bridged with two places");
+
+        // The first one ends: the third is bridged, and what it sends
+        // comes through.
+        drop(first);
+        let mut third = within(incoming.next()).await.unwrap().unwrap();
+        clients[2].write_all(b"third").unwrap();
+        let mut sent = [0; 5];
+        within(third.read_exact(&mut sent)).await.unwrap();
+        assert_eq!(&sent, b"third");
+
+        // Both places are taken, so the accept thread waits for one, not
+        // in `accept`: once tonic's end is gone, the first place back ends it.
+        drop(incoming);
+        drop((second, third, clients));
+        no_bridge_threads_left().await;
+    }
 }
 
 /// On Windows: where AF_UNIX sockets exist, CSI calls through the bridge
@@ -269,7 +310,7 @@ async fn unix_endpoints_on_windows_serve_or_say_to_use_tcp() {
                         })
                         .await??;
                         let runtime = tokio::runtime::Handle::current();
-                        let stream = blocking_unix::bridge(socket, &runtime, Default::default())?;
+                        let stream = blocking_unix::bridge(socket, &runtime, ())?;
                         Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
                     }
                 }))
