@@ -1,0 +1,36 @@
+use super::*;
+use crate::testing::FakeHost;
+
+pub(super) fn node() -> (FakeHost, Arc<dyn DiskApi>, Arc<Looks>) {
+    let host = FakeHost::builder().disk(1, "pd-1", 1 << 30).build();
+    let disk: Arc<dyn DiskApi> = Arc::new(host.clone());
+    (host, disk, Arc::new(Looks::default()))
+}
+
+/// `ListDiskIDs` for a finder asking now, on a task of its own.
+pub(super) fn ids(
+    looks: &Arc<Looks>,
+    disk: &Arc<dyn DiskApi>,
+) -> tokio::task::JoinHandle<Result<Ids>> {
+    let (looks, disk) = (looks.clone(), disk.clone());
+    tokio::spawn(async move { looks.ids(&disk, AfterRescan::default()).await })
+}
+
+/// Lets spawned finders ask.
+pub(super) async fn settle_down() {
+    tokio::time::sleep(Duration::from_millis(20)).await;
+}
+
+#[tokio::test]
+async fn waiting_finders_look_again_at_the_same_ticks() {
+    let looks = Looks::default();
+    let interval = Duration::from_millis(40);
+    let next = looks.next_poll(interval);
+    let now = Instant::now();
+    assert!(next > now && next <= now + interval);
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    // A finder that looked a little later looks again at the same tick,
+    // unless that tick has just passed.
+    let later = looks.next_poll(interval);
+    assert!(later == next || (later == next + interval && Instant::now() >= next));
+}
