@@ -111,7 +111,7 @@ fn is_kept(mapping: &WmiObject, root: &str, reachable: &Reachable) -> bool {
 /// the group cannot tell who made it, so only its owner may remove it
 /// (the mounter does, for a mapping it recorded as its own) before it is
 /// made again.
-fn broken_mapping(op: Op, root: &str, broken: &WmiObject) -> crate::Error {
+fn broken_mapping(op: Op, root: &str, broken: &WmiObject) -> crate::error::Error {
     let status = match broken.get("Status").and_then(unsigned) {
         Some(STATUS_OK) => "OK, but its share does not answer".to_owned(),
         Some(status) => format!("status {status}"),
