@@ -164,7 +164,8 @@ impl Volume {
     }
 
     pub fn staging(self) -> WindowsPath {
-        path(&format!(r"{}\globalmount", self.staging_parent()))
+        let staging = format!(r"{}\globalmount", self.staging_parent());
+        staging.parse().expect("a staging path")
     }
 
     /// Pod `pod`'s folder for the volume, which kubelet makes.
@@ -177,7 +178,8 @@ impl Volume {
     }
 
     pub fn target(self, pod: usize) -> WindowsPath {
-        path(&format!(r"{}\mount", self.target_parent(pod)))
+        let target = format!(r"{}\mount", self.target_parent(pod));
+        target.parse().expect("a target path")
     }
 
     /// The host with what the volume needs: its disk (unless it is
@@ -226,13 +228,9 @@ impl Volume {
     }
 }
 
-/// The host's number of disk volume `n` (0 is left for a boot disk).
+/// The host's number of disk volume `n` (0 is the node's OS disk).
 fn disk_number(n: usize) -> u32 {
     u32::try_from(n + 1).expect("a disk number")
-}
-
-fn path(text: &str) -> WindowsPath {
-    WindowsPath::new(text).unwrap_or_else(|e| panic!("{text}: {e}"))
 }
 
 pub fn disks(count: usize) -> impl Iterator<Item = Volume> {

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::common::path;
 use crate::common::scenario::{expected_unsupported, seeded_host, versions_with};
 use crate::common::{every_version, TestNode};
 use csi_proxy_client::testing::conformance::{self, Fixture};
@@ -181,10 +182,6 @@ async fn an_unknown_page83_is_not_found_on_every_version() {
     })
     .await;
     assert_all(&outcomes, "NotFound".to_owned());
-}
-
-fn path(p: &str) -> WindowsPath {
-    WindowsPath::new(p).unwrap()
 }
 
 /// Under the kubelet directory, the fake host's working directory.

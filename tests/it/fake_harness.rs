@@ -4,21 +4,18 @@
 use std::sync::Arc;
 
 use crate::common::node::FakeNode;
+use crate::common::path;
 use crate::common::scenario::seeded_host;
 use crate::common::TestNode;
 use csi_proxy_client::testing::conformance::Fixture;
 use csi_proxy_client::testing::{FakeHost, FakeProxy, PathEntry};
 use csi_proxy_client::{
-    api::{DiskApi, IscsiAuth, Secret, SmbMapping, SmbRemotePath, WindowsPath},
+    api::{DiskApi, IscsiAuth, Secret, SmbMapping, SmbRemotePath},
     async_trait,
     negotiate::VersionPolicy,
     ApiGroup, ApiVersion, Backends, Code, CsiProxy, Error, Result,
 };
 use ApiVersion as V;
-
-fn path(p: &str) -> WindowsPath {
-    WindowsPath::new(p).unwrap()
-}
 
 /// The same host, directly and through a fake proxy at the newest stable
 /// versions.

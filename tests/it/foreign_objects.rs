@@ -14,7 +14,6 @@ mod paths;
 
 use std::time::Duration;
 
-use csi_proxy_client::api::WindowsPath;
 use csi_proxy_client::csi::v1::node_server::Node;
 use csi_proxy_client::csi::v1::{volume_capability as capability, *};
 use csi_proxy_client::csi::{NodeService, VolumeKind};
@@ -24,6 +23,7 @@ use csi_proxy_client::{Code, CsiProxy, Status};
 use tonic::Request;
 
 use crate::common::node::FakeNode;
+use crate::common::path;
 use crate::csi_service::{publish, stage, staging, target, unstage, writer, TestDriver};
 
 const GIB: u64 = 1 << 30;
@@ -150,10 +150,6 @@ impl ForeignNode {
         assert_eq!(host.entry(OUTSIDE_EMPTY), Some(PathEntry::Directory));
         assert!(host.share_folder_exists(&format!(r"{SHARE}\pv-existing\keep")));
     }
-}
-
-fn path(text: &str) -> WindowsPath {
-    WindowsPath::new(text).unwrap()
 }
 
 fn volumes_of(host: &FakeHost, disk: u32) -> Vec<csi_proxy_client::testing::FakeVolume> {

@@ -62,13 +62,17 @@ fn src() -> PathBuf {
 }
 
 /// The files of module `name`: `src/<name>.rs`, and everything under
-/// `src/<name>/`.
+/// `src/<name>/` but its test modules (`tests.rs`, `tests/`), which the
+/// crate declares `#[cfg(test)] mod tests;` (tests may use anything).
 fn files_of(name: &str) -> Vec<PathBuf> {
     fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
         };
         for path in entries.flatten().map(|entry| entry.path()) {
+            if path.file_stem().is_some_and(|stem| stem == "tests") {
+                continue;
+            }
             if path.is_dir() {
                 walk(&path, files);
             } else if path.extension().is_some_and(|e| e == "rs") {

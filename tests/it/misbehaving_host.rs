@@ -10,16 +10,13 @@ mod reboot;
 mod releases;
 mod smb;
 
+use crate::common::path;
 use crate::common::TestNode;
-use csi_proxy_client::api::{SmbMapping, SmbRemotePath, WindowsPath};
+use csi_proxy_client::api::{SmbMapping, SmbRemotePath};
 use csi_proxy_client::testing::{FakeHost, FakeProxy, ProxyRelease};
 use csi_proxy_client::{api::Secret, Code, CsiProxy, Error, Operation, Result};
 
 const KUBELET: &str = r"C:\var\lib\kubelet";
-
-fn path(p: &str) -> WindowsPath {
-    WindowsPath::new(p).unwrap_or_else(|e| panic!("{p}: {e}"))
-}
 
 fn share(remote: &str) -> SmbRemotePath {
     SmbRemotePath::new(remote).unwrap_or_else(|e| panic!("{remote}: {e}"))

@@ -14,6 +14,7 @@ mod unix_bridge;
 
 use std::collections::BTreeSet;
 
+use crate::common::path;
 use crate::common::TestNode;
 use csi_proxy_client::mount::Mounter;
 use csi_proxy_client::testing::{FakeHost, FakeProxy, PathEntry, ProxyRelease};
@@ -55,10 +56,6 @@ async fn node_on(release: ProxyRelease) -> (TestNode, FakeHost, FakeProxy, Mount
         .build()
         .unwrap();
     (node, host, fake, mounter)
-}
-
-fn path(p: &str) -> WindowsPath {
-    WindowsPath::new(p).unwrap()
 }
 
 /// The life of one volume, checked on the host after each step.

@@ -196,7 +196,10 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(error.host_cause(), Some(crate::host_cause::HostCause::LogonFailure));
+        assert_eq!(
+            error.host_cause(),
+            Some(crate::host_cause::HostCause::LogonFailure)
+        );
 
         // An HRESULT that wraps a Win32 code gives that code.
         let wrapped = error_object("HRESULT", 0x8007_0035, "");

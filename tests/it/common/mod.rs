@@ -18,6 +18,12 @@ use csi_proxy_client::{
     negotiate::VersionPolicy, transport::Transport, ApiGroup, ApiVersion, CsiProxy, CsiProxyBuilder,
 };
 
+/// `text` as a Windows path; a path the SDK refuses is a mistake in the
+/// test.
+pub fn path(text: &str) -> csi_proxy_client::api::WindowsPath {
+    csi_proxy_client::api::WindowsPath::new(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
 /// A node with a chosen set of CSI Proxy endpoints.
 pub struct TestNode {
     proxy: StubProxy,

@@ -2,16 +2,13 @@
 //! leased by the volumes staged from it.
 
 use super::{path, Node, GIB, STAGING, STAGING_2};
-use csi_proxy_client::api::{IscsiAuth, Secret, TargetPortal};
+use csi_proxy_client::api::{IscsiAuth, Secret};
 use csi_proxy_client::mount::{DiskAfterUnstage, IscsiVolume, PathState};
+use csi_proxy_client::testing::sample::portal;
 use csi_proxy_client::testing::{FakeHost, ProxyRelease, WindowsError};
 use csi_proxy_client::{Error, ErrorKind, Operation as Op};
 
 const IQN: &str = "iqn.2026-11.io.example:storage.t1";
-
-fn portal() -> TargetPortal {
-    TargetPortal::new("10.0.0.5")
-}
 
 fn chap() -> IscsiAuth {
     IscsiAuth::OneWayChap {

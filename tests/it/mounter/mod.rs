@@ -20,7 +20,8 @@ use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 use crate::common::node::FakeNode;
-use csi_proxy_client::api::{Secret, SmbRemotePath, WindowsPath};
+pub use crate::common::path;
+use csi_proxy_client::api::{Secret, SmbRemotePath};
 use csi_proxy_client::mount::{DiskSelector, Mounter, SmbCredentials, Staged};
 use csi_proxy_client::testing::{FakeHost, FakeHostBuilder, ProxyRelease, WindowsError};
 use csi_proxy_client::{CsiProxy, Operation};
@@ -173,10 +174,6 @@ pub fn host_with_share() -> FakeHostBuilder {
         .smb_share(SHARE_ROOT, "user", "pw")
         .share_folder(r"\\files\share\a")
         .share_folder(r"\\files\share\b")
-}
-
-pub fn path(p: &str) -> WindowsPath {
-    WindowsPath::new(p).unwrap()
 }
 
 /// The releases whose rules differ for the mounter: v0.2.2 (free space in

@@ -7,8 +7,9 @@
 use std::time::{Duration, Instant};
 
 use super::{path, Node, GIB, PAGE83};
-use csi_proxy_client::api::{IscsiApi, IscsiAuth, TargetPortal};
+use csi_proxy_client::api::{IscsiApi, IscsiAuth};
 use csi_proxy_client::mount::{DiskSelector, Mounter};
+use csi_proxy_client::testing::sample::portal;
 use csi_proxy_client::testing::{FakeHost, FakeHostBuilder, ProxyRelease, WindowsError};
 use csi_proxy_client::{Error, Operation as Op};
 use tokio::sync::oneshot;
@@ -19,10 +20,6 @@ const POLL: Duration = Duration::from_millis(10);
 /// The disks a reboot storm waits for, on two iSCSI targets of one portal.
 const STORM: usize = 64;
 const TARGETS: [&str; 2] = ["iqn.2026-01.example:a", "iqn.2026-01.example:b"];
-
-fn portal() -> TargetPortal {
-    TargetPortal::new("10.0.0.5")
-}
 
 fn page83_of(volume: usize) -> String {
     format!("Google  pvc-{volume}")

@@ -15,7 +15,7 @@ const STAGING_3: &str = r"C:\var\lib\kubelet\plugins\kubernetes.io\csi\pd\pv3\gl
 
 /// A raw disk, and a share with `folders` folders `v0`, `v1`, … and a
 /// staging folder's parent for each (`…\pd\s<n>`), plus `pv3`'s.
-async fn node_with_share(release: ProxyRelease, folders: usize) -> Node {
+async fn node_with_share_and_folders(release: ProxyRelease, folders: usize) -> Node {
     let mut host = host_with_share()
         .disk(1, PAGE83, 10 * GIB)
         .share_folder(r"\\files\share\c")
@@ -48,7 +48,7 @@ async fn until_calls(node: &Node, op: Op, count: usize) {
 #[tokio::test]
 async fn a_share_s_volumes_link_beside_each_other_once_its_mapping_works() {
     for release in ["v1.1.1".parse().unwrap(), ProxyRelease::LATEST] {
-        let node = node_with_share(release, 0).await;
+        let node = node_with_share_and_folders(release, 0).await;
         let m = node.mounter.clone();
         m.stage_smb("pv1", &share("a"), &creds(), &path(STAGING))
             .await
@@ -85,7 +85,7 @@ async fn a_share_s_volumes_link_beside_each_other_once_its_mapping_works() {
 
 #[tokio::test]
 async fn an_unstage_beside_a_stage_never_removes_the_mapping_the_stage_links_through() {
-    let node = node_with_share(ProxyRelease::LATEST, 0).await;
+    let node = node_with_share_and_folders(ProxyRelease::LATEST, 0).await;
     let m = node.mounter.clone();
     m.stage_smb("pv1", &share("a"), &creds(), &path(STAGING))
         .await
@@ -124,7 +124,7 @@ async fn an_unstage_beside_a_stage_never_removes_the_mapping_the_stage_links_thr
 async fn a_storm_of_one_share_s_volumes_makes_one_mapping_and_the_last_unstage_removes_it() {
     const VOLUMES: usize = 48;
     for release in ["v1.1.1".parse().unwrap(), ProxyRelease::LATEST] {
-        let mut node = node_with_share(release, VOLUMES).await;
+        let mut node = node_with_share_and_folders(release, VOLUMES).await;
         for nth in 1..=VOLUMES {
             // Every mapping call takes a moment, as PowerShell's do.
             node.host
@@ -172,7 +172,7 @@ async fn a_storm_of_one_share_s_volumes_makes_one_mapping_and_the_last_unstage_r
 
 #[tokio::test]
 async fn a_stage_need_not_wait_for_reconcile_to_finish_other_records() {
-    let mut node = node_with_share(ProxyRelease::LATEST, 0).await;
+    let mut node = node_with_share_and_folders(ProxyRelease::LATEST, 0).await;
     node.stage(STAGING).await;
     node.fail_next_offline();
     node.mounter
@@ -208,7 +208,7 @@ async fn a_stage_need_not_wait_for_reconcile_to_finish_other_records() {
 #[tokio::test]
 async fn reconcile_settles_many_records_side_by_side() {
     const VOLUMES: usize = 24;
-    let mut node = node_with_share(ProxyRelease::LATEST, VOLUMES).await;
+    let mut node = node_with_share_and_folders(ProxyRelease::LATEST, VOLUMES).await;
     for n in 0..VOLUMES {
         let (remote, staging) = (share(&format!("v{n}")), path(&staging_of(n)));
         node.mounter
@@ -240,7 +240,7 @@ async fn reconcile_settles_many_records_side_by_side() {
 #[tokio::test]
 async fn after_a_reboot_a_share_s_volumes_are_staged_again_without_asking_each_other() {
     const VOLUMES: usize = 16;
-    let mut node = node_with_share(ProxyRelease::LATEST, VOLUMES).await;
+    let mut node = node_with_share_and_folders(ProxyRelease::LATEST, VOLUMES).await;
     let stage_all = |node: &Node| {
         let stages: Vec<_> = (0..VOLUMES)
             .map(|n| {
@@ -287,7 +287,7 @@ async fn after_a_reboot_a_share_s_volumes_are_staged_again_without_asking_each_o
 #[tokio::test]
 async fn volumes_that_arrive_before_the_share_is_mapped_go_beside_each_other_once_it_is() {
     const VOLUMES: usize = 8;
-    let node = node_with_share(ProxyRelease::LATEST, VOLUMES).await;
+    let node = node_with_share_and_folders(ProxyRelease::LATEST, VOLUMES).await;
     // The first call maps the share; the second (a volume beside the
     // others) hangs.
     node.host

@@ -27,7 +27,7 @@ fn link_readings() -> [(ProxyRelease, LinkReading); 3] {
 }
 
 /// A node with a share (its folders `a` and `b` there) and a disk.
-async fn node_with_share(release: ProxyRelease, reading: LinkReading) -> Node {
+async fn node_with_share_read_as(release: ProxyRelease, reading: LinkReading) -> Node {
     let host = host_with_share().disk(1, PAGE83, 10 * GIB);
     let node = Node::on(release, host).await;
     node.host.set_link_reading(reading);
@@ -70,7 +70,7 @@ async fn lose_the_answer_of<T: Send + 'static>(
 async fn a_lost_answer_after_the_smb_link_was_made_leaves_no_volume_stuck() {
     for (release, reading) in link_readings() {
         for driver_restarts in [false, true] {
-            let mut node = node_with_share(release, reading).await;
+            let mut node = node_with_share_read_as(release, reading).await;
             let staging = path(STAGING);
             let mounter = node.mounter.clone();
             let stage = {
@@ -126,7 +126,7 @@ async fn a_lost_answer_after_the_smb_link_was_made_leaves_no_volume_stuck() {
 async fn staging_volume_b_never_removes_the_mapping_volume_a_uses() {
     // v1.1.2 and later map the share's root: one mapping under both.
     for release in [ProxyRelease::new(1, 1, 2).unwrap(), ProxyRelease::LATEST] {
-        let node = node_with_share(release, LinkReading::Holder).await;
+        let node = node_with_share_read_as(release, LinkReading::Holder).await;
         let (a, m) = (path(STAGING), &node.mounter);
         m.stage_smb("pv1", &share("a"), &creds(), &a).await.unwrap();
         // B's link is refused (its parent folder is missing), after the
@@ -205,7 +205,7 @@ async fn a_disk_staged_at_two_paths_stays_online_until_both_are_unstaged() {
 #[tokio::test]
 async fn links_are_read_where_they_lead_under_either_reading_of_v1_3() {
     for (release, reading) in link_readings() {
-        let node = node_with_share(release, reading).await;
+        let node = node_with_share_read_as(release, reading).await;
         let (staging, target, m) = (path(STAGING), path(TARGET), &node.mounter);
         let staged = node.stage_and_publish(STAGING, TARGET).await;
         let at = format!("{release} {reading:?}");
@@ -315,7 +315,7 @@ async fn the_last_unstage_of_a_share_removes_its_mapping_once_the_rule_is_known(
         (ProxyRelease::LATEST, 2, 1),
         (ProxyRelease::new(1, 1, 1).unwrap(), 2, 2),
     ] {
-        let node = node_with_share(release, LinkReading::Holder).await;
+        let node = node_with_share_read_as(release, LinkReading::Holder).await;
         let m = &node.mounter;
         for removals in [first, later, later] {
             let (a, b) = (path(STAGING), path(STAGING_2));
@@ -363,7 +363,7 @@ async fn a_link_no_record_names_is_a_leftover_under_either_reading() {
     // names for them the volume that holds them, earlier releases where
     // they lead. Either way they are links, cleared, never their targets.
     for (release, reading) in link_readings() {
-        let node = node_with_share(release, reading).await;
+        let node = node_with_share_read_as(release, reading).await;
         let elsewhere = path(r"C:\var\lib\kubelet\plugins\kubernetes.io\csi\pd\elsewhere");
         node.host.mkdir(&elsewhere).await.unwrap();
         node.host.rmdir(&path(STAGING), false).await.ok();
