@@ -47,7 +47,7 @@ pub use fake_host::{
     FakeDisk, FakeHost, FakeHostBuilder, FakeVolume, LinkReading, PathEntry, SmbMappingStatus,
     WindowsError,
 };
-pub use fake_proxy::{Call, FakeProxy};
+pub use fake_proxy::{Call, FakeProxy, Span};
 #[cfg(windows)]
 pub use listener::listen_owned_by;
 pub use listener::{listen, Incoming, ServerStream};
