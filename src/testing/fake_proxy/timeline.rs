@@ -68,24 +68,43 @@ impl Timeline {
     }
 }
 
+/// Each of `spans`' round: one more than the longest chain of calls
+/// that ended before it began (1: it waited on no other call).
+fn rounds_of(spans: &[Span]) -> Vec<usize> {
+    let end = |span: &Span| span.ended.unwrap_or(u64::MAX);
+    let mut order: Vec<usize> = (0..spans.len()).collect();
+    order.sort_by_key(|&i| end(&spans[i]));
+    let mut round = vec![0; spans.len()];
+    for (at, &i) in order.iter().enumerate() {
+        let before = order[..at]
+            .iter()
+            .filter(|&&j| end(&spans[j]) < spans[i].began)
+            .map(|&j| round[j])
+            .max()
+            .unwrap_or(0);
+        round[i] = before + 1;
+    }
+    round
+}
+
 /// The longest chain of `spans` in which each call began after the one
 /// before it ended: the calls that waited on one another. A call still
 /// running ends after every other.
 pub fn depth(spans: &[Span]) -> usize {
-    let end = |span: &Span| span.ended.unwrap_or(u64::MAX);
-    let mut sorted: Vec<&Span> = spans.iter().collect();
-    sorted.sort_by_key(|span| end(span));
-    // The longest chain that ends with each call, in the order they end.
-    let mut longest: Vec<usize> = Vec::with_capacity(sorted.len());
-    for (i, span) in sorted.iter().enumerate() {
-        let before = (0..i)
-            .filter(|&j| end(sorted[j]) < span.began)
-            .map(|j| longest[j])
-            .max()
-            .unwrap_or(0);
-        longest.push(before + 1);
+    rounds_of(spans).into_iter().max().unwrap_or(0)
+}
+
+/// The RPCs of `spans` by round ([`FakeProxy::rounds`]).
+pub fn rounds(spans: &[Span]) -> Vec<Vec<String>> {
+    let of = rounds_of(spans);
+    let mut rounds = vec![Vec::new(); of.iter().copied().max().unwrap_or(0)];
+    for (span, round) in spans.iter().zip(of) {
+        rounds[round - 1].push(span.rpc.clone());
     }
-    longest.into_iter().max().unwrap_or(0)
+    for round in &mut rounds {
+        round.sort();
+    }
+    rounds
 }
 
 impl FakeProxy {
@@ -128,6 +147,16 @@ impl FakeProxy {
     pub fn depth(&self) -> usize {
         depth(&self.timeline.spans())
     }
+
+    /// The RPCs of the calls since the last
+    /// [`clear_calls`](Self::clear_calls) by round, each round's sorted:
+    /// a call's round is one more than the longest chain of calls that
+    /// were answered before it came ([`depth`](Self::depth) rounds in
+    /// all). Calls sent side by side share a round when each takes long
+    /// enough for the others to come meanwhile.
+    pub fn rounds(&self) -> Vec<Vec<String>> {
+        rounds(&self.timeline.spans())
+    }
 }
 
 #[cfg(test)]
@@ -154,5 +183,11 @@ mod tests {
         // All at once.
         let at_once = [span(0, 5), span(1, 4), span(2, 3)];
         assert_eq!(depth(&at_once), 1);
+        let named = |rpc: &str, began, ended| Span {
+            rpc: rpc.into(),
+            ..span(began, ended)
+        };
+        let calls = [named("B", 0, 1), named("A", 2, 5), named("C", 3, 4)];
+        assert_eq!(rounds(&calls), [vec!["B"], vec!["A", "C"]]);
     }
 }
