@@ -110,8 +110,8 @@ pub(super) fn conflict_at(place: impl fmt::Display, found: impl fmt::Display) ->
 
 impl Mounter {
     /// What is at `path`: `IsSymlink` (which fails for a path that does
-    /// not exist) and `GetVolumeIDFromTargetPath`, read together with the
-    /// journal. "Not a mount point" is an answer
+    /// not exist) and, where it says something leads somewhere,
+    /// `GetVolumeIDFromTargetPath`, read together with the journal. "Not a mount point" is an answer
     /// ([`PathState::Directory`]), not an error; a host failure that says
     /// something else (access denied, out of resources) is.
     pub async fn inspect(&self, path: &WindowsPath) -> Result<PathState> {
@@ -158,11 +158,12 @@ impl Inner {
             // Not a link this mounter made. A folder with a volume mounted
             // answers IsSymlink true on every release (before v1.3 Go read
             // a mount point as a link, v1.3 asks for mount points), so a
-            // volume named for a path that leads nowhere is v1.3's reading
-            // of a link: the volume that holds the link itself. It reads
-            // as earlier releases read it, a directory.
+            // path that leads nowhere holds no volume: a folder, or a link
+            // that leads nowhere, which the proxy tells apart by nothing.
+            // Any volume named for it is v1.3's reading of a link (the
+            // volume that holds the link itself), so it is not asked.
+            None if !reachable => Ok(PathState::Directory),
             None => Ok(match self.volume_at(path).await? {
-                Some(_) if !reachable => PathState::Directory,
                 // v1.3 names, for a live link too, the volume that holds
                 // it: a link no record names, a leftover to clear.
                 Some(volume) if self.names_the_holder(path, &volume).await? => PathState::Link {
@@ -171,9 +172,6 @@ impl Inner {
                     reachable: true,
                 },
                 Some(volume) => PathState::VolumeMount { volume },
-                // A folder, or a link that leads nowhere: the proxy tells
-                // them apart by nothing.
-                None if !reachable => PathState::Directory,
                 None => PathState::Link {
                     target: None,
                     volume: None,

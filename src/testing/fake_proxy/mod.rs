@@ -26,8 +26,8 @@ use crate::registry::Layout;
 use crate::transport::Transport;
 use crate::version::ApiVersion;
 use routing::{routes_for, Endpoint};
-use timeline::Timeline;
 pub use timeline::Span;
+use timeline::Timeline;
 
 /// The release a fake proxy stands for, shared with its servers: what
 /// they encode may depend on it.
