@@ -129,7 +129,22 @@ impl Inner {
         volume_of_links: bool,
     ) -> Result<PathState> {
         let recorded = self.recorded_link(path);
-        let reachable = match (self.probe(path).await, &recorded) {
+        let probed = self.probe(path).await;
+        self.inspect_probed(path, volume_of_links, recorded, probed)
+            .await
+    }
+
+    /// [`inspect`](Self::inspect) of `path`, where the journal recorded
+    /// `recorded` and the probe was answered `probed` (sent beside another
+    /// look).
+    pub(super) async fn inspect_probed(
+        &self,
+        path: &WindowsPath,
+        volume_of_links: bool,
+        recorded: Option<LinkTo>,
+        probed: Result<Option<bool>>,
+    ) -> Result<PathState> {
+        let reachable = match (probed, &recorded) {
             (Ok(None), _) => return Ok(PathState::Absent),
             (Ok(Some(reachable)), _) => reachable,
             // A link to a share whose mapping is gone or broken: the
@@ -237,7 +252,22 @@ impl Inner {
         if self.recorded_link(path).is_some() {
             return Ok(None);
         }
-        let Some(volume) = self.volume_at(path).await? else {
+        let at = self.volume_at(path).await;
+        self.mounted_volume_of(path, at).await
+    }
+
+    /// [`mounted_volume`](Self::mounted_volume) of `path`, where
+    /// `GetVolumeIDFromTargetPath` answered `at` ([`volume_at`](Self::volume_at),
+    /// sent beside another look).
+    pub(super) async fn mounted_volume_of(
+        &self,
+        path: &WindowsPath,
+        at: Result<Option<VolumeId>>,
+    ) -> Result<Option<VolumeId>> {
+        if self.recorded_link(path).is_some() {
+            return Ok(None);
+        }
+        let Some(volume) = at? else {
             return Ok(None);
         };
         let staged_here = self.journal.view(|records| {

@@ -120,15 +120,6 @@ impl Node {
         rpcs
     }
 
-    /// The RPCs the proxy received since the last call, and their depth
-    /// (the longest chain of them that waited on one another:
-    /// [`FakeProxy::depth`](csi_proxy_client::testing::FakeProxy::depth)),
-    /// forgotten.
-    pub fn take_rpcs_and_depth(&self) -> (Vec<String>, usize) {
-        let depth = self.fake.depth();
-        (self.take_rpcs(), depth)
-    }
-
     /// Every host call takes `latency` (on tokio's clock): calls sent side
     /// by side overlap, so that their depth shows.
     pub fn uniform_latency(&self, latency: Duration) {
