@@ -3,10 +3,11 @@
 use std::sync::Arc;
 
 use super::again::{idempotent, never};
+use super::beside::beside;
 use super::journal::{key, LinkTo};
 use super::path_state::conflict;
 use super::{Change, Inner, Mounter, PathState};
-use crate::api::WindowsPath;
+use crate::api::{VolumeId, WindowsPath};
 use crate::error::{Error, Result};
 use crate::host_cause::HostCause;
 
@@ -98,6 +99,17 @@ impl Mounter {
     }
 }
 
+/// The first look at a staging path a publish checks, sent beside the
+/// look at its target.
+enum StagingLook {
+    /// A share's link the journal records: whether it leads somewhere
+    /// (`IsSymlink`).
+    Share(Result<Option<bool>>),
+    /// Anything else: the volume there (`GetVolumeIDFromTargetPath`; none,
+    /// without a call, at a link of the mounter's).
+    Volume(Result<Option<VolumeId>>),
+}
+
 impl Inner {
     async fn publish(
         self: &Arc<Self>,
@@ -105,7 +117,9 @@ impl Inner {
         staging: &WindowsPath,
         target: &WindowsPath,
     ) -> Result<Change> {
-        let found = self.inspect(target, false).await?;
+        // The staging path's first look goes beside the target's.
+        let (found, at_staging) =
+            beside(self.inspect(target, false), self.look_at_staging(staging)).await?;
         let ours = |to: &WindowsPath| key(to.as_str()) == key(staging.as_str());
         match &found {
             PathState::Link {
@@ -115,7 +129,7 @@ impl Inner {
             } if ours(to) => {
                 // The link is there; the staging path must still hold the
                 // volume, or the pod would write to the node's own disk.
-                self.check_staged(volume, staging).await?;
+                self.check_staged(volume, staging, at_staging).await?;
                 return Ok(Change::Unchanged);
             }
             PathState::Link {
@@ -129,7 +143,11 @@ impl Inner {
             } => {
                 // A link this mounter did not record: the same volume as
                 // the staging path's is the same publish.
-                return match self.mounted_volume(staging).await? {
+                let staged = match at_staging {
+                    StagingLook::Volume(at) => self.mounted_volume_of(staging, at).await?,
+                    StagingLook::Share(_) => None,
+                };
+                return match staged {
                     Some(staged) if staged == *volume => {
                         self.record_link(target, staging).await?;
                         Ok(Change::Unchanged)
@@ -142,7 +160,7 @@ impl Inner {
             // (v1.3 cannot say where a link leads): a leftover, replaced.
             PathState::Absent | PathState::Directory | PathState::Link { .. } => {}
         }
-        self.check_staged(volume, staging).await?;
+        self.check_staged(volume, staging, at_staging).await?;
         // Kubelet's empty folder, or a leftover link: only on proof that
         // it is no one's data.
         self.remove_found(target, &found).await?;
@@ -192,21 +210,41 @@ impl Inner {
         }
     }
 
-    /// Fails unless `staging` holds a staged volume (one call) or a share
-    /// that answers; and, for CSI volume `volume`, unless the volume the
-    /// host answers there is that one's: a volume the journal staged for
-    /// another CSI volume is another's data, whichever folder (an alias
-    /// the records do not know, a second mount) leads to it.
-    async fn check_staged(&self, volume: Option<&str>, staging: &WindowsPath) -> Result<()> {
-        let staged = match self.recorded_link(staging) {
-            Some(LinkTo::Smb(_)) => matches!(
-                self.inspect(staging, false).await?,
+    /// The first call of [`check_staged`](Self::check_staged) of
+    /// `staging`, a read sent beside the look at the target.
+    async fn look_at_staging(&self, staging: &WindowsPath) -> StagingLook {
+        match self.recorded_link(staging) {
+            Some(LinkTo::Smb(_)) => StagingLook::Share(self.probe(staging).await),
+            // No volume is mounted at a link of the mounter's.
+            Some(LinkTo::Local(_)) => StagingLook::Volume(Ok(None)),
+            None => StagingLook::Volume(self.volume_at(staging).await),
+        }
+    }
+
+    /// Fails unless `staging` holds a staged volume (one call, answered
+    /// `look`) or a share that answers; and, for CSI volume `volume`,
+    /// unless the volume the host answers there is that one's: a volume
+    /// the journal staged for another CSI volume is another's data,
+    /// whichever folder (an alias the records do not know, a second mount)
+    /// leads to it.
+    async fn check_staged(
+        &self,
+        volume: Option<&str>,
+        staging: &WindowsPath,
+        look: StagingLook,
+    ) -> Result<()> {
+        let recorded = self.recorded_link(staging);
+        let share = matches!(recorded, Some(LinkTo::Smb(_)));
+        let staged = match look {
+            StagingLook::Share(probed) => matches!(
+                self.inspect_probed(staging, false, recorded, probed)
+                    .await?,
                 PathState::SmbLink {
                     reachable: true,
                     ..
                 }
             ),
-            _ => match self.mounted_volume(staging).await? {
+            StagingLook::Volume(at) => match self.mounted_volume_of(staging, at).await? {
                 Some(mounted) => {
                     if let Some(volume) = volume {
                         self.check_volume_is(volume, &mounted, staging)?;
@@ -221,9 +259,9 @@ impl Inner {
         }
         Err(Error::NotStaged {
             path: staging.to_string(),
-            found: match self.recorded_link(staging) {
-                Some(LinkTo::Smb(_)) => "the share linked there does not answer",
-                _ => "no volume is mounted there",
+            found: match share {
+                true => "the share linked there does not answer",
+                false => "no volume is mounted there",
             }
             .to_owned(),
         })

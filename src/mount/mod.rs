@@ -68,6 +68,7 @@
 //! ```
 
 mod again;
+mod beside;
 mod disks;
 mod fan_out;
 mod fingerprint;

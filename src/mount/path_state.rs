@@ -110,8 +110,8 @@ pub(super) fn conflict_at(place: impl fmt::Display, found: impl fmt::Display) ->
 
 impl Mounter {
     /// What is at `path`: `IsSymlink` (which fails for a path that does
-    /// not exist) and `GetVolumeIDFromTargetPath`, read together with the
-    /// journal. "Not a mount point" is an answer
+    /// not exist) and, where it says something leads somewhere,
+    /// `GetVolumeIDFromTargetPath`, read together with the journal. "Not a mount point" is an answer
     /// ([`PathState::Directory`]), not an error; a host failure that says
     /// something else (access denied, out of resources) is.
     pub async fn inspect(&self, path: &WindowsPath) -> Result<PathState> {
@@ -129,7 +129,22 @@ impl Inner {
         volume_of_links: bool,
     ) -> Result<PathState> {
         let recorded = self.recorded_link(path);
-        let reachable = match (self.probe(path).await, &recorded) {
+        let probed = self.probe(path).await;
+        self.inspect_probed(path, volume_of_links, recorded, probed)
+            .await
+    }
+
+    /// [`inspect`](Self::inspect) of `path`, where the journal recorded
+    /// `recorded` and the probe was answered `probed` (sent beside another
+    /// look).
+    pub(super) async fn inspect_probed(
+        &self,
+        path: &WindowsPath,
+        volume_of_links: bool,
+        recorded: Option<LinkTo>,
+        probed: Result<Option<bool>>,
+    ) -> Result<PathState> {
+        let reachable = match (probed, &recorded) {
             (Ok(None), _) => return Ok(PathState::Absent),
             (Ok(Some(reachable)), _) => reachable,
             // A link to a share whose mapping is gone or broken: the
@@ -158,11 +173,12 @@ impl Inner {
             // Not a link this mounter made. A folder with a volume mounted
             // answers IsSymlink true on every release (before v1.3 Go read
             // a mount point as a link, v1.3 asks for mount points), so a
-            // volume named for a path that leads nowhere is v1.3's reading
-            // of a link: the volume that holds the link itself. It reads
-            // as earlier releases read it, a directory.
+            // path that leads nowhere holds no volume: a folder, or a link
+            // that leads nowhere, which the proxy tells apart by nothing.
+            // Any volume named for it is v1.3's reading of a link (the
+            // volume that holds the link itself), so it is not asked.
+            None if !reachable => Ok(PathState::Directory),
             None => Ok(match self.volume_at(path).await? {
-                Some(_) if !reachable => PathState::Directory,
                 // v1.3 names, for a live link too, the volume that holds
                 // it: a link no record names, a leftover to clear.
                 Some(volume) if self.names_the_holder(path, &volume).await? => PathState::Link {
@@ -171,9 +187,6 @@ impl Inner {
                     reachable: true,
                 },
                 Some(volume) => PathState::VolumeMount { volume },
-                // A folder, or a link that leads nowhere: the proxy tells
-                // them apart by nothing.
-                None if !reachable => PathState::Directory,
                 None => PathState::Link {
                     target: None,
                     volume: None,
@@ -239,7 +252,22 @@ impl Inner {
         if self.recorded_link(path).is_some() {
             return Ok(None);
         }
-        let Some(volume) = self.volume_at(path).await? else {
+        let at = self.volume_at(path).await;
+        self.mounted_volume_of(path, at).await
+    }
+
+    /// [`mounted_volume`](Self::mounted_volume) of `path`, where
+    /// `GetVolumeIDFromTargetPath` answered `at` ([`volume_at`](Self::volume_at),
+    /// sent beside another look).
+    pub(super) async fn mounted_volume_of(
+        &self,
+        path: &WindowsPath,
+        at: Result<Option<VolumeId>>,
+    ) -> Result<Option<VolumeId>> {
+        if self.recorded_link(path).is_some() {
+            return Ok(None);
+        }
+        let Some(volume) = at? else {
             return Ok(None);
         };
         let staged_here = self.journal.view(|records| {

@@ -6,6 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::time::Instant;
 
 use super::again::{idempotent, never};
+use super::beside::beside;
 use super::disks::DiskSelector;
 use super::journal::{key, StageRecord};
 use super::path_state::conflict;
@@ -172,32 +173,47 @@ impl Inner {
         if let Some(volume) = stage.volume {
             self.check_staged_for(volume, staging)?;
         }
-        let found = self.inspect(staging, true).await?;
-        let recorded = self.recorded_stage(staging);
+        let recorded = (self.recorded_stage(staging))
+            .filter(|recorded| recorded.selector == selector.to_string());
         // A repeat: the volume this mounter staged there for this selector
-        // is still there.
-        if let (Some(volume), Some(stage)) = (found.volume(), recorded) {
-            if stage.volume == *volume && stage.selector == selector.to_string() {
-                let disk = self.disk_of(volume).await?;
-                return Ok(unchanged(disk, volume.clone()));
+        // is still there. Its disk is asked beside the look at the path.
+        if let Some(StageRecord { volume, .. }) = recorded {
+            let (found, disk) = beside(self.inspect(staging, true), self.disk_of(&volume)).await?;
+            if found.volume() == Some(&volume) {
+                return Ok(unchanged(disk?, volume));
             }
+            let mounted = mounted_at(staging, &found)?;
+            let disk = self.find_disk(selector, self.settings.disk_wait).await?;
+            return self
+                .stage_on(disk, found, mounted, selector, staging, stage)
+                .await;
         }
-        let mounted = match &found {
-            PathState::VolumeMount { volume } => Some(volume.clone()),
-            PathState::Absent | PathState::Directory => None,
-            // A link that leads nowhere, or one no record names (a
-            // leftover): replaced by the staging folder.
-            PathState::Link {
-                reachable: false, ..
-            }
-            | PathState::Link {
-                target: None,
-                volume: None,
-                ..
-            } => None,
-            other => return Err(conflict(staging, other)),
+        // A first stage: the disk is looked for beside the look at the
+        // path, and not waited for when the path is another's.
+        let look = async {
+            let found = self.inspect(staging, true).await?;
+            let mounted = mounted_at(staging, &found)?;
+            Ok((found, mounted))
         };
-        let disk = self.find_disk(selector, self.settings.disk_wait).await?;
+        let find = self.find_disk(selector, self.settings.disk_wait);
+        let ((found, mounted), disk) = beside(look, find).await?;
+        self.stage_on(disk?, found, mounted, selector, staging, stage)
+            .await
+    }
+
+    /// The stage of `disk` at `staging`, where `found` is, with the volume
+    /// `mounted` there (if any): the same volume is recorded, any other is
+    /// a conflict; else the disk is brought online, partitioned if blank,
+    /// its volume formatted if it may be, and mounted.
+    async fn stage_on(
+        self: &Arc<Self>,
+        disk: u32,
+        found: PathState,
+        mounted: Option<VolumeId>,
+        selector: &DiskSelector,
+        staging: &WindowsPath,
+        stage: DiskStage<'_>,
+    ) -> Result<Staged> {
         let _disk = self.flights.lock(&format!("disk {disk}")).await;
         if let Some(volume) = mounted {
             let holder = self.disk_of(&volume).await?;
@@ -211,9 +227,13 @@ impl Inner {
                 .await?;
             return Ok(unchanged(disk, volume));
         }
-        let onlined = self.bring_online(disk).await?;
-        let (volume, partitioned) = self.volume_of(disk, selector, onlined).await?;
-        let formatted = (self.format_once(&volume, selector, stage.formatting)).await?;
+        let seen = self.bring_online(disk).await?;
+        let onlined = matches!(seen, Seen::BroughtOnline(_));
+        let (volume, partitioned) = self.volume_of(disk, selector, seen).await?;
+        // The partition this stage made, and proved its own, has no file
+        // system yet: not asked (see `format_once`).
+        let fresh = partitioned && self.on_partition_made_here(&volume);
+        let formatted = (self.format_once(&volume, selector, stage.formatting, fresh)).await?;
         self.mount(&volume, staging, &found).await?;
         self.record_stage(staging, &volume, selector, stage.volume)
             .await?;
@@ -221,7 +241,7 @@ impl Inner {
             disk,
             volume,
             change: Change::Changed,
-            onlined: onlined.is_some(),
+            onlined,
             partitioned,
             formatted,
         })
@@ -271,24 +291,34 @@ impl Inner {
             .await
     }
 
-    /// Brings `disk` online if it is not; when it did (`None`: it was
-    /// online, or the proxy, before disk v1beta2, can neither tell nor
-    /// change it).
-    async fn bring_online(&self, disk: u32) -> Result<Option<Instant>> {
-        let api = self.proxy.disk()?;
-        match api.get_disk_state(disk).await {
-            Ok(true) | Err(Error::Unsupported { .. }) => Ok(None),
+    /// Brings `disk` online if it is not, its volumes listed beside the look
+    /// at its state: the listing, when the disk was online (or the proxy,
+    /// before disk v1beta2, can neither tell nor change it); when it came
+    /// online, when this stage brought it (that listing, of a disk that
+    /// was offline, is not read).
+    async fn bring_online(&self, disk: u32) -> Result<Seen> {
+        let (api, volumes) = (self.proxy.disk()?, self.proxy.volume()?);
+        let looked = unix_millis();
+        let (state, listed) = tokio::join!(
+            api.get_disk_state(disk),
+            volumes.list_volumes_on_disk(disk, None)
+        );
+        match state {
+            Ok(true) | Err(Error::Unsupported { .. }) => Ok(Seen::Online {
+                listed: listed?,
+                looked,
+            }),
             Ok(false) => idempotent(|| api.set_disk_state(disk, true), never)
                 .await
-                .map(|()| Some(Instant::now())),
+                .map(|()| Seen::BroughtOnline(Instant::now())),
             Err(error) => Err(error),
         }
     }
 
-    /// The volume of `disk`, and whether this stage partitioned the disk
-    /// for it. A disk is partitioned only when it was seen blank: it
-    /// lists no volume, and, when this stage brought it online at
-    /// `onlined`, still lists none once `volume_wait` has passed since
+    /// The volume of `disk`, which was `seen` so, and whether this stage
+    /// partitioned the disk for it. A disk is partitioned only when it was
+    /// seen blank: it listed no volume, and, when this stage brought it
+    /// online, still lists none once `volume_wait` has passed since
     /// (Windows lists the volumes of a disk's partitions some time after
     /// the disk comes online). The new partition's volume is waited for
     /// as long. See [`adopt`](Self::adopt) for what makes it the mounter's.
@@ -296,15 +326,11 @@ impl Inner {
         &self,
         disk: u32,
         selector: &DiskSelector,
-        onlined: Option<Instant>,
+        seen: Seen,
     ) -> Result<(VolumeId, bool)> {
-        let (mut listed, looked) = match onlined {
-            Some(onlined) => self.volumes_by(disk, onlined).await?,
-            None => {
-                let looked = unix_millis();
-                let volumes = self.proxy.volume()?;
-                (volumes.list_volumes_on_disk(disk, None).await?, looked)
-            }
+        let (mut listed, looked) = match seen {
+            Seen::BroughtOnline(onlined) => self.volumes_by(disk, onlined).await?,
+            Seen::Online { listed, looked } => (listed, looked),
         };
         let partitioned = listed.is_empty();
         if partitioned {
@@ -332,6 +358,12 @@ impl Inner {
                 candidates: listed.iter().map(ToString::to_string).collect(),
             }),
         }
+    }
+
+    /// Whether the journal records `volume` as on a partition this mounter
+    /// made ([`adopt`](Self::adopt)).
+    fn on_partition_made_here(&self, volume: &VolumeId) -> bool {
+        (self.journal).view(|records| records.partitioned.contains_key(volume.as_str()))
     }
 
     /// Lists `disk`'s volumes every poll interval until one is listed or
@@ -417,16 +449,19 @@ impl Inner {
     /// plugin's (see [`Formatting`]); whether it did. A format whose
     /// outcome is unknown is recorded, and not sent again, while the
     /// volume still shows no file system, until its deadline and the grace
-    /// after it have passed.
+    /// after it have passed. A `fresh` volume, on the partition this very
+    /// stage made and proved its own, is not asked whether it has a file
+    /// system: a new partition has none (docs/mounting.md, "Round trips").
     async fn format_once(
         &self,
         volume: &VolumeId,
         selector: &DiskSelector,
         formatting: Formatting,
+        fresh: bool,
     ) -> Result<bool> {
         let api = self.proxy.volume()?;
         let id = volume.as_str().to_owned();
-        if api.is_volume_formatted(volume).await? {
+        if !fresh && api.is_volume_formatted(volume).await? {
             self.journal
                 .update(|records| records.formats.remove(&id))
                 .await?;
@@ -566,6 +601,37 @@ impl Inner {
             .await?;
         let filesystem = self.proxy.filesystem()?;
         idempotent(|| filesystem.mkdir(path), never).await
+    }
+}
+
+/// A disk as a stage found it, for [`Inner::volume_of`].
+enum Seen {
+    /// Online: it listed these volumes, looked at then (milliseconds since
+    /// the Unix epoch).
+    Online { listed: Vec<VolumeId>, looked: u64 },
+    /// Offline, and this stage brought it online then.
+    BroughtOnline(Instant),
+}
+
+/// The volume mounted at `staging`, where `found` is, if a stage may go on
+/// there: nothing, an empty folder, a link that leads nowhere or a
+/// leftover no record names (replaced by the staging folder), or a volume
+/// (the same disk's is the stage done); anything else is a conflict.
+fn mounted_at(staging: &WindowsPath, found: &PathState) -> Result<Option<VolumeId>> {
+    match found {
+        PathState::VolumeMount { volume } => Ok(Some(volume.clone())),
+        PathState::Absent | PathState::Directory => Ok(None),
+        // A link that leads nowhere, or one no record names (a
+        // leftover): replaced by the staging folder.
+        PathState::Link {
+            reachable: false, ..
+        }
+        | PathState::Link {
+            target: None,
+            volume: None,
+            ..
+        } => Ok(None),
+        other => Err(conflict(staging, other)),
     }
 }
 

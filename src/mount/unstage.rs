@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::again::{idempotent, never};
+use super::beside::beside;
 use super::journal::{key, LinkTo, UnstageRecord};
 use super::path_state::conflict;
 use super::{check_volume, Change, Inner, Mounter, PathState};
@@ -147,9 +148,15 @@ impl Inner {
                 .or(staged.clone()),
             offline: offline || left.is_some_and(|u| u.offline),
         };
-        let found = match self.mounted_volume(staging).await? {
-            Some(volume) => PathState::VolumeMount { volume },
-            None => self.inspect(staging, false).await?,
+        // The disk to take offline is asked beside the look at the path.
+        let offline_of = work.volume.clone().filter(|_| work.offline);
+        let (found, disk) = match &offline_of {
+            Some(volume) => {
+                let look = self.look_to_unstage(staging, known);
+                let (found, disk) = beside(look, self.disk_of(volume)).await?;
+                (found, Some(disk))
+            }
+            None => (self.look_to_unstage(staging, known).await?, None),
         };
         match (&found, &staged) {
             (PathState::VolumeMount { volume }, Some(staged)) if volume != staged => {
@@ -201,7 +208,11 @@ impl Inner {
             }
         }
         if let (true, Some(volume)) = (work.offline, &work.volume) {
-            changed |= self.take_offline(volume, &path_key).await?;
+            let disk = match disk {
+                Some(disk) => disk,
+                None => self.disk_of(volume).await,
+            };
+            changed |= self.take_offline(volume, disk, &path_key).await?;
         }
         self.journal
             .update(|records| {
@@ -212,6 +223,25 @@ impl Inner {
             })
             .await?;
         Ok(Change::of(changed))
+    }
+
+    /// What an unstage finds at `staging`: the volume mounted there, else
+    /// what is there. At a path the journal does not record (`known`
+    /// false: most often a repeat, with nothing there), `IsSymlink` goes
+    /// beside `GetVolumeIDFromTargetPath`.
+    async fn look_to_unstage(&self, staging: &WindowsPath, known: bool) -> Result<PathState> {
+        if known {
+            return match self.mounted_volume(staging).await? {
+                Some(volume) => Ok(PathState::VolumeMount { volume }),
+                None => self.inspect(staging, false).await,
+            };
+        }
+        let recorded = self.recorded_link(staging);
+        let (at, probed) = tokio::join!(self.volume_at(staging), self.probe(staging));
+        match self.mounted_volume_of(staging, at).await? {
+            Some(volume) => Ok(PathState::VolumeMount { volume }),
+            None => (self.inspect_probed(staging, false, recorded, probed)).await,
+        }
     }
 
     /// An unstage at a path the journal does not record: nothing of the
@@ -250,13 +280,19 @@ impl Inner {
         }
     }
 
-    /// Takes the disk that holds `volume` offline, unless the volume is
+    /// Takes the disk that holds `volume` (`disk`, as the host answered
+    /// during this unstage) offline, unless the volume is
     /// staged at another path than `unstaged` (a path key); whether it
     /// did. A volume the host no longer finds (its disk is offline
     /// already, or detached) leaves nothing to do; a proxy that cannot
     /// (disk v1alpha1, v1beta1) leaves the disk online, with a warning.
-    async fn take_offline(&self, volume: &VolumeId, unstaged: &str) -> Result<bool> {
-        let disk = match self.disk_of(volume).await {
+    async fn take_offline(
+        &self,
+        volume: &VolumeId,
+        disk: Result<u32>,
+        unstaged: &str,
+    ) -> Result<bool> {
+        let disk = match disk {
             Ok(disk) => disk,
             Err(error @ Error::Host { .. }) => {
                 tracing::debug!(%volume, %error, "no disk holds the volume any more: nothing to take offline");

@@ -47,7 +47,7 @@ pub use fake_host::{
     FakeDisk, FakeHost, FakeHostBuilder, FakeVolume, LinkReading, PartitionStyle, PathEntry,
     SmbMappingStatus, WindowsError, NODE_OS_DISK, NODE_TEMP_DISK,
 };
-pub use fake_proxy::{Call, FakeProxy};
+pub use fake_proxy::{Call, FakeProxy, Span};
 #[cfg(windows)]
 pub use listener::listen_owned_by;
 pub use listener::{listen, Incoming, ServerStream};

@@ -4,6 +4,7 @@
 //! folder work on a mapping known to work runs beside the others'.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{Mutex as AsyncMutex, OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
@@ -52,6 +53,10 @@ pub(crate) struct ShareGate {
     /// The fingerprint of the credentials last fingerprinted for the share,
     /// by their in-memory tag: made once, not once per volume.
     fingerprint: AsyncMutex<Option<(String, Fingerprint)>>,
+    /// How many times the gate was held alone: what only a volume alone at
+    /// it does (make or remove the mapping) may have been done between two
+    /// readings that differ.
+    held_alone: AtomicU64,
 }
 
 /// The gate held: beside other volumes, or alone.
@@ -104,7 +109,23 @@ impl ShareGate {
 
     /// The gate alone: for making, removing or rotating the mapping.
     pub async fn alone(&self) -> OwnedRwLockWriteGuard<MappingState> {
-        self.mapping.clone().write_owned().await
+        let alone = self.mapping.clone().write_owned().await;
+        self.held_alone.fetch_add(1, Ordering::SeqCst);
+        alone
+    }
+
+    /// A mark of now, when no volume is alone at the gate: nothing of this
+    /// process changes the mapping until the gate is next held alone
+    /// ([`alone_once_since`](Self::alone_once_since)).
+    pub fn quiet_mark(&self) -> Option<u64> {
+        let _beside = self.mapping.try_read().ok()?;
+        Some(self.held_alone.load(Ordering::SeqCst))
+    }
+
+    /// Whether the gate was held alone once only since `mark`: by the
+    /// caller, who holds it alone now, and by no volume before it.
+    pub fn alone_once_since(&self, mark: u64) -> bool {
+        self.held_alone.load(Ordering::SeqCst) == mark + 1
     }
 
     /// The fingerprint of `credentials` under the node's `key`, made once

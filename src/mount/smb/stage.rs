@@ -9,6 +9,7 @@ use super::gate::{Held, ShareGate};
 use super::{folder_missing, mapping, share_key, SmbCredentials};
 use crate::api::{SmbMapping, SmbRemotePath, WindowsPath};
 use crate::error::{Error, Result};
+use crate::mount::beside::beside;
 use crate::mount::fan_out;
 use crate::mount::fingerprint::Fingerprint;
 use crate::mount::journal::{key, Lease, LinkTo, ShareRecord};
@@ -69,10 +70,23 @@ impl Inner {
             ),
         };
         // This volume's own path first, beside the share's other volumes.
-        if let Found::Staged = self
-            .clear_staging(volume, share, staging, &root, &gate)
-            .await?
-        {
+        // Before the share's first mapping, the look at its root goes
+        // beside it (the clearing touches no mapping of a share with no
+        // record); it stands only if no volume of this process was alone
+        // at the gate before this one (none made or removed the mapping).
+        let clear = self.clear_staging(volume, share, staging, &root, &gate);
+        let early = match (recorded || self.is_foreign(&root), gate.quiet_mark()) {
+            (false, Some(mark)) => Some(mark),
+            _ => None,
+        };
+        let (found, early) = match early {
+            Some(mark) => {
+                let (found, refused) = beside(clear, self.share_refused(share)).await?;
+                (found, Some((mark, refused)))
+            }
+            None => (clear.await?, None),
+        };
+        if let Found::Staged = found {
             self.take_lease(&root, volume, staging, share, print)
                 .await?;
             self.confirm_mapped(&root, share).await?;
@@ -103,8 +117,12 @@ impl Inner {
         let alone = matches!(held, Held::Alone(_));
         // Before the share's first mapping: a mapping made now is this
         // mounter's only if Windows refused the share until then.
-        let ours_if_made =
-            before.first_use && !self.is_foreign(&root) && self.share_refused(share).await;
+        let ours_if_made = before.first_use
+            && !self.is_foreign(&root)
+            && match early {
+                Some((mark, refused)) if alone && gate.alone_once_since(mark) => refused,
+                _ => self.share_refused(share).await,
+            };
         let (held, mapped) = self
             .map(share, credentials, staging, &root, held, &gate)
             .await;

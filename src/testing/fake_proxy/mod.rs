@@ -10,6 +10,7 @@ mod routing;
 mod server;
 mod smb;
 mod system;
+mod timeline;
 mod volume;
 
 use std::sync::{Arc, Mutex};
@@ -25,6 +26,8 @@ use crate::registry::Layout;
 use crate::transport::Transport;
 use crate::version::ApiVersion;
 use routing::{routes_for, Endpoint};
+pub use timeline::Span;
+use timeline::Timeline;
 
 /// The release a fake proxy stands for, shared with its servers: what
 /// they encode may depend on it.
@@ -109,6 +112,7 @@ pub struct FakeProxy {
     host: Option<FakeHost>,
     release: ReleaseCell,
     calls: Arc<Mutex<Vec<Call>>>,
+    timeline: Arc<Timeline>,
     startup: Startup,
 }
 
@@ -131,6 +135,7 @@ impl FakeProxy {
             host: None,
             release: ReleaseCell::default(),
             calls: Arc::default(),
+            timeline: Arc::default(),
             startup: Startup::default(),
         }
     }
@@ -201,11 +206,13 @@ impl FakeProxy {
     /// the group never had that version, or its endpoint is taken.
     pub async fn serve(&mut self, group: ApiGroup, version: ApiVersion) -> Result<()> {
         let (backends, calls, release) = (&self.backends, &self.calls, &self.release);
+        let timeline = &self.timeline;
         let make_routes = || {
             let endpoint = Endpoint {
                 group,
                 version,
                 calls: calls.clone(),
+                timeline: timeline.clone(),
             };
             routes_for(endpoint, Layout::of(group, version), backends, release).ok_or_else(|| {
                 Error::invalid_argument("group", format!("no backend for the {group} group"))
@@ -318,11 +325,13 @@ impl FakeProxy {
         self.calls.lock().map(|c| c.clone()).unwrap_or_default()
     }
 
-    /// Forgets the calls received so far.
+    /// Forgets the calls received so far, and their
+    /// [spans](Self::spans).
     pub fn clear_calls(&self) {
         if let Ok(mut calls) = self.calls.lock() {
             calls.clear();
         }
+        self.timeline.clear();
     }
 
     /// Stops every endpoint and waits until they are gone (socket files

@@ -13,6 +13,7 @@ use tonic::service::Routes;
 use tonic::Status;
 
 use super::server::WireServer;
+use super::timeline::Timeline;
 use super::{disk, filesystem, iscsi, smb, system, volume, Call, ReleaseCell};
 use crate::capability::GroupOperation;
 use crate::client::Backends;
@@ -69,6 +70,7 @@ pub(super) struct Endpoint {
     pub group: ApiGroup,
     pub version: ApiVersion,
     pub calls: Arc<Mutex<Vec<Call>>>,
+    pub timeline: Arc<Timeline>,
 }
 
 impl Endpoint {
@@ -81,6 +83,7 @@ impl Endpoint {
             prefix: Arc::from(format!("/{}.{}/", self.version, self.group.service_name())),
             server: Arc::new(server),
             calls: self.calls,
+            timeline: self.timeline,
         };
         Routes::default()
             .into_axum_router()
@@ -97,6 +100,7 @@ struct Dispatch<O> {
     prefix: Arc<str>,
     server: Arc<dyn WireServer<O>>,
     calls: Arc<Mutex<Vec<Call>>>,
+    timeline: Arc<Timeline>,
 }
 
 impl<O> Clone for Dispatch<O> {
@@ -107,6 +111,7 @@ impl<O> Clone for Dispatch<O> {
             prefix: self.prefix.clone(),
             server: self.server.clone(),
             calls: self.calls.clone(),
+            timeline: self.timeline.clone(),
         }
     }
 }
@@ -143,7 +148,17 @@ where
             operation,
             server: self.server.clone(),
         };
-        Box::pin(async move { Ok(Grpc::new(RawCodec).unary(handler, request).await) })
+        let (timeline, began) = match &rpc {
+            Some(rpc) => (Some(self.timeline.clone()), self.timeline.begin(rpc)),
+            None => (None, 0),
+        };
+        Box::pin(async move {
+            let answer = Grpc::new(RawCodec).unary(handler, request).await;
+            if let Some(timeline) = timeline {
+                timeline.end(began);
+            }
+            Ok(answer)
+        })
     }
 }
 

@@ -121,6 +121,12 @@ impl Node {
         rpcs
     }
 
+    /// Every host call takes `latency` (on tokio's clock): calls sent side
+    /// by side overlap, so that their depth shows.
+    pub fn uniform_latency(&self, latency: Duration) {
+        (self.host).set_latencies(Operation::ALL.iter().map(|&op| (op, latency)));
+    }
+
     /// How many calls of `op` the host received.
     pub fn host_calls(&self, op: Operation) -> usize {
         self.host.calls_of(op)
