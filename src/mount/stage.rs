@@ -230,10 +230,7 @@ impl Inner {
         let seen = self.bring_online(disk).await?;
         let onlined = matches!(seen, Seen::BroughtOnline(_));
         let (volume, partitioned) = self.volume_of(disk, selector, seen).await?;
-        // The partition this stage made, and proved its own, has no file
-        // system yet: not asked (see `format_once`).
-        let fresh = partitioned && self.on_partition_made_here(&volume);
-        let formatted = (self.format_once(&volume, selector, stage.formatting, fresh)).await?;
+        let formatted = (self.format_once(&volume, selector, stage.formatting)).await?;
         self.mount(&volume, staging, &found).await?;
         self.record_stage(staging, &volume, selector, stage.volume)
             .await?;
@@ -360,12 +357,6 @@ impl Inner {
         }
     }
 
-    /// Whether the journal records `volume` as on a partition this mounter
-    /// made ([`adopt`](Self::adopt)).
-    fn on_partition_made_here(&self, volume: &VolumeId) -> bool {
-        (self.journal).view(|records| records.partitioned.contains_key(volume.as_str()))
-    }
-
     /// Lists `disk`'s volumes every poll interval until one is listed or
     /// `volume_wait` has passed since `since` (a listing is sent then
     /// too): the last listing, and when it was sent (milliseconds since
@@ -449,19 +440,19 @@ impl Inner {
     /// plugin's (see [`Formatting`]); whether it did. A format whose
     /// outcome is unknown is recorded, and not sent again, while the
     /// volume still shows no file system, until its deadline and the grace
-    /// after it have passed. A `fresh` volume, on the partition this very
-    /// stage made and proved its own, is not asked whether it has a file
-    /// system: a new partition has none (docs/mounting.md, "Round trips").
+    /// after it have passed. The volume is asked whether it has a file
+    /// system even on the partition this stage made: where the partition
+    /// proof cannot tell (docs/security.md), a volume Windows knows is
+    /// spared by that answer (docs/mounting.md, "Round trips").
     async fn format_once(
         &self,
         volume: &VolumeId,
         selector: &DiskSelector,
         formatting: Formatting,
-        fresh: bool,
     ) -> Result<bool> {
         let api = self.proxy.volume()?;
         let id = volume.as_str().to_owned();
-        if !fresh && api.is_volume_formatted(volume).await? {
+        if api.is_volume_formatted(volume).await? {
             self.journal
                 .update(|records| records.formats.remove(&id))
                 .await?;
