@@ -189,7 +189,10 @@ async fn reconcile_leaves_a_file_put_where_its_link_was_and_a_link_that_leads_no
     assert_eq!(first.folders_removed, vec![path(STAGING)], "{first:?}");
     let second = node.mounter.reconcile(|_| true).await.unwrap();
     assert!(second.links_removed.is_empty(), "{second:?}");
-    assert!(matches!(node.host.entry(TARGET), Some(PathEntry::Symlink(_))));
+    assert!(matches!(
+        node.host.entry(TARGET),
+        Some(PathEntry::Symlink(_))
+    ));
     assert_eq!(
         node.mounter.unpublish(&path(TARGET)).await.unwrap(),
         Change::Changed
