@@ -466,6 +466,7 @@ async fn automatic_gives_an_absent_proxys_groups_to_the_host_for_the_clients_lif
         .connect()
         .await
         .unwrap();
+    // The bound is the behaviour: at once, not after the grace (1 s).
     assert!(
         asked.elapsed() < Duration::from_millis(900),
         "{:?}",

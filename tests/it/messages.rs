@@ -224,6 +224,8 @@ async fn a_format_that_may_still_run_is_one_sentence() {
         .build()
         .unwrap();
     host.delay_call(Operation::FormatVolume, 1, Duration::from_millis(300));
+    let formatted = || host.volumes().values().filter(|v| v.formatted).count();
+    let before = formatted();
     let (selector, staging) = (
         DiskSelector::page83(PAGE83),
         WindowsPath::new(STAGING).unwrap(),
@@ -254,7 +256,7 @@ async fn a_format_that_may_still_run_is_one_sentence() {
     assert!(!message.contains("not starting it again"), "{message}");
     assert_eq!(message.matches("may still be running").count(), 1);
     // Let the delayed format finish before the host goes.
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    crate::common::wait_until("the delayed format is done", || formatted() > before).await;
 }
 
 #[test]

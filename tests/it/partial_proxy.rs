@@ -49,6 +49,7 @@ async fn a_group_the_node_lacks_is_not_served_at_once() {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::NotServed { .. }), "{err}");
+    // The bound is the behaviour: at once, not after the grace (1 s).
     assert!(
         started.elapsed() < Duration::from_millis(500),
         "{:?}",
@@ -209,7 +210,9 @@ async fn a_connect_attempt_is_bounded_once_by_the_connect_timeout() {
             streams.push(stream);
         }
     });
-    let timeout = Duration::from_millis(400);
+    // Long enough that the work around it is small beside it: the bound
+    // below is the behaviour.
+    let timeout = Duration::from_secs(2);
     let started = Instant::now();
     let err = node
         .client_builder()

@@ -100,8 +100,18 @@ async fn a_state_folder_another_process_holds_is_refused_untouched() {
         .spawn()
         .expect("util-linux's flock, to hold the lock from another process");
     drop(spawning);
-    // Wait until it holds it.
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Wait until it holds it: the kernel's list of locks names the file's
+    // inode.
+    let inode = std::os::unix::fs::MetadataExt::ino(
+        &std::fs::metadata(state.join("instance.lock")).unwrap(),
+    );
+    crate::common::wait_until("flock holds the folder's lock", || {
+        let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
+        locks
+            .lines()
+            .any(|lock| lock.contains("FLOCK") && lock.contains(&format!(":{inode} ")))
+    })
+    .await;
     let error = Mounter::builder(proxy, &state).build().unwrap_err();
     let _ = holder.kill();
     let _ = holder.wait();

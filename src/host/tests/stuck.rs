@@ -143,10 +143,18 @@ async fn stuck_host_calls_are_bounded_never_restarted_and_reported() {
         assert!(matches!(result, Err(Error::Timeout { .. })), "{result:?}");
     }
     assert_eq!(entered(), LIMIT_PER_GROUP);
-    // ... and the next is refused at once, with nothing started.
+    // ... and the next is refused at once, with nothing started. A call
+    // that waited for room would wait its whole deadline, a minute here:
+    // the bound is the behaviour, with half a minute to spare either way.
+    let patient = proxy.with_call_options(CallOptions::default().deadline(Duration::from_secs(60)));
     let asked = Instant::now();
-    let error = disks.get_disk_stats(100).await.unwrap_err();
-    assert!(asked.elapsed() < Duration::from_millis(200), "{error}");
+    let error = patient
+        .disk()
+        .unwrap()
+        .get_disk_stats(100)
+        .await
+        .unwrap_err();
+    assert!(asked.elapsed() < Duration::from_secs(30), "{error}");
     match &error {
         Error::HostBusy { group, running } => {
             assert_eq!((*group, *running), (ApiGroup::Disk, LIMIT_PER_GROUP));

@@ -308,12 +308,16 @@ async fn a_change_whose_answer_a_restart_lost_is_sent_once_more() {
     node.host
         .delay_call(Op::SetDiskState, 1, Duration::from_millis(300));
     let mounter = node.mounter.clone();
+    let before = node.host.calls_of(Op::SetDiskState);
     let unstage = tokio::spawn(async move {
         mounter
             .unstage_disk(&path(STAGING), DiskAfterUnstage::TakeOffline)
             .await
     });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    crate::common::wait_until("the offline is on the host", || {
+        node.host.calls_of(Op::SetDiskState) > before
+    })
+    .await;
     node.fake
         .restart(ProxyRelease::LATEST.served())
         .await

@@ -52,15 +52,19 @@ where
 }
 
 /// The next call of `op` takes 300 ms on the host, and the proxy restarts
-/// 100 ms into it: the host does the work, and its answer is lost.
+/// once it is there: the host does the work, and its answer is lost.
 async fn lose_the_answer_of<T: Send + 'static>(
     node: &mut Node,
     op: Op,
     call: impl std::future::Future<Output = T> + Send + 'static,
 ) -> T {
     node.host.delay_call(op, 1, Duration::from_millis(300));
+    let before = node.host.calls_of(op);
     let running = tokio::spawn(call);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    crate::common::wait_until("the call is on the host", || {
+        node.host.calls_of(op) > before
+    })
+    .await;
     let served = node.fake.served();
     node.fake.restart(served).await.unwrap();
     running.await.unwrap()

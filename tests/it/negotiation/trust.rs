@@ -5,8 +5,8 @@
 //! refuses an owner that is not the process's user or a group it may
 //! stand for (`ERROR_INVALID_OWNER`, 1307) unless `SeRestorePrivilege` is
 //! enabled, and there those tests pass over, saying so
-//! (`a_process_without_privileges_cannot_make_a_pipe_owned_by_system_or_administrators`
-//! checks that premise where it can). Squatters that are never opened
+//! (`a_pipe_claiming_system_or_administrators_is_refused_without_privileges_or_has_that_owner`
+//! checks that premise, and that Wine lets them run). Squatters that are never opened
 //! (a busy pipe, another user's file at a socket's path) need neither.
 
 use std::time::Duration;
@@ -14,7 +14,6 @@ use std::time::Duration;
 use crate::common::recorder::LogRecorder;
 use csi_proxy_client::metrics::UNTRUSTED_SERVERS_TOTAL;
 use csi_proxy_client::testing::{FakeProxy, LocalEndpoints};
-#[cfg(unix)]
 use csi_proxy_client::transport::Transport;
 use csi_proxy_client::{
     negotiate::AttemptOutcome,
@@ -313,106 +312,96 @@ async fn system_only_refuses_every_other_owner_until_widened() {
     )
     .await
     {
-        let negotiate = |trust: ServerTrust| {
-            Negotiator::new(transport.clone().trusting(trust))
-                .policy(VersionPolicy::default().pin(ApiGroup::Volume, V::V1))
-                .retry(RetryPolicy::none())
-                .connect_timeout(Duration::from_millis(300))
-        };
+        let refused = |trust| refused_owner(&transport, ApiGroup::Volume, V::V1, trust);
         // Trusted by default: opened (and then silent, a timeout).
-        let by_default = negotiate(ServerTrust::default())
-            .negotiate(&[ApiGroup::Volume])
-            .await
-            .unwrap();
-        let report = by_default.report();
-        assert!(
-            matches!(
-                report.group(ApiGroup::Volume).unwrap().attempts[0].outcome,
-                AttemptOutcome::Failed(_)
-            ),
-            "{report}"
+        assert_eq!(refused(ServerTrust::default()).await, None);
+        assert_eq!(
+            refused(ServerTrust::system_only()).await,
+            Some(ServerOwner::Sid(ServerTrust::ADMINISTRATORS.into()))
         );
-        let narrowed = negotiate(ServerTrust::system_only())
-            .negotiate(&[ApiGroup::Volume])
-            .await
-            .unwrap();
-        match narrowed.connection(ApiGroup::Volume) {
-            Err(Error::UntrustedServer { owner, .. }) => {
-                assert_eq!(owner, ServerOwner::Sid(ServerTrust::ADMINISTRATORS.into()))
-            }
-            other => panic!("{other:?}"),
-        }
     }
 }
 
-/// Issue 46, item 3: the premise of the owner check (docs/security.md)
-/// and of the Windows squatters above, which can only claim another
-/// owner where it does not hold. On Windows, a process that is not
-/// elevated cannot make a pipe owned by SYSTEM or by Administrators
-/// (`ERROR_INVALID_OWNER`). Under Wine, which gives a pipe any owner,
-/// and for an elevated process (Administrators may own what it makes,
-/// and with `SeRestorePrivilege` enabled anyone) it cannot be checked:
-/// the test says so and passes over.
+/// Issue 46, item 3: the premise of the owner check (docs/security.md),
+/// which is as strong as the system's refusal to let a process name SYSTEM
+/// or Administrators as its pipe's owner, since the check reads the owner a
+/// pipe was made with. Wherever it runs, a pipe that claims either is
+/// refused (`ERROR_INVALID_OWNER`) or made with that owner, as the check
+/// reads it. On Windows, not elevated: refused. Under Wine, which gives a
+/// pipe whatever owner it is made with: made, which the squatter tests CI
+/// runs under Wine rest on (they would pass over if Wine refused). An
+/// elevated process may name Administrators (and, with `SeRestorePrivilege`
+/// enabled, anyone): there either holds.
 #[cfg(windows)]
 #[tokio::test]
-async fn a_process_without_privileges_cannot_make_a_pipe_owned_by_system_or_administrators() {
+async fn a_pipe_claiming_system_or_administrators_is_refused_without_privileges_or_has_that_owner()
+{
     let endpoints = LocalEndpoints::new().unwrap();
     let transport = endpoints.transport();
+    let wine = windows_env::wine_version();
+    let elevated = windows_env::elevated();
     let owners = [
         (V::V1, ServerTrust::SYSTEM),
         (V::V1BETA1, ServerTrust::ADMINISTRATORS),
     ];
-    // Per owner: whether the system refused it.
-    let tries = || async {
-        let mut refused = Vec::new();
-        for (version, sid) in owners {
-            let made = csi_proxy_client::testing::listen_owned_by(
+    for (version, sid) in owners {
+        let made =
+            csi_proxy_client::testing::listen_owned_by(&transport, ApiGroup::Disk, version, sid)
+                .await;
+        let _incoming = match made {
+            Err(e) if is_invalid_owner(&e) => {
+                assert!(
+                    wine.is_none(),
+                    "Wine {wine:?} refused a pipe owned by {sid}: the squatter tests would pass over"
+                );
+                continue;
+            }
+            Err(e) => panic!("a pipe owned by {sid}: {e}"),
+            Ok(incoming) => {
+                assert!(
+                    wine.is_some() || elevated,
+                    "a process without privileges made a pipe owned by {sid}: the owner check \
+                     of docs/security.md rests on Windows refusing that"
+                );
+                incoming
+            }
+        };
+        // Made: the check reads the owner claimed (system_only trusts
+        // SYSTEM alone).
+        let expected = (sid != ServerTrust::SYSTEM).then(|| ServerOwner::Sid(sid.into()));
+        assert_eq!(
+            refused_owner(
                 &transport,
                 ApiGroup::Disk,
                 version,
-                sid,
+                ServerTrust::system_only()
             )
-            .await;
-            match made {
-                Ok(_) => refused.push((sid, false)),
-                Err(e) if is_invalid_owner(&e) => refused.push((sid, true)),
-                Err(e) => panic!("a pipe owned by {sid}: {e}"),
-            }
-        }
-        refused
-    };
-    let said = |tried: Vec<(&str, bool)>| -> String {
-        let said: Vec<String> = tried
-            .into_iter()
-            .map(|(sid, refused)| {
-                let what = if refused { "refused" } else { "made" };
-                format!("a pipe owned by {sid} {what}")
-            })
-            .collect();
-        said.join(", ")
-    };
-    if let Some(wine) = windows_env::wine_version() {
-        eprintln!(
-            "under Wine {wine}, which gives a pipe whatever owner it is made with: \
-             Windows' refusal cannot be checked here ({}); passed over",
-            said(tries().await)
+            .await,
+            expected,
+            "a pipe owned by {sid}"
         );
-        return;
     }
-    if windows_env::elevated() {
-        eprintln!(
-            "elevated: this process may make objects owned by Administrators (and, with \
-             SeRestorePrivilege enabled, by anyone), so the premise, about a process \
-             without privileges, cannot be checked here; passed over"
-        );
-        return;
-    }
-    eprintln!("Windows, not elevated: a pipe owned by SYSTEM or Administrators must be refused");
-    for (sid, refused) in tries().await {
-        assert!(
-            refused,
-            "a process without privileges made a pipe owned by {sid}: the owner check of \
-             docs/security.md rests on Windows refusing that"
-        );
+}
+
+/// The owner for which `trust` refuses the server at `group` `version`,
+/// or `None` where it is trusted (and opened; a silent server then times
+/// out).
+#[cfg(windows)]
+async fn refused_owner(
+    transport: &Transport,
+    group: ApiGroup,
+    version: V,
+    trust: ServerTrust,
+) -> Option<ServerOwner> {
+    let negotiated = Negotiator::new(transport.clone().trusting(trust))
+        .policy(VersionPolicy::default().pin(group, version))
+        .retry(RetryPolicy::none())
+        .connect_timeout(Duration::from_millis(300))
+        .negotiate(&[group])
+        .await
+        .unwrap();
+    match negotiated.connection(group) {
+        Err(Error::UntrustedServer { owner, .. }) => Some(owner),
+        _ => None,
     }
 }

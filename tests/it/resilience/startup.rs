@@ -82,6 +82,8 @@ async fn waiting_for_a_proxy_that_never_comes_ends_with_not_served() {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::NotServed { .. }), "{err}");
+    // The bound is the behaviour: one look, not a wait of the pace's
+    // looks (250 ms apart).
     assert!(started.elapsed() < Duration::from_millis(500));
 }
 

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::common::wait_until;
 use crate::mounter::{page83, path, Node, STAGING};
 use csi_proxy_client::mount::{Change, Mounter};
 use csi_proxy_client::testing::{PathEntry, ProxyRelease};
@@ -49,6 +50,8 @@ async fn a_format_whose_outcome_is_unknown_is_not_sent_again_while_it_may_run() 
         .unwrap();
     node.host
         .delay_call(Op::FormatVolume, 1, Duration::from_millis(400));
+    let formatted = || node.host.volumes().values().filter(|v| v.formatted).count();
+    let before = formatted();
     let error = mounter
         .stage_disk(&page83(), &path(STAGING))
         .await
@@ -63,7 +66,7 @@ async fn a_format_whose_outcome_is_unknown_is_not_sent_again_while_it_may_run() 
         (error.csi_code(), error.is_retryable()),
         (Code::Aborted, true)
     );
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_until("the first format is done", || formatted() > before).await;
     let staged = mounter.stage_disk(&page83(), &path(STAGING)).await.unwrap();
     assert!(!staged.formatted, "the first format did it");
     assert_eq!(node.host_calls(Op::FormatVolume), 1);
@@ -91,8 +94,12 @@ async fn a_proxy_restart_mid_stage_converges_without_a_second_format() {
         .delay_call(Op::FormatVolume, 1, Duration::from_millis(300));
     // The call in flight breaks with the connection; the host goes on.
     let mounter = node.mounter.clone();
+    let before = node.host_calls(Op::FormatVolume);
     let first = tokio::spawn(async move { mounter.stage_disk(&page83(), &path(STAGING)).await });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    wait_until("the format is on the host", || {
+        node.host_calls(Op::FormatVolume) > before
+    })
+    .await;
     node.fake
         .restart(ProxyRelease::LATEST.served())
         .await

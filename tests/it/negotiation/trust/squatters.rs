@@ -85,8 +85,33 @@ pub(super) fn as_nobody(exe: &std::path::Path, at: &str) -> std::process::Comman
     std::fs::copy(exe, &copy).unwrap();
     std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
     let mut command = std::process::Command::new(copy);
-    command.uid(NOBODY).stdout(std::process::Stdio::null());
     command
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .stdout(std::process::Stdio::null());
+    command
+}
+
+/// Runs the ignored test `name` of this test binary again, as user
+/// `nobody`, and fails unless it ran and passed: for the checks that
+/// root, let in everywhere, would pass for the wrong reason.
+#[cfg(unix)]
+pub(super) fn pass_as_nobody(name: &str) {
+    let place = shared_dir();
+    let at = place.path().join("tests");
+    let out = as_nobody(&std::env::current_exe().unwrap(), at.to_str().unwrap())
+        .args(["--ignored", "--exact", name])
+        // Its own temporary files go where `nobody` may write.
+        .env("TMPDIR", place.path())
+        .stdout(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let said = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success() && stdout.contains("test result: ok. 1 passed"),
+        "{name}, as nobody:\n{said}"
+    );
 }
 
 /// A socket directory that user `nobody` may create sockets in.
