@@ -20,6 +20,13 @@ use crate::mount::{Change, Inner, PathState};
 struct StageSmbBefore {
     /// No record of the share: this stage may be the one that maps it.
     first_use: bool,
+    /// The share is recorded, but not as this mounter's, with no lease but
+    /// this volume's and no mapping of it seen working: an earlier stage of
+    /// this volume was cut short before its mapping was shown to be the
+    /// mounter's. Whose a mapping made now is may be looked at again (a
+    /// mapping the cut stage did make answers the look, and stays
+    /// someone else's: leaked, never removed).
+    unclaimed: bool,
     /// The volume held a lease already (a repeat).
     had_lease: bool,
     /// The path was recorded as mapped already.
@@ -117,7 +124,7 @@ impl Inner {
         let alone = matches!(held, Held::Alone(_));
         // Before the share's first mapping: a mapping made now is this
         // mounter's only if Windows refused the share until then.
-        let ours_if_made = before.first_use
+        let ours_if_made = (before.first_use || before.unclaimed)
             && !self.is_foreign(&root)
             && match early {
                 Some((mark, refused)) if alone && gate.alone_once_since(mark) => refused,
@@ -403,8 +410,14 @@ impl Inner {
         };
         self.journal
             .update(|records| {
+                let unclaimed = records.shares.get(root).is_some_and(|share| !share.ours)
+                    && records.leases_of(root).all(|(holder, _)| holder == volume)
+                    && !records
+                        .mapped_of(root)
+                        .any(|path| records.is_confirmed(root, path));
                 let before = StageSmbBefore {
                     first_use: !records.shares.contains_key(root),
+                    unclaimed,
                     had_lease: records.has_lease(root, volume),
                     had_mapped: records.is_mapped(root, share.as_str()),
                 };

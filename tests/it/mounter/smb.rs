@@ -556,3 +556,70 @@ async fn an_earlier_builds_fingerprint_gives_way_to_a_keyed_one_once_matched() {
         .unwrap();
     assert_eq!(again.change, Change::Unchanged);
 }
+
+/// A first stage cut short by the driver's death just before its mapping
+/// call works leaves the share recorded, not as the mounter's: the retry
+/// looks at the share again, so the mapping it makes is the mounter's,
+/// and the last unstage removes it.
+#[tokio::test]
+async fn a_stage_cut_short_before_its_mapping_still_owns_the_mapping_its_retry_makes() {
+    for release in releases() {
+        let node = node_with_share(release).await;
+        let state = tempfile::tempdir().unwrap();
+        let staging = path(STAGING);
+        // The driver: a runtime of its own on a thread of its own, killed
+        // with every task on it.
+        let (kill, killed) = tokio::sync::oneshot::channel::<()>();
+        let driver = std::thread::spawn({
+            let (client, state, staging) = (
+                node.client_builder(),
+                state.path().to_owned(),
+                staging.clone(),
+            );
+            move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                runtime.block_on(async move {
+                    let m = super::mounter(client.connect().await.unwrap(), &state);
+                    let (folder, credentials) = (share("a"), creds());
+                    let stage = m.stage_smb("pv1", &folder, &credentials, &staging);
+                    tokio::select! {
+                        _ = stage => panic!("the stage ended before its mapping"),
+                        _ = killed => {}
+                    }
+                });
+                drop(runtime);
+            }
+        });
+        // Every call before the mapping goes on; at the mapping the driver
+        // dies, and the call never works.
+        let mut held = node.host.hold_call(1);
+        loop {
+            let (operation, go) = (&mut held).await.unwrap();
+            held = node.host.hold_call(1);
+            if operation == Op::NewSmbGlobalMapping {
+                kill.send(()).unwrap();
+                tokio::task::spawn_blocking(|| driver.join().unwrap())
+                    .await
+                    .unwrap();
+                drop(go);
+                break;
+            }
+            go.send(()).unwrap();
+        }
+        drop(held);
+        assert!(node.host.smb_mappings().is_empty(), "{release}");
+
+        let m = node.other_driver(state.path()).await;
+        let staged = m.stage_smb("pv1", &share("a"), &creds(), &staging).await;
+        assert_eq!(staged.unwrap(), Change::Changed, "{release}");
+        assert_eq!(node.host.smb_mappings().len(), 1, "{release}");
+        m.unstage_smb("pv1", &staging).await.unwrap();
+        assert!(
+            node.host.smb_mappings().is_empty(),
+            "{release}: the retry's mapping is the mounter's"
+        );
+    }
+}

@@ -130,8 +130,9 @@ impl World<'_> {
         }
         let mut task = self.driver.spawn(op.clone(), self.live());
         let mut calls = 0;
-        // Whether a PartitionDisk of this attempt went to work.
-        let mut partitioned = false;
+        // Whether a PartitionDisk, a NewSmbGlobalMapping of this attempt
+        // went to work.
+        let (mut partitioned, mut mapped) = (false, false);
         let mut before = Some(self.host.hold_call(1));
         let answer_of = |n: usize| fault.is_some_and(|f| f.after_work && f.n == n);
         let mut after = answer_of(1).then(|| self.host.hold_answer(1));
@@ -160,6 +161,7 @@ impl World<'_> {
                     }
                     let cut = fault.filter(|f| f.n == calls && !f.after_work);
                     partitioned |= host_op == HostOp::PartitionDisk && cut.is_none();
+                    mapped |= host_op == HostOp::NewSmbGlobalMapping && cut.is_none();
                     self.check_between(op, calls, host_op, cut.is_none());
                     match cut {
                         Some(fault) => self.cut(fault, host_op, go).await,
@@ -175,6 +177,9 @@ impl World<'_> {
                             self.model.partition_resends[disk] += 1;
                         }
                     }
+                    if host_op == HostOp::NewSmbGlobalMapping {
+                        self.model.smb_unproven.extend(op.smb_staged());
+                    }
                     let fault = fault.expect("a hold after the work only for a fault");
                     self.cut(fault, host_op, go).await;
                 }
@@ -184,6 +189,9 @@ impl World<'_> {
         let killed = fault.is_some_and(|f| f.kill_driver && f.n <= calls);
         if let (true, true, Some(disk)) = (killed, partitioned, op.disk()) {
             self.model.unproven[disk] = true;
+        }
+        if killed && mapped {
+            self.model.smb_unproven.extend(op.smb_staged());
         }
         let outcome = match joined {
             // It may have ended while its runtime was shutting down.

@@ -195,6 +195,7 @@ impl World<'_> {
             .map(|&v| self.mapping_key(v))
             .collect();
         let allowed: BTreeSet<String> = (self.model.smb_mapped_since.iter())
+            .chain(&self.model.smb_unproven)
             .map(|&v| self.mapping_key(v))
             .collect();
         if !needed.is_subset(&mappings) || !mappings.is_subset(&allowed) {

@@ -29,6 +29,11 @@ pub(super) struct Model {
     /// formats it by hand (docs/security.md, "What proves a partition
     /// ours").
     pub(super) unproven: [bool; DISKS],
+    /// The SMB volumes a stage of which mapped the share, and lost the
+    /// answer (or the driver was killed) before the mounter could show
+    /// the mapping its own: that mapping may be left for good (a leaked
+    /// mapping is allowed, a removed foreign one is not: docs/security.md).
+    pub(super) smb_unproven: BTreeSet<usize>,
 }
 
 impl Model {

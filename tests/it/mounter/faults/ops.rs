@@ -116,6 +116,14 @@ impl Op {
         }
     }
 
+    /// The SMB volume it stages, if it does.
+    pub(super) fn smb_staged(&self) -> Option<usize> {
+        match *self {
+            Op::StageSmb { vol } => Some(vol),
+            _ => None,
+        }
+    }
+
     /// The staging path whose mount it may change.
     pub(super) fn staging_changed(&self) -> Option<(usize, usize)> {
         match *self {
