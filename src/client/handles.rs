@@ -1,43 +1,20 @@
-//! The handles `CsiProxy` gives out: each group trait implemented by running
-//! every call through the group's [`Lookout`] and its call policy, which
-//! add deadlines, retries and looking for the proxy around whichever
-//! adapter is current.
+//! The handles `CsiProxy` gives out: a group's [`Lookout`] with the
+//! options of the calls made through it.
 //!
-//! The methods are generated from the RPC catalogue (`catalogue/`) into
-//! `relays.rs`: every method is one call of [`Handle::run`] with the
-//! operation the catalogue gives it, whose deadline, retry rule, metrics
-//! label and span apply, after the argument checks the catalogue gives it.
+//! Each group trait is implemented on its handle in `relays.rs`, generated
+//! from the RPC catalogue (`catalogue/`): every method runs its call on
+//! the lookout ([`Lookout::run`]) as the operation the catalogue gives it,
+//! whose deadline, retry rule, metrics label and span apply. A method with
+//! argument checks runs them first; a refused argument is answered by
+//! [`Lookout::refused`], recorded like any outcome, and nothing is sent.
 
-use std::future::Future;
 use std::sync::Arc;
 
 use super::lookout::Lookout;
 use super::options::CallOptions;
-use crate::adapter::FromConnection;
-use crate::capability::Operation;
-use crate::error::Result;
 
 /// A group's lookout with the options of the calls made through it.
 pub(crate) struct Handle<A: ?Sized> {
     pub lookout: Arc<Lookout<A>>,
     pub options: CallOptions,
-}
-
-impl<A: ?Sized + FromConnection + Send + Sync + 'static> Handle<A> {
-    /// Runs `call` on the group's current adapter as `operation`, unless
-    /// its argument checks refused it (`checked`).
-    pub(super) async fn run<T, F, Fut>(
-        &self,
-        operation: Operation,
-        checked: Result<()>,
-        call: F,
-    ) -> Result<T>
-    where
-        F: Fn(Arc<A>) -> Fut,
-        Fut: Future<Output = Result<T>>,
-    {
-        self.lookout
-            .run(operation, self.options, checked, call)
-            .await
-    }
 }

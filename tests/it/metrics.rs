@@ -1,6 +1,7 @@
 //! The `metrics` feature: what a call, a negotiation and a version change
 //! record, checked with a recorder that logs every update.
 
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use crate::common::node::FakeNode;
@@ -234,6 +235,30 @@ async fn an_operation_the_version_lacks_is_unsupported_and_a_missing_proxy_has_n
         recorder.count(NEGOTIATIONS_TOTAL, &looked) >= 2,
         "connect and the call look"
     );
+}
+
+#[tokio::test]
+async fn a_refused_argument_is_counted_at_once_without_waiting_for_the_proxy() {
+    let recorder = LogRecorder::default();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    // The system group is not served: a call with good arguments would
+    // wait for it.
+    let groups = [ApiGroup::Disk, ApiGroup::System];
+    let (_node, proxy) = node_serving(&[(ApiGroup::Disk, V::V1)], &groups).await;
+
+    let system = proxy.system().unwrap();
+    let mut call = system.start_service("");
+    let mut context = Context::from_waker(Waker::noop());
+    let Poll::Ready(refused) = call.as_mut().poll(&mut context) else {
+        panic!("a refused argument is answered on the call's first poll");
+    };
+    assert!(
+        matches!(refused, Err(Error::InvalidArgument { .. })),
+        "{refused:?}"
+    );
+    let series = call_series("system", "none", "StartService", "invalid_argument");
+    assert_eq!(calls(&recorder, &series), 1);
+    assert_eq!(calls(&recorder, &[]), 1);
 }
 
 #[tokio::test]

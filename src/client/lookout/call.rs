@@ -63,15 +63,10 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
     /// proxy that stays away is [`Error::NotServed`] (every endpoint its
     /// looks tried), not [`Error::Timeout`], which is for a request that
     /// was out.
-    ///
-    /// `checked` is the outcome of the call's argument checks: a refused
-    /// argument is the call's answer at once, recorded like any outcome,
-    /// and nothing waits for the proxy or is sent.
     pub async fn run<T, F, Fut>(
         &self,
         operation: Operation,
         options: CallOptions,
-        checked: Result<()>,
         call: F,
     ) -> Result<T>
     where
@@ -80,11 +75,6 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
     {
         let version = || self.call_version();
         let timer = CallTimer::start(&self.calls, operation, &version);
-        if let Err(refused) = checked {
-            let result = Err(refused);
-            timer.finish(&result);
-            return result;
-        }
         let deadline = options
             .deadline
             .unwrap_or_else(|| self.behaviour.deadlines.of(operation));
@@ -115,6 +105,16 @@ impl<A: ?Sized + FromConnection + Send + Sync + 'static> Lookout<A> {
             Ok(result) => result,
             Err(_) => Err(progress.at_deadline(operation, deadline)),
         };
+        timer.finish(&result);
+        result
+    }
+
+    /// The answer of a call whose argument checks refused `error`: recorded
+    /// like any outcome, while nothing waits for the proxy or is sent.
+    pub fn refused<T>(&self, operation: Operation, error: Error) -> Result<T> {
+        let version = || self.call_version();
+        let timer = CallTimer::start(&self.calls, operation, &version);
+        let result = Err(error);
         timer.finish(&result);
         result
     }

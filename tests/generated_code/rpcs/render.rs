@@ -167,25 +167,42 @@ fn group_operations(group: &Group) -> TokenStream {
 }
 
 /// `src/client/relays.rs`: each group trait on the client's handle. Each
-/// method checks its arguments, then runs as its operation.
+/// method runs as its operation on the group's lookout; one with argument
+/// checks runs them first, and a refused argument is its answer.
 pub fn relays(groups: &[Group]) -> TokenStream {
     let impls = groups.iter().map(|group| {
         let api = &group.api;
         let methods = group.methods.iter().map(|method| {
             let signature = method.signature();
             let name = &method.name;
-            let operation = method.operation();
-            let checked = match &method.check {
-                Some(check) => unbraced(check),
-                None => quote!(Ok(())),
-            };
             let args = method.args.iter().map(|(arg, _)| arg);
-            quote! {
-                #signature {
-                    self.run(#operation, #checked, |api| async move {
-                        api.#name(#(#args),*).await
-                    })
-                    .await
+            let run = |operation| {
+                quote! {
+                    self.lookout
+                        .run(#operation, self.options, |api| async move {
+                            api.#name(#(#args),*).await
+                        })
+                        .await
+                }
+            };
+            let operation = method.operation();
+            match &method.check {
+                None => {
+                    let run = run(operation);
+                    quote!(#signature { #run })
+                }
+                Some(check) => {
+                    let check = unbraced(check);
+                    let run = run(quote!(operation));
+                    quote! {
+                        #signature {
+                            let operation = #operation;
+                            if let Err(refused) = #check {
+                                return self.lookout.refused(operation, refused);
+                            }
+                            #run
+                        }
+                    }
                 }
             }
         });
@@ -197,10 +214,11 @@ pub fn relays(groups: &[Group]) -> TokenStream {
         }
     });
     quote! {
-        //! The group traits on the client's handles: each method checks its
-        //! arguments, then runs on the group's current adapter as its
-        //! operation (see `Handle::run`). A refused argument is the call's
-        //! answer at once, before any wait for the proxy; nothing is sent.
+        //! The group traits on the client's handles: each method runs on the
+        //! group's current adapter as its operation (see `Lookout::run`).
+        //! A method with argument checks runs them first: a refused argument
+        //! is the call's answer at once (`Lookout::refused`), before any wait
+        //! for the proxy; nothing is sent.
 
         use super::handles::Handle;
         use crate::capability::Operation;
