@@ -3,9 +3,11 @@
 
 //! The disk group's trait.
 
+#[allow(unused_imports)]
 use std::collections::BTreeMap;
 
-use crate::api::{disk_by_page83, DiskIds, DiskLocation};
+#[allow(unused_imports)]
+use crate::api::{check_name, disk_by_page83, DiskIds, DiskLocation};
 use crate::capability::Operation;
 use crate::error::Result;
 

@@ -3,6 +3,7 @@
 
 //! The filesystem group's trait.
 
+#[allow(unused_imports)]
 use crate::api::WindowsPath;
 use crate::capability::Operation;
 use crate::error::Result;

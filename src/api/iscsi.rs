@@ -3,7 +3,8 @@
 
 //! The iSCSI group's trait.
 
-use crate::api::{IscsiAuth, Secret, TargetPortal};
+#[allow(unused_imports)]
+use crate::api::{check_target, IscsiAuth, Secret, TargetPortal};
 use crate::capability::Operation;
 use crate::error::Result;
 

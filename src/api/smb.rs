@@ -3,6 +3,7 @@
 
 //! The SMB group's trait.
 
+#[allow(unused_imports)]
 use crate::api::{SmbMapping, SmbRemotePath};
 use crate::capability::Operation;
 use crate::error::Result;

@@ -3,7 +3,8 @@
 
 //! The system group's trait.
 
-use crate::api::ServiceInfo;
+#[allow(unused_imports)]
+use crate::api::{check_name, ServiceInfo};
 use crate::capability::Operation;
 use crate::error::Result;
 

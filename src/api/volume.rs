@@ -3,6 +3,7 @@
 
 //! The volume group's trait.
 
+#[allow(unused_imports)]
 use crate::api::{list_volumes_operation, VolumeId, VolumeStats, WindowsPath};
 use crate::capability::Operation;
 use crate::error::Result;

@@ -7,13 +7,15 @@
 //! is the call's answer at once (`Lookout::refused`), before any wait
 //! for the proxy; nothing is sent.
 
+#[allow(unused_imports)]
 use std::collections::BTreeMap;
 
 use super::handles::Handle;
+#[allow(unused_imports)]
 use crate::api::{
-    check_name, check_target, list_volumes_operation, DiskApi, DiskIds, DiskLocation,
-    FilesystemApi, IscsiApi, IscsiAuth, Secret, ServiceInfo, SmbApi, SmbMapping, SmbRemotePath,
-    SystemApi, TargetPortal, VolumeApi, VolumeId, VolumeStats, WindowsPath,
+    check_name, check_target, disk_by_page83, list_volumes_operation, DiskApi, DiskIds,
+    DiskLocation, FilesystemApi, IscsiApi, IscsiAuth, Secret, ServiceInfo, SmbApi, SmbMapping,
+    SmbRemotePath, SystemApi, TargetPortal, VolumeApi, VolumeId, VolumeStats, WindowsPath,
 };
 use crate::capability::Operation;
 use crate::error::Result;

@@ -4,12 +4,18 @@
 //! The disk group's adapter of the layout `StringIdDisk`: the client's half of
 //! its entries in `catalogue/disk.rpcs`.
 
+#[allow(unused_imports)]
 use std::collections::BTreeMap;
 
-use crate::adapter::disk::{StringIdDiskIds, StringIdLocations};
+#[allow(unused_imports)]
+use crate::adapter::disk::{
+    NumberedDiskIds, NumberedLocations, StringIdDiskIds, StringIdLocations,
+};
+#[allow(unused_imports)]
 use crate::adapter::fields::{AnswerField, Bytes, DecimalDisk, RequestField};
 use crate::adapter::WireClient;
-use crate::api::{DiskApi, DiskIds, DiskLocation};
+#[allow(unused_imports)]
+use crate::api::{check_name, disk_by_page83, DiskApi, DiskIds, DiskLocation};
 use crate::capability::Operation;
 use crate::error::Result;
 use crate::wire::disk::v1beta2 as wire;

@@ -4,9 +4,12 @@
 //! The filesystem group's adapter of the layout `ContextFilesystem`: the
 //! client's half of its entries in `catalogue/filesystem.rpcs`.
 
+#[allow(unused_imports)]
 use crate::adapter::fields::{AnswerField, LegacyError, LookedPath, PathText, RequestField};
+#[allow(unused_imports)]
 use crate::adapter::filesystem::path_context;
 use crate::adapter::WireClient;
+#[allow(unused_imports)]
 use crate::api::{FilesystemApi, WindowsPath};
 use crate::capability::Operation;
 use crate::error::Result;

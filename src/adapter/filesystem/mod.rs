@@ -14,8 +14,9 @@ pub(crate) use plain_filesystem::PlainFilesystem;
 use crate::api::WindowsPath;
 use crate::wire::filesystem::v1beta1 as context;
 
-/// Which root an old proxy should check `path` against.
-fn path_context(path: &WindowsPath) -> i32 {
+/// Which root an old proxy should check `path` against. Crate-visible:
+/// the catalogue names it, and the fake proxy's servers share its imports.
+pub(crate) fn path_context(path: &WindowsPath) -> i32 {
     if path.is_under_pods() {
         context::PathContext::Pod as i32
     } else {

@@ -4,10 +4,13 @@
 //! The iSCSI group's adapter of the layout `AlphaIscsi`: the client's half of
 //! its entries in `catalogue/iscsi.rpcs`.
 
+#[allow(unused_imports)]
 use crate::adapter::fields::{AnswerField, DecimalDisks, Iqn, RequestField};
+#[allow(unused_imports)]
 use crate::adapter::iscsi::{Portal, Portals};
 use crate::adapter::WireClient;
-use crate::api::{IscsiApi, IscsiAuth, Secret, TargetPortal};
+#[allow(unused_imports)]
+use crate::api::{check_target, IscsiApi, IscsiAuth, Secret, TargetPortal};
 use crate::capability::Operation;
 use crate::error::Result;
 use crate::wire::iscsi::v1alpha2 as wire;

@@ -4,8 +4,10 @@
 //! The SMB group's adapter of the layout `ErrorFieldSmb`: the client's half of
 //! its entries in `catalogue/smb.rpcs`.
 
+#[allow(unused_imports)]
 use crate::adapter::fields::{AnswerField, LegacyError, RequestField, ShareText};
 use crate::adapter::WireClient;
+#[allow(unused_imports)]
 use crate::api::{SmbApi, SmbMapping, SmbRemotePath};
 use crate::capability::Operation;
 use crate::error::Result;

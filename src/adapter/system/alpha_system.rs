@@ -4,10 +4,13 @@
 //! The system group's adapter of the layout `AlphaSystem`: the client's half
 //! of its entries in `catalogue/system.rpcs`.
 
+#[allow(unused_imports)]
 use crate::adapter::fields::{AnswerField, RequestField, ServiceName};
+#[allow(unused_imports)]
 use crate::adapter::system::{StartTypeNumber, StatusNumber};
 use crate::adapter::WireClient;
-use crate::api::{ServiceInfo, SystemApi};
+#[allow(unused_imports)]
+use crate::api::{check_name, ServiceInfo, SystemApi};
 use crate::capability::Operation;
 use crate::error::Result;
 use crate::wire::system::v1alpha1 as wire;

@@ -4,9 +4,11 @@
 //! The volume group's adapter of the layout `StringIdVolume`: the client's
 //! half of its entries in `catalogue/volume.rpcs`.
 
+#[allow(unused_imports)]
 use crate::adapter::fields::{AnswerField, Bytes, PathText, RequestField, VolumeText, WideDisk};
 use crate::adapter::WireClient;
-use crate::api::{VolumeApi, VolumeId, VolumeStats, WindowsPath};
+#[allow(unused_imports)]
+use crate::api::{list_volumes_operation, VolumeApi, VolumeId, VolumeStats, WindowsPath};
 use crate::capability::Operation;
 use crate::error::Result;
 use crate::wire::volume::v1beta2 as wire;

@@ -12,9 +12,9 @@ use parse::Parsed;
 pub struct Group {
     /// The file's name without `.rpcs`: `volume`.
     pub file: String,
-    /// What the entries' types and expressions name: each name and the
-    /// path of the module it is in.
-    pub imports: Vec<(Ident, Vec<Ident>)>,
+    /// What the entries' types and expressions name, as the file's `use`
+    /// lines say: each name and the path of the module it is in.
+    pub imports: Vec<Import>,
     /// The trait's docs.
     pub docs: Vec<Attribute>,
     /// `VolumeApi`.
@@ -27,6 +27,9 @@ pub struct Group {
     pub layouts: Vec<Layout>,
     pub methods: Vec<Method>,
 }
+
+/// A name a `use` brings in, and the path of its module.
+pub type Import = (Ident, Vec<Ident>);
 
 /// A message layout: the versions of a group whose messages are the same
 /// on the wire.
@@ -206,6 +209,15 @@ impl Group {
         }
     }
 
+    /// The imports of the trait's side: what signatures, checks, defaults
+    /// and operation picks name. Those of `crate::adapter` are the
+    /// layouts' alone.
+    pub fn interface_imports(&self) -> impl Iterator<Item = &Import> {
+        let layouts =
+            |module: &[Ident]| matches!(module, [c, a, ..] if c == "crate" && a == "adapter");
+        (self.imports.iter()).filter(move |(_, module)| !layouts(module))
+    }
+
     /// The group, once each method's layouts are known to be the group's,
     /// each named once, and each unnamed one served by a default.
     fn checked(self) -> Self {
@@ -242,7 +254,7 @@ impl Group {
 }
 
 /// The names a `use` brings in, each with the path of its module.
-pub fn names(tree: &UseTree, module: &[Ident]) -> Vec<(Ident, Vec<Ident>)> {
+pub fn names(tree: &UseTree, module: &[Ident]) -> Vec<Import> {
     match tree {
         UseTree::Path(p) => names(&p.tree, &[module, std::slice::from_ref(&p.ident)].concat()),
         UseTree::Name(n) => vec![(n.ident.clone(), module.to_vec())],

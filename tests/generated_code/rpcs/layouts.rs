@@ -2,7 +2,9 @@
 //! fake proxy's server, both read from the same entries, so that each
 //! field is written by the rule it is read by.
 
-use proc_macro2::TokenStream;
+use std::collections::BTreeSet;
+
+use proc_macro2::{TokenStream, TokenTree};
 use quote::{format_ident, quote};
 use syn::{Ident, Type};
 
@@ -92,25 +94,13 @@ pub fn adapter(group: &Group, layout: &Layout) -> TokenStream {
             #(#methods)*
         }
     };
-    let names = super::idents(body.clone());
-    let field_traits = [
-        ("to_request", "RequestField"),
-        ("from_answer", "AnswerField"),
-    ]
-    .into_iter()
-    .filter(|(call, _)| names.contains(*call))
-    .map(|(_, name)| format_ident!("{name}"));
-    let operation = names.contains("Operation").then(|| {
-        quote!(
-            use crate::capability::Operation;
-        )
-    });
     quote! {
         #(#![doc = #doc])*
 
-        use crate::adapter::fields::{#(#field_traits),*};
+        use crate::adapter::fields::{AnswerField, RequestField};
         use crate::adapter::WireClient;
-        #operation
+        use crate::api::#api;
+        use crate::capability::Operation;
         use crate::error::Result;
         use #wire as wire;
 
@@ -147,7 +137,7 @@ fn request_function(method: &Method, messages: &Messages) -> RequestFunction {
     // The arguments the fields are made of, and those the client's own
     // fields' expressions name.
     let client_values = messages.client_fields.iter().map(|(_, value)| value);
-    let mut used = super::idents(quote!(#(#client_values)*));
+    let mut used = idents(quote!(#(#client_values)*));
     used.extend(messages.fields.iter().map(|f| f.arg.to_string()));
     let args: Vec<_> = (method.args.iter())
         .filter(|(arg, _)| used.contains(&arg.to_string()))
@@ -242,35 +232,17 @@ pub fn server(group: &Group, layout: &Layout) -> TokenStream {
             }
         }
     };
-    let names = super::idents(body.clone());
-    let used = |candidates: &[&str]| -> Vec<Ident> {
-        (candidates.iter())
-            .filter(|name| names.contains(**name))
-            .map(|name| format_ident!("{name}"))
-            .collect()
-    };
-    let codec = used(&["decode", "host", "reply"]);
-    let field_traits: Vec<_> = [
-        ("from_request", "ReadRequest"),
-        ("to_answer", "WriteAnswer"),
-    ]
-    .into_iter()
-    .filter(|(call, _)| names.contains(*call))
-    .map(|(_, name)| format_ident!("{name}"))
-    .collect();
-    let fields = (!field_traits.is_empty())
-        .then(|| quote!(use crate::testing::fake_proxy::fields::{#(#field_traits),*};));
-    let server = used(&["not_in_layout"]);
-    let wire = (names.contains("wire")).then(|| quote!(use #wire as wire;));
     quote! {
         #(#![doc = #doc])*
 
         use super::#name;
         use crate::capability::#group_operation;
-        use crate::testing::fake_proxy::codec::{#(#codec,)* Answer};
-        #fields
-        use crate::testing::fake_proxy::server::{#(#server,)* WireServer};
-        #wire
+        use crate::testing::fake_proxy::codec::{decode, host, reply, Answer};
+        #[allow(unused_imports)]
+        use crate::testing::fake_proxy::fields::{ReadRequest, WriteAnswer};
+        #[allow(unused_imports)]
+        use crate::testing::fake_proxy::server::{not_in_layout, WireServer};
+        use #wire as wire;
 
         #body
     }
@@ -322,4 +294,19 @@ fn serve(method: &Method, messages: &Messages) -> TokenStream {
         #receive
         reply(wire::#response { #(#writes),* })
     }
+}
+
+/// Every identifier in `tokens`.
+fn idents(tokens: TokenStream) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for tree in tokens {
+        match tree {
+            TokenTree::Ident(ident) => {
+                found.insert(ident.to_string());
+            }
+            TokenTree::Group(group) => found.extend(idents(group.stream())),
+            TokenTree::Punct(_) | TokenTree::Literal(_) => {}
+        }
+    }
+    found
 }

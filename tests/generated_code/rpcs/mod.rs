@@ -13,10 +13,10 @@ use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use proc_macro2::{Ident, Span, TokenStream, TokenTree};
-use quote::{quote, ToTokens};
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::quote;
 
-use catalogue::Group;
+use catalogue::{Group, Import};
 
 /// The groups, in the order of `Operation::ALL`.
 const GROUPS: [&str; 6] = ["disk", "filesystem", "smb", "volume", "iscsi", "system"];
@@ -86,73 +86,73 @@ fn generate(root: &Path) -> BTreeMap<String, String> {
         .collect();
     let mut files = BTreeMap::new();
     for group in &groups {
-        let one = std::slice::from_ref(group);
-        let text = source(render::api_trait(group), one);
+        let text = source(render::api_trait(group), group.interface_imports());
         files.insert(format!("src/api/{}.rs", group.file), text);
         for layout in &group.layouts {
             let name = layouts::file_name(layout);
-            let adapter = source(layouts::adapter(group, layout), one);
+            let adapter = source(layouts::adapter(group, layout), &group.imports);
             files.insert(format!("src/adapter/{}/{name}.rs", group.file), adapter);
-            let server = source(layouts::server(group, layout), one);
+            let server = source(layouts::server(group, layout), &group.imports);
             files.insert(
                 format!("src/testing/fake_proxy/{}/{name}.rs", group.file),
                 server,
             );
         }
     }
+    // Of the files made of every group, only the relays name what the
+    // entries name.
+    let interface = groups.iter().flat_map(Group::interface_imports);
     let all = [
         ("src/capability/operations.rs", render::operations(&groups)),
-        ("src/client/relays.rs", render::relays(&groups)),
         ("src/testing/sample/calls.rs", render::sample_calls(&groups)),
     ];
     for (path, tokens) in all {
-        files.insert(path.to_owned(), source(tokens, &groups));
+        files.insert(path.to_owned(), source(tokens, []));
     }
+    let relays = source(render::relays(&groups), interface);
+    files.insert("src/client/relays.rs".to_owned(), relays);
     files
 }
 
-/// A generated file's text: `tokens`, with the imports that it names of
-/// `groups`' catalogues and traits, all imports of one module in one
-/// `use`, formatted.
-fn source(tokens: TokenStream, groups: &[Group]) -> String {
+/// A generated file's text: `tokens` with its prelude, formatted. The
+/// prelude is the renderer's own `use` lines, fixed per kind of file, and
+/// the catalogue's `imports` the kind takes, each module's names in one
+/// `use`. A `use` holding a name that some file of the kind leaves unused
+/// (every catalogue name, and a renderer's `use` marked
+/// `#[allow(unused_imports)]`) is allowed to be.
+fn source<'a>(tokens: TokenStream, imports: impl IntoIterator<Item = &'a Import>) -> String {
     let mut file: syn::File = syn::parse2(tokens).expect("the renderers write Rust");
-    let mut used = idents(file.to_token_stream());
-    for item in &file.items {
-        if let syn::Item::Trait(defined) = item {
-            used.remove(&defined.ident.to_string());
-        }
-    }
-    let api_module = vec![ident("crate"), ident("api")];
-    let traits = groups.iter().map(|g| (g.api.clone(), api_module.clone()));
-    let catalogued = groups.iter().flat_map(|g| g.imports.iter().cloned());
-    let mut modules: BTreeMap<Vec<String>, BTreeSet<String>> = BTreeMap::new();
-    let mut add = |name: &Ident, module: &[Ident]| {
+    // Each module's names, and whether some may go unused.
+    let mut modules: BTreeMap<Vec<String>, (BTreeSet<String>, bool)> = BTreeMap::new();
+    let mut add = |(name, module): &Import, may_be_unused: bool| {
         let module = module.iter().map(ToString::to_string).collect();
-        modules.entry(module).or_default().insert(name.to_string());
+        let (names, allowed) = modules.entry(module).or_default();
+        names.insert(name.to_string());
+        *allowed |= may_be_unused;
     };
-    for (name, module) in catalogued.chain(traits) {
-        if used.contains(&name.to_string()) {
-            add(&name, &module);
-        }
+    for import in imports {
+        add(import, true);
     }
     // The renderers' own imports join them, but for renames (`as wire`).
     let mut kept = Vec::new();
     for item in std::mem::take(&mut file.items) {
         match item {
             syn::Item::Use(u) if !has_rename(&u.tree) => {
-                for (name, module) in catalogue::names(&u.tree, &[]) {
-                    add(&name, &module);
+                let allowed = u.attrs.iter().any(|a| a.path().is_ident("allow"));
+                for import in catalogue::names(&u.tree, &[]) {
+                    add(&import, allowed);
                 }
             }
             other => kept.push(other),
         }
     }
     let (std, others): (Vec<_>, Vec<_>) = modules.into_iter().partition(|(m, _)| m[0] == "std");
-    for (module, names) in std.into_iter().chain(others) {
+    for (module, (names, allowed)) in std.into_iter().chain(others) {
         let module = module.iter().map(|m| ident(m));
         let names = names.iter().map(|n| ident(n));
+        let allow = allowed.then(|| quote!(#[allow(unused_imports)]));
         file.items
-            .push(syn::parse2(quote!(use #(#module::)* {#(#names),*};)).unwrap());
+            .push(syn::parse2(quote!(#allow use #(#module::)* {#(#names),*};)).unwrap());
     }
     file.items.extend(kept);
     format!(
@@ -192,7 +192,8 @@ fn has_rename(tree: &syn::UseTree) -> bool {
 }
 
 /// `text` with a blank line before each item that follows another (which
-/// prettyplease leaves out), and after the module's docs.
+/// prettyplease leaves out), after the module's docs, and between the
+/// standard library's imports and the others; none between two imports.
 fn spaced(text: &str) -> String {
     const ITEM_STARTS: [&str; 12] = [
         "///",
@@ -208,41 +209,45 @@ fn spaced(text: &str) -> String {
         "mod ",
         "trait ",
     ];
+    let lines: Vec<&str> = text.lines().map(str::trim_start).collect();
     let mut out = String::new();
-    let mut previous = "";
-    for line in text.lines() {
-        let (line_trimmed, previous_trimmed) = (line.trim_start(), previous.trim_start());
-        let after_docs = previous_trimmed.starts_with("//!") && !line_trimmed.starts_with("//!");
-        let new_item = ITEM_STARTS.iter().any(|s| line_trimmed.starts_with(s))
-            && !previous_trimmed.starts_with("//")
-            && (previous_trimmed.ends_with('}') || previous_trimmed.ends_with(';'));
-        // The standard library's imports apart, above the crate's.
-        let after_std = previous_trimmed.starts_with("use std::")
-            && !line_trimmed.starts_with("use std::")
-            && line_trimmed.starts_with("use ");
-        if after_docs || new_item || after_std {
+    // Whether the import above, if the line above ends one, is of `std`.
+    let mut import_above: Option<bool> = None;
+    // Inside an import of several lines.
+    let mut inside_import = false;
+    for (i, line) in text.lines().enumerate() {
+        let (trimmed, previous) = (lines[i], i.checked_sub(1).map_or("", |p| lines[p]));
+        if inside_import {
+            inside_import = !trimmed.ends_with(';');
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        // The `use` the line starts: its own, or the one it is the attribute of.
+        let import = match trimmed {
+            "#[allow(unused_imports)]" => lines.get(i + 1).copied(),
+            _ => Some(trimmed),
+        }
+        .filter(|l| l.starts_with("use "));
+        let after_docs = previous.starts_with("//!") && !trimmed.starts_with("//!");
+        let new_item = ITEM_STARTS.iter().any(|s| trimmed.starts_with(s))
+            && !previous.starts_with("//")
+            && (previous.ends_with('}') || previous.ends_with(';'));
+        let std = import.is_some_and(|l| l.starts_with("use std::"));
+        let blank = match (import, import_above) {
+            // The standard library's imports apart, above the crate's.
+            (Some(_), Some(std_above)) => std_above && !std,
+            _ => after_docs || new_item,
+        };
+        if blank {
             out.push('\n');
         }
         out.push_str(line);
         out.push('\n');
-        previous = line;
+        import_above = import.map(|_| std);
+        inside_import = trimmed.starts_with("use ") && !trimmed.ends_with(';');
     }
     out
-}
-
-/// Every identifier in `tokens`.
-fn idents(tokens: TokenStream) -> BTreeSet<String> {
-    let mut found = BTreeSet::new();
-    for tree in tokens {
-        match tree {
-            TokenTree::Ident(ident) => {
-                found.insert(ident.to_string());
-            }
-            TokenTree::Group(group) => found.extend(idents(group.stream())),
-            TokenTree::Punct(_) | TokenTree::Literal(_) => {}
-        }
-    }
-    found
 }
 
 /// `text` as `cargo fmt` leaves it.

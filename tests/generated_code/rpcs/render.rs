@@ -170,6 +170,7 @@ fn group_operations(group: &Group) -> TokenStream {
 /// method runs as its operation on the group's lookout; one with argument
 /// checks runs them first, and a refused argument is its answer.
 pub fn relays(groups: &[Group]) -> TokenStream {
+    let apis = groups.iter().map(|g| &g.api);
     let impls = groups.iter().map(|group| {
         let api = &group.api;
         let methods = group.methods.iter().map(|method| {
@@ -221,6 +222,7 @@ pub fn relays(groups: &[Group]) -> TokenStream {
         //! for the proxy; nothing is sent.
 
         use super::handles::Handle;
+        use crate::api::{#(#apis),*};
         use crate::capability::Operation;
         use crate::error::Result;
 
@@ -231,6 +233,7 @@ pub fn relays(groups: &[Group]) -> TokenStream {
 /// `src/testing/sample/calls.rs`: a call of each operation with the
 /// sample of each argument's name.
 pub fn sample_calls(groups: &[Group]) -> TokenStream {
+    let apis = groups.iter().map(|g| &g.api);
     let impls = groups.iter().map(|group| {
         let api = &group.api;
         let arms = group.methods.iter().map(|method| {
@@ -258,6 +261,7 @@ pub fn sample_calls(groups: &[Group]) -> TokenStream {
         //! A call of each operation, each argument the sample of its name.
 
         use super::{by_name, SampleCall};
+        use crate::api::{#(#apis),*};
         use crate::capability::Operation;
         use crate::error::{Error, Result};
 

@@ -4,12 +4,23 @@
 //! The fake proxy's server of the disk layout `NumberedDisk`: the server's
 //! half of its entries in `catalogue/disk.rpcs`.
 
+#[allow(unused_imports)]
+use std::collections::BTreeMap;
+
 use super::NumberedDisk;
-use crate::adapter::disk::{NumberedDiskIds, NumberedLocations};
-use crate::adapter::fields::Bytes;
+#[allow(unused_imports)]
+use crate::adapter::disk::{
+    NumberedDiskIds, NumberedLocations, StringIdDiskIds, StringIdLocations,
+};
+#[allow(unused_imports)]
+use crate::adapter::fields::{Bytes, DecimalDisk};
+#[allow(unused_imports)]
+use crate::api::{check_name, disk_by_page83, DiskIds, DiskLocation};
 use crate::capability::DiskOperation;
 use crate::testing::fake_proxy::codec::{decode, host, reply, Answer};
-use crate::testing::fake_proxy::fields::WriteAnswer;
+#[allow(unused_imports)]
+use crate::testing::fake_proxy::fields::{ReadRequest, WriteAnswer};
+#[allow(unused_imports)]
 use crate::testing::fake_proxy::server::{not_in_layout, WireServer};
 use crate::wire::disk::v1 as wire;
 

@@ -4,13 +4,24 @@
 //! The fake proxy's server of the disk layout `StringIdDisk`: the server's
 //! half of its entries in `catalogue/disk.rpcs`.
 
+#[allow(unused_imports)]
+use std::collections::BTreeMap;
+
 use super::StringIdDisk;
-use crate::adapter::disk::{StringIdDiskIds, StringIdLocations};
+#[allow(unused_imports)]
+use crate::adapter::disk::{
+    NumberedDiskIds, NumberedLocations, StringIdDiskIds, StringIdLocations,
+};
+#[allow(unused_imports)]
 use crate::adapter::fields::{Bytes, DecimalDisk};
+#[allow(unused_imports)]
+use crate::api::{check_name, disk_by_page83, DiskIds, DiskLocation};
 use crate::capability::DiskOperation;
 use crate::testing::fake_proxy::codec::{decode, host, reply, Answer};
+#[allow(unused_imports)]
 use crate::testing::fake_proxy::fields::{ReadRequest, WriteAnswer};
-use crate::testing::fake_proxy::server::WireServer;
+#[allow(unused_imports)]
+use crate::testing::fake_proxy::server::{not_in_layout, WireServer};
 use crate::wire::disk::v1beta2 as wire;
 
 #[async_trait::async_trait]

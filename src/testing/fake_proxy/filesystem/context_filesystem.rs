@@ -5,10 +5,17 @@
 //! server's half of its entries in `catalogue/filesystem.rpcs`.
 
 use super::ContextFilesystem;
+#[allow(unused_imports)]
 use crate::adapter::fields::{LegacyError, LookedPath, PathText};
+#[allow(unused_imports)]
+use crate::adapter::filesystem::path_context;
+#[allow(unused_imports)]
+use crate::api::WindowsPath;
 use crate::capability::FilesystemOperation;
 use crate::testing::fake_proxy::codec::{decode, host, reply, Answer};
+#[allow(unused_imports)]
 use crate::testing::fake_proxy::fields::{ReadRequest, WriteAnswer};
+#[allow(unused_imports)]
 use crate::testing::fake_proxy::server::{not_in_layout, WireServer};
 use crate::wire::filesystem::v1beta1 as wire;
 

@@ -5,11 +5,18 @@
 //! server's half of its entries in `catalogue/filesystem.rpcs`.
 
 use super::PlainFilesystem;
-use crate::adapter::fields::{LookedPath, PathText};
+#[allow(unused_imports)]
+use crate::adapter::fields::{LegacyError, LookedPath, PathText};
+#[allow(unused_imports)]
+use crate::adapter::filesystem::path_context;
+#[allow(unused_imports)]
+use crate::api::WindowsPath;
 use crate::capability::FilesystemOperation;
 use crate::testing::fake_proxy::codec::{decode, host, reply, Answer};
-use crate::testing::fake_proxy::fields::ReadRequest;
-use crate::testing::fake_proxy::server::WireServer;
+#[allow(unused_imports)]
+use crate::testing::fake_proxy::fields::{ReadRequest, WriteAnswer};
+#[allow(unused_imports)]
+use crate::testing::fake_proxy::server::{not_in_layout, WireServer};
 use crate::wire::filesystem::v2alpha1 as wire;
 
 #[async_trait::async_trait]

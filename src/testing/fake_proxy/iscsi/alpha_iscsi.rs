@@ -5,12 +5,18 @@
 //! of its entries in `catalogue/iscsi.rpcs`.
 
 use super::AlphaIscsi;
+#[allow(unused_imports)]
 use crate::adapter::fields::{DecimalDisks, Iqn};
+#[allow(unused_imports)]
 use crate::adapter::iscsi::{Portal, Portals};
+#[allow(unused_imports)]
+use crate::api::{check_target, IscsiAuth, Secret, TargetPortal};
 use crate::capability::IscsiOperation;
 use crate::testing::fake_proxy::codec::{decode, host, reply, Answer};
+#[allow(unused_imports)]
 use crate::testing::fake_proxy::fields::{ReadRequest, WriteAnswer};
-use crate::testing::fake_proxy::server::WireServer;
+#[allow(unused_imports)]
+use crate::testing::fake_proxy::server::{not_in_layout, WireServer};
 use crate::wire::iscsi::v1alpha2 as wire;
 
 #[async_trait::async_trait]

@@ -5,11 +5,16 @@
 //! half of its entries in `catalogue/smb.rpcs`.
 
 use super::ErrorFieldSmb;
+#[allow(unused_imports)]
 use crate::adapter::fields::{LegacyError, ShareText};
+#[allow(unused_imports)]
+use crate::api::{SmbMapping, SmbRemotePath};
 use crate::capability::SmbOperation;
 use crate::testing::fake_proxy::codec::{decode, host, reply, Answer};
+#[allow(unused_imports)]
 use crate::testing::fake_proxy::fields::{ReadRequest, WriteAnswer};
-use crate::testing::fake_proxy::server::WireServer;
+#[allow(unused_imports)]
+use crate::testing::fake_proxy::server::{not_in_layout, WireServer};
 use crate::wire::smb::v1beta1 as wire;
 
 #[async_trait::async_trait]

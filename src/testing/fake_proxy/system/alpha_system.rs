@@ -5,13 +5,18 @@
 //! half of its entries in `catalogue/system.rpcs`.
 
 use super::AlphaSystem;
+#[allow(unused_imports)]
 use crate::adapter::fields::ServiceName;
+#[allow(unused_imports)]
 use crate::adapter::system::{StartTypeNumber, StatusNumber};
-use crate::api::ServiceInfo;
+#[allow(unused_imports)]
+use crate::api::{check_name, ServiceInfo};
 use crate::capability::SystemOperation;
 use crate::testing::fake_proxy::codec::{decode, host, reply, Answer};
+#[allow(unused_imports)]
 use crate::testing::fake_proxy::fields::{ReadRequest, WriteAnswer};
-use crate::testing::fake_proxy::server::WireServer;
+#[allow(unused_imports)]
+use crate::testing::fake_proxy::server::{not_in_layout, WireServer};
 use crate::wire::system::v1alpha1 as wire;
 
 #[async_trait::async_trait]

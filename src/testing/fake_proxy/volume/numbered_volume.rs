@@ -5,12 +5,16 @@
 //! half of its entries in `catalogue/volume.rpcs`.
 
 use super::NumberedVolume;
-use crate::adapter::fields::{Bytes, PathText, VolumeText};
-use crate::api::VolumeStats;
+#[allow(unused_imports)]
+use crate::adapter::fields::{Bytes, PathText, VolumeText, WideDisk};
+#[allow(unused_imports)]
+use crate::api::{list_volumes_operation, VolumeId, VolumeStats, WindowsPath};
 use crate::capability::VolumeOperation;
 use crate::testing::fake_proxy::codec::{decode, host, reply, Answer};
+#[allow(unused_imports)]
 use crate::testing::fake_proxy::fields::{ReadRequest, WriteAnswer};
-use crate::testing::fake_proxy::server::WireServer;
+#[allow(unused_imports)]
+use crate::testing::fake_proxy::server::{not_in_layout, WireServer};
 use crate::wire::volume::v2alpha1 as wire;
 
 #[async_trait::async_trait]

@@ -5,10 +5,15 @@
 //! half of its entries in `catalogue/volume.rpcs`.
 
 use super::StringIdVolume;
+#[allow(unused_imports)]
 use crate::adapter::fields::{Bytes, PathText, VolumeText, WideDisk};
+#[allow(unused_imports)]
+use crate::api::{list_volumes_operation, VolumeId, VolumeStats, WindowsPath};
 use crate::capability::VolumeOperation;
 use crate::testing::fake_proxy::codec::{decode, host, reply, Answer};
+#[allow(unused_imports)]
 use crate::testing::fake_proxy::fields::{ReadRequest, WriteAnswer};
+#[allow(unused_imports)]
 use crate::testing::fake_proxy::server::{not_in_layout, WireServer};
 use crate::wire::volume::v1beta2 as wire;
 
