@@ -136,17 +136,13 @@ impl Mounter {
             target.target_key(),
             target.lun
         );
-        let inner = self.inner.clone();
         let (volume, target, path) = (volume.to_owned(), target.clone(), staging.clone());
-        let work = async move {
+        self.in_flight(staging.as_str(), request, |inner| async move {
             // Inside the flight: a call that ran before changed the records.
             inner.check_staged_for(&volume, &path)?;
             inner.stage_iscsi(&volume, &target, &path).await
-        };
-        self.inner
-            .flights
-            .run(staging.as_str(), request, work)
-            .await
+        })
+        .await
     }
 
     /// `NodeUnstageVolume` of an iSCSI volume: unstages its disk as
@@ -163,16 +159,12 @@ impl Mounter {
     ) -> Result<Change> {
         check_volume(volume)?;
         let request = format!("unstage-iscsi {volume} offline={}", disk.offline());
-        let inner = self.inner.clone();
         let (volume, path) = (volume.to_owned(), staging.clone());
-        let work = async move {
+        self.in_flight(staging.as_str(), request, |inner| async move {
             inner.check_staged_for(&volume, &path)?;
             inner.unstage_iscsi(&volume, &path, disk.offline()).await
-        };
-        self.inner
-            .flights
-            .run(staging.as_str(), request, work)
-            .await
+        })
+        .await
     }
 }
 

@@ -46,16 +46,16 @@ impl Mounter {
         staging: &WindowsPath,
         target: &WindowsPath,
     ) -> Result<Change> {
-        let (inner, staging2, target2) = (self.inner.clone(), staging.clone(), target.clone());
         let request = format!("publish {volume:?} {}", key(staging.as_str()));
+        let (staging, path) = (staging.clone(), target.clone());
         let volume = volume.map(str::to_owned);
-        let work = async move {
+        self.in_flight(target.as_str(), request, |inner| async move {
             if let Some(volume) = &volume {
-                inner.check_staged_for(volume, &staging2)?;
+                inner.check_staged_for(volume, &staging)?;
             }
-            inner.publish(volume.as_deref(), &staging2, &target2).await
-        };
-        self.inner.flights.run(target.as_str(), request, work).await
+            inner.publish(volume.as_deref(), &staging, &path).await
+        })
+        .await
     }
 
     /// `NodeUnpublishVolume`: removes the link (or the empty folder) at
@@ -84,18 +84,15 @@ impl Mounter {
         volume: Option<&str>,
         target: &WindowsPath,
     ) -> Result<Change> {
-        let (inner, target2) = (self.inner.clone(), target.clone());
-        let volume = volume.map(str::to_owned);
         let request = format!("unpublish {volume:?}");
-        self.inner
-            .flights
-            .run(target.as_str(), request, async move {
-                if let Some(volume) = &volume {
-                    inner.check_published_for(volume, &target2)?;
-                }
-                inner.unpublish(&target2).await
-            })
-            .await
+        let (volume, path) = (volume.map(str::to_owned), target.clone());
+        self.in_flight(target.as_str(), request, |inner| async move {
+            if let Some(volume) = &volume {
+                inner.check_published_for(volume, &path)?;
+            }
+            inner.unpublish(&path).await
+        })
+        .await
     }
 }
 

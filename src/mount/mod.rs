@@ -86,6 +86,7 @@ mod unstage;
 mod usage;
 mod volume_ids;
 
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -247,6 +248,19 @@ impl Mounter {
     /// The proxy it works through.
     pub fn proxy(&self) -> &CsiProxy {
         &self.inner.proxy
+    }
+
+    /// Runs `work` on the mounter's shared state under `key` in a task of
+    /// its own, where a repeat of the same `request` joins it (see
+    /// [`Flights::run`]): every call's preamble, once.
+    async fn in_flight<T, F, Fut>(&self, key: &str, request: String, work: F) -> Result<T>
+    where
+        T: Clone + Send + Sync + 'static,
+        F: FnOnce(Arc<Inner>) -> Fut,
+        Fut: Future<Output = Result<T>> + Send + 'static,
+    {
+        let work = work(Arc::clone(&self.inner));
+        self.inner.flights.run(key, request, work).await
     }
 }
 

@@ -138,20 +138,18 @@ impl Mounter {
         staging: &WindowsPath,
         formatting: Formatting,
     ) -> Result<Staged> {
-        let inner = self.inner.clone();
-        let (selector, staging) = (selector.clone(), staging.clone());
-        let volume = volume.map(str::to_owned);
         // A stage for another volume ID joins nothing: it is checked.
         let request = format!("stage {volume:?} {selector}");
-        let key = staging.as_str().to_owned();
-        let work = async move {
+        let (selector, path) = (selector.clone(), staging.clone());
+        let volume = volume.map(str::to_owned);
+        self.in_flight(staging.as_str(), request, |inner| async move {
             let stage = DiskStage {
                 volume: volume.as_deref(),
                 formatting,
             };
-            inner.stage_disk(&selector, &staging, stage).await
-        };
-        self.inner.flights.run(&key, request, work).await
+            inner.stage_disk(&selector, &path, stage).await
+        })
+        .await
     }
 }
 

@@ -111,18 +111,15 @@ impl Mounter {
         staging: &WindowsPath,
         offline: bool,
     ) -> Result<Change> {
-        let inner = self.inner.clone();
-        let key = staging.as_str().to_owned();
-        let staging = staging.clone();
         let request = format!("unstage {volume:?} offline={offline}");
-        let volume = volume.map(str::to_owned);
-        let work = async move {
+        let (volume, path) = (volume.map(str::to_owned), staging.clone());
+        self.in_flight(staging.as_str(), request, |inner| async move {
             if let Some(volume) = &volume {
-                inner.check_staged_for(volume, &staging)?;
+                inner.check_staged_for(volume, &path)?;
             }
-            inner.unstage_disk(&staging, offline).await
-        };
-        self.inner.flights.run(&key, request, work).await
+            inner.unstage_disk(&path, offline).await
+        })
+        .await
     }
 }
 

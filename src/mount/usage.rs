@@ -63,11 +63,12 @@ impl Mounter {
         required_bytes: Option<u64>,
     ) -> Result<Expanded> {
         let volume = self.inner.staged_volume_under(disk, volume_path).await?;
-        let inner = self.inner.clone();
-        let key = volume.as_str().to_owned();
-        let work = async move { inner.expand(&volume, required_bytes).await };
         let request = format!("expand {required_bytes:?}");
-        self.inner.flights.run(&key, request, work).await
+        let key = volume.as_str().to_owned();
+        self.in_flight(&key, request, |inner| async move {
+            inner.expand(&volume, required_bytes).await
+        })
+        .await
     }
 
     /// `NodeGetVolumeStats` of the disk `disk` names, at `volume_path` (its

@@ -44,10 +44,11 @@ impl Mounter {
         // The share's key, which its stages and unstages hold too.
         let key = format!("share {root}");
         let request = format!("rotate {}", credentials.request_tag());
-        let inner = self.inner.clone();
         let (share, credentials) = (share.clone(), credentials.clone());
-        let work = async move { inner.rotate(&share, &root, &credentials).await };
-        self.inner.flights.run(&key, request, work).await
+        self.in_flight(&key, request, |inner| async move {
+            inner.rotate(&share, &root, &credentials).await
+        })
+        .await
     }
 }
 

@@ -158,18 +158,14 @@ impl Mounter {
             key(share.as_str()),
             credentials.request_tag()
         );
-        let inner = self.inner.clone();
         let (volume, share) = (volume.to_owned(), share.clone());
         let (credentials, path) = (credentials.clone(), staging.clone());
-        let work = async move {
+        self.in_flight(staging.as_str(), request, |inner| async move {
             // Inside the flight: a call that ran before changed the records.
             inner.check_staged_for(&volume, &path)?;
             inner.stage_smb(&volume, &share, &credentials, &path).await
-        };
-        self.inner
-            .flights
-            .run(staging.as_str(), request, work)
-            .await
+        })
+        .await
     }
 
     /// `NodeUnstageVolume` of an SMB share: removes the link at `staging`
@@ -184,16 +180,12 @@ impl Mounter {
     pub async fn unstage_smb(&self, volume: &str, staging: &WindowsPath) -> Result<Change> {
         check_volume(volume)?;
         let request = format!("unstage-smb {volume}");
-        let inner = self.inner.clone();
         let (volume, path) = (volume.to_owned(), staging.clone());
-        let work = async move {
+        self.in_flight(staging.as_str(), request, |inner| async move {
             inner.check_staged_for(&volume, &path)?;
             inner.unstage_smb(&volume, &path).await
-        };
-        self.inner
-            .flights
-            .run(staging.as_str(), request, work)
-            .await
+        })
+        .await
     }
 }
 
