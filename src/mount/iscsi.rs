@@ -139,7 +139,7 @@ impl Mounter {
         let (volume, target, path) = (volume.to_owned(), target.clone(), staging.clone());
         self.in_flight(staging.as_str(), request, |inner| async move {
             // Inside the flight: a call that ran before changed the records.
-            inner.check_staged_for(&volume, &path)?;
+            inner.paths.check_staged_for(&volume, &path)?;
             inner.stage_iscsi(&volume, &target, &path).await
         })
         .await
@@ -161,7 +161,7 @@ impl Mounter {
         let request = format!("unstage-iscsi {volume} offline={}", disk.offline());
         let (volume, path) = (volume.to_owned(), staging.clone());
         self.in_flight(staging.as_str(), request, |inner| async move {
-            inner.check_staged_for(&volume, &path)?;
+            inner.paths.check_staged_for(&volume, &path)?;
             inner.unstage_iscsi(&volume, &path, disk.offline()).await
         })
         .await

@@ -76,15 +76,13 @@ mod flight;
 mod iscsi;
 mod journal;
 mod links;
-mod path_state;
+mod paths;
 mod reconcile;
-mod removal;
 mod share_space;
 mod smb;
 mod stage;
 mod unstage;
 mod usage;
-mod volume_ids;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -95,7 +93,7 @@ use std::time::Duration;
 pub(crate) use disks::on_boot_adapter;
 pub use disks::{DiskCandidate, DiskSelector};
 pub use iscsi::IscsiVolume;
-pub use path_state::PathState;
+pub use paths::PathState;
 pub use reconcile::ReconcileReport;
 pub use share_space::{NodeShareSpace, ShareSpace};
 pub use smb::{Rotated, SmbCredentials, SmbMappingRemoval};
@@ -110,6 +108,7 @@ use flight::Flights;
 #[cfg(feature = "csi")]
 pub(crate) use journal::hold_state_folder;
 use journal::Journal;
+use paths::Paths;
 
 /// Whether a call changed the host.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -165,8 +164,10 @@ impl std::fmt::Debug for Mounter {
 /// What the operations share: the proxy, the journal, the keys in use.
 pub(crate) struct Inner {
     proxy: CsiProxy,
-    journal: Journal,
+    journal: Arc<Journal>,
     flights: Arc<Flights>,
+    /// What is at a path, and what the mounter may make and remove there.
+    paths: Arc<Paths>,
     /// Per SMB share: what is decided once, and what runs beside.
     shares: smb::ShareGates,
     /// The disk listings and rescans concurrent finders share.
@@ -362,12 +363,15 @@ impl MounterBuilder {
     /// folder cannot be made or read, or holds a journal this version
     /// cannot read.
     pub fn build(self) -> Result<Mounter> {
-        let journal = Journal::open(&self.state_dir)?;
+        let journal = Arc::new(Journal::open(&self.state_dir)?);
+        let kubelet_dir = self.settings.kubelet_dir.clone();
+        let paths = Paths::new(self.proxy.clone(), Arc::clone(&journal), kubelet_dir);
         Ok(Mounter {
             inner: Arc::new(Inner {
                 proxy: self.proxy,
                 journal,
                 flights: Arc::default(),
+                paths: Arc::new(paths),
                 shares: smb::ShareGates::default(),
                 looks: disks::Looks::default(),
                 settings: self.settings,

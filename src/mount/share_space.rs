@@ -81,7 +81,7 @@ impl Mounter {
         share: &SmbRemotePath,
         volume_path: &WindowsPath,
     ) -> Result<Option<FsStats>> {
-        let staged = self.inner.share_behind(volume_path);
+        let staged = self.inner.paths.share_behind(volume_path);
         if staged.is_none_or(|staged| key(staged.as_str()) != key(share.as_str())) {
             return Err(Error::NotFound {
                 what: format!("the share {share} at {volume_path}"),

@@ -9,7 +9,7 @@ use super::again::{idempotent, never};
 use super::beside::beside;
 use super::disks::DiskSelector;
 use super::journal::{key, StageRecord};
-use super::path_state::conflict;
+use super::paths::conflict;
 use super::{Change, Inner, Mounter, PathState};
 use crate::api::{VolumeId, WindowsPath};
 use crate::client::CallOptions;
@@ -169,14 +169,15 @@ impl Inner {
         stage: DiskStage<'_>,
     ) -> Result<Staged> {
         if let Some(volume) = stage.volume {
-            self.check_staged_for(volume, staging)?;
+            self.paths.check_staged_for(volume, staging)?;
         }
-        let recorded = (self.recorded_stage(staging))
+        let recorded = (self.paths.recorded_stage(staging))
             .filter(|recorded| recorded.selector == selector.to_string());
         // A repeat: the volume this mounter staged there for this selector
         // is still there. Its disk is asked beside the look at the path.
         if let Some(StageRecord { volume, .. }) = recorded {
-            let (found, disk) = beside(self.inspect(staging, true), self.disk_of(&volume)).await?;
+            let (found, disk) =
+                beside(self.paths.inspect(staging, true), self.disk_of(&volume)).await?;
             if found.volume() == Some(&volume) {
                 return Ok(unchanged(disk?, volume));
             }
@@ -189,7 +190,7 @@ impl Inner {
         // A first stage: the disk is looked for beside the look at the
         // path, and not waited for when the path is another's.
         let look = async {
-            let found = self.inspect(staging, true).await?;
+            let found = self.paths.inspect(staging, true).await?;
             let mounted = mounted_at(staging, &found)?;
             Ok((found, mounted))
         };
@@ -239,13 +240,6 @@ impl Inner {
             onlined,
             partitioned,
             formatted,
-        })
-    }
-
-    /// What the journal says this mounter staged at `staging`.
-    pub(super) fn recorded_stage(&self, staging: &WindowsPath) -> Option<StageRecord> {
-        self.journal.view(|records| {
-            (records.stages.get(&key(staging.as_str()))).map(|(_, stage)| stage.clone())
         })
     }
 
@@ -545,15 +539,15 @@ impl Inner {
         found: &PathState,
     ) -> Result<()> {
         match found {
-            PathState::Absent => self.make_folder(staging).await?,
-            PathState::Link { .. } => self.replace_with_folder(staging, found).await?,
+            PathState::Absent => self.paths.make_folder(staging).await?,
+            PathState::Link { .. } => self.paths.replace_with_folder(staging, found).await?,
             _ => {}
         }
         let api = self.proxy.volume()?;
         let Err(error) = api.mount_volume(volume, staging).await else {
             return Ok(());
         };
-        match self.mounted_volume(staging).await? {
+        match self.paths.mounted_volume(staging).await? {
             Some(there) if there == *volume => Ok(()),
             Some(other) => Err(conflict(
                 staging,
@@ -563,7 +557,7 @@ impl Inner {
             // could not tell from one: replaced, then mounted, if it is
             // the mounter's (a file reads so too).
             None if error.host_cause() == Some(HostCause::PathNotFound) => {
-                self.replace_with_folder(staging, found).await?;
+                self.paths.replace_with_folder(staging, found).await?;
                 api.mount_volume(volume, staging).await
             }
             None if error.host_cause() == Some(HostCause::DirectoryNotEmpty) => {
@@ -573,23 +567,6 @@ impl Inner {
             None if error.may_have_run() => api.mount_volume(volume, staging).await,
             None => Err(error),
         }
-    }
-
-    /// Removes what was `found` at `path` (on proof that it is the
-    /// mounter's to remove: a link, or an empty folder) and makes an empty
-    /// folder there.
-    async fn replace_with_folder(&self, path: &WindowsPath, found: &PathState) -> Result<()> {
-        self.remove_found(path, found).await?;
-        self.make_folder(path).await
-    }
-
-    /// Makes the folder `path`, and records it as made here.
-    async fn make_folder(&self, path: &WindowsPath) -> Result<()> {
-        self.journal
-            .update(|records| records.made.insert(key(path.as_str()), path.clone()))
-            .await?;
-        let filesystem = self.proxy.filesystem()?;
-        idempotent(|| filesystem.mkdir(path), never).await
     }
 }
 

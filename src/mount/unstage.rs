@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::again::{idempotent, never};
 use super::beside::beside;
 use super::journal::{key, LinkTo, UnstageRecord};
-use super::path_state::conflict;
+use super::paths::conflict;
 use super::{check_volume, Change, Inner, Mounter, PathState};
 use crate::api::{VolumeId, WindowsPath};
 use crate::error::{Error, Result};
@@ -115,7 +115,7 @@ impl Mounter {
         let (volume, path) = (volume.map(str::to_owned), staging.clone());
         self.in_flight(staging.as_str(), request, |inner| async move {
             if let Some(volume) = &volume {
-                inner.check_staged_for(volume, &path)?;
+                inner.paths.check_staged_for(volume, &path)?;
             }
             inner.unstage_disk(&path, offline).await
         })
@@ -131,7 +131,7 @@ impl Inner {
     ) -> Result<Change> {
         let path_key = key(staging.as_str());
         // Read before this unstage records itself.
-        let known = self.recorded_path(staging);
+        let known = self.paths.recorded_path(staging);
         let (left, staged) = self.journal.view(|records| {
             let left = records.unstages.get(&path_key).cloned();
             let staged = records.stages.get(&path_key).map(|(_, s)| s.volume.clone());
@@ -194,14 +194,14 @@ impl Inner {
             }
             PathState::VolumeMount { volume } => {
                 self.unmount(&volume, staging).await?;
-                self.remove_unforced(staging).await?;
+                self.paths.remove_unforced(staging).await?;
                 changed = true;
             }
             // No volume there, the host said: a folder, or a link, at a
             // path the journal records; only on proof that it holds
             // nothing.
             found @ (PathState::Directory | PathState::Link { .. }) => {
-                changed = self.remove_found(staging, &found).await?;
+                changed = self.paths.remove_found(staging, &found).await?;
             }
         }
         if let (true, Some(volume)) = (work.offline, &work.volume) {
@@ -228,16 +228,16 @@ impl Inner {
     /// beside `GetVolumeIDFromTargetPath`.
     async fn look_to_unstage(&self, staging: &WindowsPath, known: bool) -> Result<PathState> {
         if known {
-            return match self.mounted_volume(staging).await? {
+            return match self.paths.mounted_volume(staging).await? {
                 Some(volume) => Ok(PathState::VolumeMount { volume }),
-                None => self.inspect(staging, false).await,
+                None => self.paths.inspect(staging, false).await,
             };
         }
-        let recorded = self.recorded_link(staging);
-        let (at, probed) = tokio::join!(self.volume_at(staging), self.probe(staging));
-        match self.mounted_volume_of(staging, at).await? {
+        let recorded = self.paths.recorded_link(staging);
+        let (at, probed) = tokio::join!(self.paths.volume_at(staging), self.paths.probe(staging));
+        match self.paths.mounted_volume_of(staging, at).await? {
             Some(volume) => Ok(PathState::VolumeMount { volume }),
-            None => (self.inspect_probed(staging, false, recorded, probed)).await,
+            None => (self.paths.inspect_probed(staging, false, recorded, probed)).await,
         }
     }
 
@@ -255,7 +255,7 @@ impl Inner {
                     .to_owned(),
             });
         }
-        Ok(Change::of(self.remove_found(staging, found).await?))
+        Ok(Change::of(self.paths.remove_found(staging, found).await?))
     }
 
     /// Flushes `volume` and unmounts it from `staging`; a volume that is
@@ -268,7 +268,7 @@ impl Inner {
         }
         match api.unmount_volume(volume, staging).await {
             Ok(()) => Ok(()),
-            Err(error) => match self.mounted_volume(staging).await? {
+            Err(error) => match self.paths.mounted_volume(staging).await? {
                 None => Ok(()),
                 // Its answer was lost, and the volume is still there.
                 Some(_) if error.may_have_run() => api.unmount_volume(volume, staging).await,
@@ -319,7 +319,7 @@ impl Inner {
             .await?;
         let foreign: Vec<&VolumeId> = volumes
             .iter()
-            .filter(|other| *other != volume && !self.staged_anywhere(other))
+            .filter(|other| *other != volume && !self.paths.staged_anywhere(other))
             .collect();
         if !foreign.is_empty() {
             tracing::warn!(

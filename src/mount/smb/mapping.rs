@@ -6,7 +6,7 @@ use crate::api::{SmbMapping, SmbRemotePath};
 use crate::error::{Error, Result};
 use crate::host_cause::HostCause;
 use crate::mount::journal::{MappingKey, Records};
-use crate::mount::path_state::conflict_at;
+use crate::mount::paths::conflict_at;
 use crate::mount::{Change, Inner, Mounter};
 
 /// What [`Mounter::rotate_smb_credentials`] did.

@@ -21,7 +21,7 @@ mod stage;
 use std::sync::Arc;
 
 use super::journal::{key, LinkTo};
-use super::path_state::conflict;
+use super::paths::conflict;
 use super::{check_volume, Change, Inner, Mounter, PathState};
 use crate::api::{Secret, SmbRemotePath, WindowsPath};
 use crate::error::{Error, Result};
@@ -162,7 +162,7 @@ impl Mounter {
         let (credentials, path) = (credentials.clone(), staging.clone());
         self.in_flight(staging.as_str(), request, |inner| async move {
             // Inside the flight: a call that ran before changed the records.
-            inner.check_staged_for(&volume, &path)?;
+            inner.paths.check_staged_for(&volume, &path)?;
             inner.stage_smb(&volume, &share, &credentials, &path).await
         })
         .await
@@ -182,7 +182,7 @@ impl Mounter {
         let request = format!("unstage-smb {volume}");
         let (volume, path) = (volume.to_owned(), staging.clone());
         self.in_flight(staging.as_str(), request, |inner| async move {
-            inner.check_staged_for(&volume, &path)?;
+            inner.paths.check_staged_for(&volume, &path)?;
             inner.unstage_smb(&volume, &path).await
         })
         .await
@@ -235,14 +235,14 @@ impl Inner {
         // link whose share is gone fails, and removing a link never
         // touches the share.
         let mut changed = match recorded_share {
-            Some(_) => self.remove_if_there(staging).await?,
-            None => match self.inspect(staging, false).await? {
+            Some(_) => self.paths.remove_if_there(staging).await?,
+            None => match self.paths.inspect(staging, false).await? {
                 PathState::VolumeMount { .. } => {
                     return Err(conflict(staging, "a volume is mounted there"))
                 }
                 // What no record names goes only on proof that it holds
                 // nothing.
-                found => self.remove_found(staging, &found).await?,
+                found => self.paths.remove_found(staging, &found).await?,
             },
         };
         if let Some(root) = &root {

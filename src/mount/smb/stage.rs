@@ -13,7 +13,7 @@ use crate::mount::beside::beside;
 use crate::mount::fan_out;
 use crate::mount::fingerprint::Fingerprint;
 use crate::mount::journal::{key, Lease, LinkTo, ShareRecord};
-use crate::mount::path_state::conflict;
+use crate::mount::paths::conflict;
 use crate::mount::{Change, Inner, PathState};
 
 /// What the journal said of a share before a stage took its lease.
@@ -140,7 +140,7 @@ impl Inner {
                 if ours_if_made {
                     self.mapping_made(&root).await?;
                 }
-                return match self.probe(staging).await? {
+                return match self.paths.probe(staging).await? {
                     Some(true) => self.mapping_works(&root, share, held).await,
                     _ => Err(folder_missing(share, staging)),
                 };
@@ -150,7 +150,7 @@ impl Inner {
         if error.may_have_run() {
             // Looked at: the link there, and answering, is the stage done.
             // Otherwise the records stay for the retry (or reconcile).
-            if matches!(self.probe(staging).await, Ok(Some(true))) {
+            if matches!(self.paths.probe(staging).await, Ok(Some(true))) {
                 if ours_if_made {
                     self.mapping_made(&root).await?;
                 }
@@ -179,9 +179,9 @@ impl Inner {
         root: &str,
         gate: &ShareGate,
     ) -> Result<Found> {
-        match self.recorded_link(staging) {
+        match self.paths.recorded_link(staging) {
             Some(LinkTo::Smb(remote)) if key(remote.as_str()) == key(share.as_str()) => {
-                match self.probe(staging).await {
+                match self.paths.probe(staging).await {
                     Ok(Some(true)) => return Ok(Found::Staged),
                     Ok(None) => {}
                     // Leads nowhere, without Windows refusing the share:
@@ -189,13 +189,13 @@ impl Inner {
                     // a reboot), or the link with this volume's folder
                     // gone from the share. It goes, and the mapping stays;
                     // the new link is looked through after the stage.
-                    Ok(Some(false)) => self.remove_unforced(staging).await?,
+                    Ok(Some(false)) => self.paths.remove_unforced(staging).await?,
                     // Windows' reason for the share: the mapping behind
                     // the link is gone or broken. The link goes, and the
                     // mapping too unless another volume still reaches the
                     // share through it.
                     Err(Error::Host { .. }) => {
-                        self.remove_unforced(staging).await?;
+                        self.paths.remove_unforced(staging).await?;
                         let mut alone = gate.alone().await;
                         if alone.refusal_settled != Some(alone.generation) {
                             let elsewhere = self.share_answers_elsewhere(root, volume);
@@ -209,7 +209,7 @@ impl Inner {
                     Err(error) => return Err(error),
                 }
             }
-            _ => match self.inspect(staging, false).await? {
+            _ => match self.paths.inspect(staging, false).await? {
                 PathState::Absent => {}
                 // An empty folder (kubelet's), a link that leads nowhere,
                 // or one no record names that leads to no volume (a
@@ -220,7 +220,7 @@ impl Inner {
                     target: None,
                     volume: None,
                     ..
-                }) => drop(self.remove_found(staging, &found).await?),
+                }) => drop(self.paths.remove_found(staging, &found).await?),
                 other => return Err(conflict(staging, other)),
             },
         }
@@ -357,7 +357,7 @@ impl Inner {
         if alone.generation == seen {
             tracing::info!(%share, %error, "the share's mapping is stale: making it again");
             // The link first: while it cannot go, the mapping stays as it is.
-            if let Err(error) = self.remove_if_there(staging).await {
+            if let Err(error) = self.paths.remove_if_there(staging).await {
                 return (Held::Alone(alone), Err(error));
             }
             self.remove_mapping_quietly(share).await;
@@ -382,7 +382,7 @@ impl Inner {
         fan_out::any(others, LOOKS_AT_ONCE, |staging| {
             let inner = self.clone();
             async move {
-                match inner.probe(&staging).await {
+                match inner.paths.probe(&staging).await {
                     Ok(None) | Err(Error::Host { .. }) => false,
                     Ok(Some(_)) | Err(_) => true,
                 }
