@@ -77,6 +77,7 @@ mod iscsi;
 mod journal;
 mod links;
 mod paths;
+mod prepare;
 mod reconcile;
 mod share_space;
 mod smb;
@@ -168,11 +169,15 @@ pub(crate) struct Inner {
     flights: Arc<Flights>,
     /// What is at a path, and what the mounter may make and remove there.
     paths: Arc<Paths>,
+    /// Disks found by selector or volume.
+    disks: disks::DiskFinder,
+    /// A disk made ready: online, partitioned, formatted.
+    prep: prepare::DiskPrep,
+    /// The iSCSI targets' sessions and leases.
+    targets: iscsi::Targets,
     /// Per SMB share: what is decided once, and what runs beside.
     shares: smb::ShareGates,
-    /// The disk listings and rescans concurrent finders share.
-    looks: disks::Looks,
-    settings: Settings,
+    settings: Arc<Settings>,
     /// How a share's size is measured.
     share_space: Arc<dyn ShareSpace>,
     /// The share measures that may run at once.
@@ -364,17 +369,29 @@ impl MounterBuilder {
     /// cannot read.
     pub fn build(self) -> Result<Mounter> {
         let journal = Arc::new(Journal::open(&self.state_dir)?);
-        let kubelet_dir = self.settings.kubelet_dir.clone();
-        let paths = Paths::new(self.proxy.clone(), Arc::clone(&journal), kubelet_dir);
+        let (proxy, settings) = (self.proxy, Arc::new(self.settings));
+        let flights = Arc::<Flights>::default();
+        let kubelet_dir = settings.kubelet_dir.clone();
+        let paths = Paths::new(proxy.clone(), Arc::clone(&journal), kubelet_dir);
+        let disks = disks::DiskFinder::new(proxy.clone(), settings.poll_interval);
+        let prep = prepare::DiskPrep::new(proxy.clone(), journal.clone(), settings.clone());
+        let targets = iscsi::Targets::new(
+            proxy.clone(),
+            journal.clone(),
+            flights.clone(),
+            settings.clone(),
+        );
         Ok(Mounter {
             inner: Arc::new(Inner {
-                proxy: self.proxy,
+                proxy,
                 journal,
-                flights: Arc::default(),
+                flights,
                 paths: Arc::new(paths),
+                disks,
+                prep,
+                targets,
                 shares: smb::ShareGates::default(),
-                looks: disks::Looks::default(),
-                settings: self.settings,
+                settings,
                 share_space: self.share_space.unwrap_or_else(|| Arc::new(NodeShareSpace)),
                 measures: Arc::new(tokio::sync::Semaphore::new(share_space::MEASURES_AT_ONCE)),
             }),

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::journal::{key, LinkTo};
-use super::stage::unix_millis;
+use super::prepare::unix_millis;
 use super::{fan_out, DiskAfterUnstage, Inner, Mounter, PathState};
 use crate::api::WindowsPath;
 use crate::error::{Error, Result};

@@ -150,7 +150,7 @@ impl Inner {
         let (found, disk) = match &offline_of {
             Some(volume) => {
                 let look = self.look_to_unstage(staging, known);
-                let (found, disk) = beside(look, self.disk_of(volume)).await?;
+                let (found, disk) = beside(look, self.disks.disk_of(volume)).await?;
                 (found, Some(disk))
             }
             None => (self.look_to_unstage(staging, known).await?, None),
@@ -207,7 +207,7 @@ impl Inner {
         if let (true, Some(volume)) = (work.offline, &work.volume) {
             let disk = match disk {
                 Some(disk) => disk,
-                None => self.disk_of(volume).await,
+                None => self.disks.disk_of(volume).await,
             };
             changed |= self.take_offline(volume, disk, &path_key).await?;
         }
@@ -219,6 +219,32 @@ impl Inner {
                 records.made.remove(&path_key);
             })
             .await?;
+        Ok(Change::of(changed))
+    }
+
+    /// [`Mounter::unstage_iscsi`]: the disk unstaged, then the lease
+    /// taken for `staging` dropped.
+    pub(super) async fn unstage_iscsi(
+        self: &Arc<Self>,
+        volume: &str,
+        staging: &WindowsPath,
+        offline: bool,
+    ) -> Result<Change> {
+        let mut changed = self.unstage_disk(staging, offline).await?.changed();
+        // Only the lease taken for this path: the session stays under a
+        // stage of the volume at another path.
+        let path_key = key(staging.as_str());
+        let leased = self.journal.view(|records| {
+            let target_key = records.target_leased_at(volume, &path_key)?;
+            let record = records.targets.get(target_key)?.clone();
+            Some((target_key.to_owned(), record))
+        });
+        if let Some((target_key, record)) = leased {
+            changed |= self
+                .targets
+                .release_target(&target_key, &record, volume)
+                .await?;
+        }
         Ok(Change::of(changed))
     }
 

@@ -118,8 +118,8 @@ impl Inner {
         {
             return Ok(volume);
         }
-        let disk = self.find_disk(selector, Duration::ZERO).await?;
-        let holder = match self.disk_of(&volume).await {
+        let disk = self.disks.find_disk(selector, Duration::ZERO).await?;
+        let holder = match self.disks.disk_of(&volume).await {
             Ok(holder) => Some(holder),
             // No disk holds it (the volume of a drive no disk lists).
             Err(Error::Host { .. }) => None,
@@ -137,7 +137,7 @@ impl Inner {
 
     async fn expand(&self, volume: &VolumeId, required_bytes: Option<u64>) -> Result<Expanded> {
         let (disk_api, api) = (self.proxy.disk()?, self.proxy.volume()?);
-        let disk = self.disk_of(volume).await?;
+        let disk = self.disks.disk_of(volume).await?;
         disk_api.rescan().await?;
         if let Some(required) = required_bytes {
             // Disk v1alpha1 cannot tell the size: the growth is not checked.
