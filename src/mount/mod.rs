@@ -175,13 +175,9 @@ pub(crate) struct Inner {
     prep: prepare::DiskPrep,
     /// The iSCSI targets' sessions and leases.
     targets: iscsi::Targets,
-    /// Per SMB share: what is decided once, and what runs beside.
-    shares: smb::ShareGates,
+    /// The SMB shares: gates, mappings, leases, their space measured.
+    shares: smb::Shares,
     settings: Arc<Settings>,
-    /// How a share's size is measured.
-    share_space: Arc<dyn ShareSpace>,
-    /// The share measures that may run at once.
-    measures: Arc<tokio::sync::Semaphore>,
 }
 
 /// The timings and policies of a [`Mounter`].
@@ -372,7 +368,7 @@ impl MounterBuilder {
         let (proxy, settings) = (self.proxy, Arc::new(self.settings));
         let flights = Arc::<Flights>::default();
         let kubelet_dir = settings.kubelet_dir.clone();
-        let paths = Paths::new(proxy.clone(), Arc::clone(&journal), kubelet_dir);
+        let paths = Arc::new(Paths::new(proxy.clone(), journal.clone(), kubelet_dir));
         let disks = disks::DiskFinder::new(proxy.clone(), settings.poll_interval);
         let prep = prepare::DiskPrep::new(proxy.clone(), journal.clone(), settings.clone());
         let targets = iscsi::Targets::new(
@@ -381,19 +377,26 @@ impl MounterBuilder {
             flights.clone(),
             settings.clone(),
         );
+        let space = self.share_space.unwrap_or_else(|| Arc::new(NodeShareSpace));
+        let shares = smb::Shares::new(
+            proxy.clone(),
+            journal.clone(),
+            paths.clone(),
+            settings.clone(),
+            space,
+            share_space::MEASURES_AT_ONCE,
+        );
         Ok(Mounter {
             inner: Arc::new(Inner {
                 proxy,
                 journal,
                 flights,
-                paths: Arc::new(paths),
+                paths,
                 disks,
                 prep,
                 targets,
-                shares: smb::ShareGates::default(),
+                shares,
                 settings,
-                share_space: self.share_space.unwrap_or_else(|| Arc::new(NodeShareSpace)),
-                measures: Arc::new(tokio::sync::Semaphore::new(share_space::MEASURES_AT_ONCE)),
             }),
         })
     }

@@ -236,7 +236,7 @@ impl Mounter {
         let settled = fan_out::each(unleased.clone(), LEASES_AT_ONCE, |root| {
             let inner = self.inner.clone();
             async move {
-                match inner.release_lease(&root, "").await {
+                match inner.shares.release_lease(&root, "").await {
                     Ok(_) => vec![],
                     Err(error) => vec![Settled::Failed(root, error)],
                 }
