@@ -13,12 +13,12 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::journal::{key, TargetRecord};
-use super::stage::DiskStage;
-use super::{
-    check_volume, Change, DiskAfterUnstage, DiskSelector, Formatting, Inner, Mounter, Staged,
-};
+use super::flight::Flights;
+use super::journal::Journal;
+use super::journal::TargetRecord;
+use super::{check_volume, Change, DiskAfterUnstage, DiskSelector, Mounter, Settings, Staged};
 use crate::api::{IscsiAuth, Secret, TargetPortal, WindowsPath};
+use crate::client::CsiProxy;
 use crate::error::{Error, Result};
 
 /// An iSCSI target's disk: where the target is, its IQN, how to log in,
@@ -85,7 +85,7 @@ impl IscsiVolume {
     }
 
     /// The stage's disk selector: its text is what the journal records.
-    fn selector(&self, disks: Vec<u32>) -> DiskSelector {
+    pub(super) fn selector(&self, disks: Vec<u32>) -> DiskSelector {
         let lun = self.lun;
         let mut description = format!(
             "disk of iSCSI target {} at {}:{}",
@@ -136,17 +136,13 @@ impl Mounter {
             target.target_key(),
             target.lun
         );
-        let inner = self.inner.clone();
         let (volume, target, path) = (volume.to_owned(), target.clone(), staging.clone());
-        let work = async move {
+        self.in_flight(staging.as_str(), request, |inner| async move {
             // Inside the flight: a call that ran before changed the records.
-            inner.check_staged_for(&volume, &path)?;
+            inner.paths.check_staged_for(&volume, &path)?;
             inner.stage_iscsi(&volume, &target, &path).await
-        };
-        self.inner
-            .flights
-            .run(staging.as_str(), request, work)
-            .await
+        })
+        .await
     }
 
     /// `NodeUnstageVolume` of an iSCSI volume: unstages its disk as
@@ -163,40 +159,47 @@ impl Mounter {
     ) -> Result<Change> {
         check_volume(volume)?;
         let request = format!("unstage-iscsi {volume} offline={}", disk.offline());
-        let inner = self.inner.clone();
         let (volume, path) = (volume.to_owned(), staging.clone());
-        let work = async move {
-            inner.check_staged_for(&volume, &path)?;
+        self.in_flight(staging.as_str(), request, |inner| async move {
+            inner.paths.check_staged_for(&volume, &path)?;
             inner.unstage_iscsi(&volume, &path, disk.offline()).await
-        };
-        self.inner
-            .flights
-            .run(staging.as_str(), request, work)
-            .await
+        })
+        .await
     }
 }
 
-impl Inner {
-    async fn stage_iscsi(
-        self: &Arc<Self>,
-        volume: &str,
-        target: &IscsiVolume,
-        staging: &WindowsPath,
-    ) -> Result<Staged> {
-        self.log_in(volume, target, staging).await?;
-        let disks = self.target_disks(target).await?;
-        let selector = target.selector(disks);
-        let stage = DiskStage {
-            volume: Some(volume),
-            formatting: Formatting::PartitionedHere,
-        };
-        self.stage_disk(&selector, staging, stage).await
+/// The iSCSI targets' sessions: logged in to under a volume's lease,
+/// recorded first, and out of with the last lease of a target this
+/// mounter logged in to.
+pub(super) struct Targets {
+    proxy: CsiProxy,
+    journal: Arc<Journal>,
+    /// One login or logout per target at a time.
+    flights: Arc<Flights>,
+    settings: Arc<Settings>,
+}
+
+impl Targets {
+    /// The targets of `proxy`, leased in `journal`, each locked in
+    /// `flights` while logged in to or out of.
+    pub(super) fn new(
+        proxy: CsiProxy,
+        journal: Arc<Journal>,
+        flights: Arc<Flights>,
+        settings: Arc<Settings>,
+    ) -> Self {
+        Self {
+            proxy,
+            journal,
+            flights,
+            settings,
+        }
     }
 
     /// Records `volume`'s lease on the target, then logs in unless the
     /// target's session is there already (one login per target at a
     /// time).
-    async fn log_in(
+    pub(super) async fn log_in(
         &self,
         volume: &str,
         target: &IscsiVolume,
@@ -267,7 +270,7 @@ impl Inner {
 
     /// The target's disks, waited for (Windows lists them a moment after
     /// the login) for the mounter's disk wait.
-    async fn target_disks(&self, target: &IscsiVolume) -> Result<Vec<u32>> {
+    pub(super) async fn target_disks(&self, target: &IscsiVolume) -> Result<Vec<u32>> {
         let iscsi = self.proxy.iscsi()?;
         let deadline = Instant::now() + self.settings.disk_wait;
         loop {
@@ -286,27 +289,6 @@ impl Inner {
             let pause = self.settings.poll_interval.min(Duration::from_secs(1));
             tokio::time::sleep(pause).await;
         }
-    }
-
-    pub(super) async fn unstage_iscsi(
-        self: &Arc<Self>,
-        volume: &str,
-        staging: &WindowsPath,
-        offline: bool,
-    ) -> Result<Change> {
-        let mut changed = self.unstage_disk(staging, offline).await?.changed();
-        // Only the lease taken for this path: the session stays under a
-        // stage of the volume at another path.
-        let path_key = key(staging.as_str());
-        let leased = self.journal.view(|records| {
-            let target_key = records.target_leased_at(volume, &path_key)?;
-            let record = records.targets.get(target_key)?.clone();
-            Some((target_key.to_owned(), record))
-        });
-        if let Some((target_key, record)) = leased {
-            changed |= self.release_target(&target_key, &record, volume).await?;
-        }
-        Ok(Change::of(changed))
     }
 
     /// Drops `volume`'s lease on the target; the last lease of a target

@@ -2,14 +2,12 @@
 
 use std::sync::Arc;
 
-use super::again::{idempotent, never};
 use super::beside::beside;
 use super::journal::{key, LinkTo};
-use super::path_state::conflict;
+use super::paths::conflict;
 use super::{Change, Inner, Mounter, PathState};
 use crate::api::{VolumeId, WindowsPath};
 use crate::error::{Error, Result};
-use crate::host_cause::HostCause;
 
 impl Mounter {
     /// `NodePublishVolume`: makes `target` a link to `staging`.
@@ -46,16 +44,16 @@ impl Mounter {
         staging: &WindowsPath,
         target: &WindowsPath,
     ) -> Result<Change> {
-        let (inner, staging2, target2) = (self.inner.clone(), staging.clone(), target.clone());
         let request = format!("publish {volume:?} {}", key(staging.as_str()));
+        let (staging, path) = (staging.clone(), target.clone());
         let volume = volume.map(str::to_owned);
-        let work = async move {
+        self.in_flight(target.as_str(), request, |inner| async move {
             if let Some(volume) = &volume {
-                inner.check_staged_for(volume, &staging2)?;
+                inner.paths.check_staged_for(volume, &staging)?;
             }
-            inner.publish(volume.as_deref(), &staging2, &target2).await
-        };
-        self.inner.flights.run(target.as_str(), request, work).await
+            inner.publish(volume.as_deref(), &staging, &path).await
+        })
+        .await
     }
 
     /// `NodeUnpublishVolume`: removes the link (or the empty folder) at
@@ -84,18 +82,15 @@ impl Mounter {
         volume: Option<&str>,
         target: &WindowsPath,
     ) -> Result<Change> {
-        let (inner, target2) = (self.inner.clone(), target.clone());
-        let volume = volume.map(str::to_owned);
         let request = format!("unpublish {volume:?}");
-        self.inner
-            .flights
-            .run(target.as_str(), request, async move {
-                if let Some(volume) = &volume {
-                    inner.check_published_for(volume, &target2)?;
-                }
-                inner.unpublish(&target2).await
-            })
-            .await
+        let (volume, path) = (volume.map(str::to_owned), target.clone());
+        self.in_flight(target.as_str(), request, |inner| async move {
+            if let Some(volume) = &volume {
+                inner.paths.check_published_for(volume, &path)?;
+            }
+            inner.unpublish(&path).await
+        })
+        .await
     }
 }
 
@@ -118,8 +113,11 @@ impl Inner {
         target: &WindowsPath,
     ) -> Result<Change> {
         // The staging path's first look goes beside the target's.
-        let (found, at_staging) =
-            beside(self.inspect(target, false), self.look_at_staging(staging)).await?;
+        let (found, at_staging) = beside(
+            self.paths.inspect(target, false),
+            self.look_at_staging(staging),
+        )
+        .await?;
         let ours = |to: &WindowsPath| key(to.as_str()) == key(staging.as_str());
         match &found {
             PathState::Link {
@@ -144,12 +142,12 @@ impl Inner {
                 // A link this mounter did not record: the same volume as
                 // the staging path's is the same publish.
                 let staged = match at_staging {
-                    StagingLook::Volume(at) => self.mounted_volume_of(staging, at).await?,
+                    StagingLook::Volume(at) => self.paths.mounted_volume_of(staging, at).await?,
                     StagingLook::Share(_) => None,
                 };
                 return match staged {
                     Some(staged) if staged == *volume => {
-                        self.record_link(target, staging).await?;
+                        self.paths.record_link(target, staging).await?;
                         Ok(Change::Unchanged)
                     }
                     _ => Err(conflict(target, &found)),
@@ -163,12 +161,12 @@ impl Inner {
         self.check_staged(volume, staging, at_staging).await?;
         // Kubelet's empty folder, or a leftover link: only on proof that
         // it is no one's data.
-        self.remove_found(target, &found).await?;
+        self.paths.remove_found(target, &found).await?;
         // Recorded before it is made: a link whose answer is lost, or that
         // a crash leaves behind, is still known for what it is (from v1.3
         // the proxy reads a link as the volume that holds it).
-        self.record_link(target, staging).await?;
-        match self.make_link(staging, target).await {
+        self.paths.record_link(target, staging).await?;
+        match self.paths.make_link(staging, target).await {
             Ok(()) => Ok(Change::Changed),
             Err(error) => {
                 if !error.may_have_run() {
@@ -181,43 +179,14 @@ impl Inner {
         }
     }
 
-    /// Makes `target` a link to `staging`, and its parent folder if kubelet
-    /// did not.
-    async fn make_link(&self, staging: &WindowsPath, target: &WindowsPath) -> Result<()> {
-        let filesystem = self.proxy.filesystem()?;
-        let made = match filesystem.create_symlink(staging, target).await {
-            // The answer was lost: once more; a link there then is the
-            // first attempt's.
-            Err(error) if error.may_have_run() => {
-                match filesystem.create_symlink(staging, target).await {
-                    Err(_) if self.probe(target).await? == Some(true) => Ok(()),
-                    again => again,
-                }
-            }
-            first => first,
-        };
-        match made {
-            Err(error) if error.host_cause() == Some(HostCause::PathNotFound) => {
-                // The pod's volume folder is kubelet's to make; make it if
-                // it did not.
-                let Some(parent) = target.parent() else {
-                    return Err(error);
-                };
-                idempotent(|| filesystem.mkdir(&parent), never).await?;
-                filesystem.create_symlink(staging, target).await
-            }
-            other => other,
-        }
-    }
-
     /// The first call of [`check_staged`](Self::check_staged) of
     /// `staging`, a read sent beside the look at the target.
     async fn look_at_staging(&self, staging: &WindowsPath) -> StagingLook {
-        match self.recorded_link(staging) {
-            Some(LinkTo::Smb(_)) => StagingLook::Share(self.probe(staging).await),
+        match self.paths.recorded_link(staging) {
+            Some(LinkTo::Smb(_)) => StagingLook::Share(self.paths.probe(staging).await),
             // No volume is mounted at a link of the mounter's.
             Some(LinkTo::Local(_)) => StagingLook::Volume(Ok(None)),
-            None => StagingLook::Volume(self.volume_at(staging).await),
+            None => StagingLook::Volume(self.paths.volume_at(staging).await),
         }
     }
 
@@ -233,21 +202,22 @@ impl Inner {
         staging: &WindowsPath,
         look: StagingLook,
     ) -> Result<()> {
-        let recorded = self.recorded_link(staging);
+        let recorded = self.paths.recorded_link(staging);
         let share = matches!(recorded, Some(LinkTo::Smb(_)));
         let staged = match look {
             StagingLook::Share(probed) => matches!(
-                self.inspect_probed(staging, false, recorded, probed)
+                self.paths
+                    .inspect_probed(staging, false, recorded, probed)
                     .await?,
                 PathState::SmbLink {
                     reachable: true,
                     ..
                 }
             ),
-            StagingLook::Volume(at) => match self.mounted_volume_of(staging, at).await? {
+            StagingLook::Volume(at) => match self.paths.mounted_volume_of(staging, at).await? {
                 Some(mounted) => {
                     if let Some(volume) = volume {
-                        self.check_volume_is(volume, &mounted, staging)?;
+                        self.paths.check_volume_is(volume, &mounted, staging)?;
                     }
                     true
                 }
@@ -267,30 +237,19 @@ impl Inner {
         })
     }
 
-    async fn record_link(&self, link: &WindowsPath, to: &WindowsPath) -> Result<()> {
-        self.journal
-            .update(|records| {
-                records.links.insert(
-                    key(link.as_str()),
-                    (link.clone(), LinkTo::Local(to.clone())),
-                );
-            })
-            .await
-    }
-
     async fn unpublish(self: &Arc<Self>, target: &WindowsPath) -> Result<Change> {
         // A link the journal records goes in one call (the look at a link
         // whose staging volume is gone would fail); anything else only on
         // the host's proof.
-        let changed = match self.recorded_link(target) {
-            Some(_) => self.remove_if_there(target).await?,
-            None => match self.inspect(target, false).await? {
+        let changed = match self.paths.recorded_link(target) {
+            Some(_) => self.paths.remove_if_there(target).await?,
+            None => match self.paths.inspect(target, false).await? {
                 // Before v1.3 a link reads as the mount point of the volume
                 // it leads to: one the mounter staged is its own link's.
-                PathState::VolumeMount { volume } if self.staged_anywhere(&volume) => {
-                    self.remove_if_there(target).await?
+                PathState::VolumeMount { volume } if self.paths.staged_anywhere(&volume) => {
+                    self.paths.remove_if_there(target).await?
                 }
-                found => self.remove_found(target, &found).await?,
+                found => self.paths.remove_found(target, &found).await?,
             },
         };
         self.journal

@@ -76,16 +76,16 @@ mod flight;
 mod iscsi;
 mod journal;
 mod links;
-mod path_state;
+mod paths;
+mod prepare;
 mod reconcile;
-mod removal;
 mod share_space;
 mod smb;
 mod stage;
 mod unstage;
 mod usage;
-mod volume_ids;
 
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -94,7 +94,7 @@ use std::time::Duration;
 pub(crate) use disks::on_boot_adapter;
 pub use disks::{DiskCandidate, DiskSelector};
 pub use iscsi::IscsiVolume;
-pub use path_state::PathState;
+pub use paths::PathState;
 pub use reconcile::ReconcileReport;
 pub use share_space::{NodeShareSpace, ShareSpace};
 pub use smb::{Rotated, SmbCredentials, SmbMappingRemoval};
@@ -109,6 +109,7 @@ use flight::Flights;
 #[cfg(feature = "csi")]
 pub(crate) use journal::hold_state_folder;
 use journal::Journal;
+use paths::Paths;
 
 /// Whether a call changed the host.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -164,17 +165,19 @@ impl std::fmt::Debug for Mounter {
 /// What the operations share: the proxy, the journal, the keys in use.
 pub(crate) struct Inner {
     proxy: CsiProxy,
-    journal: Journal,
+    journal: Arc<Journal>,
     flights: Arc<Flights>,
-    /// Per SMB share: what is decided once, and what runs beside.
-    shares: smb::ShareGates,
-    /// The disk listings and rescans concurrent finders share.
-    looks: disks::Looks,
-    settings: Settings,
-    /// How a share's size is measured.
-    share_space: Arc<dyn ShareSpace>,
-    /// The share measures that may run at once.
-    measures: Arc<tokio::sync::Semaphore>,
+    /// What is at a path, and what the mounter may make and remove there.
+    paths: Arc<Paths>,
+    /// Disks found by selector or volume.
+    disks: disks::DiskFinder,
+    /// A disk made ready: online, partitioned, formatted.
+    prep: prepare::DiskPrep,
+    /// The iSCSI targets' sessions and leases.
+    targets: iscsi::Targets,
+    /// The SMB shares: gates, mappings, leases, their space measured.
+    shares: smb::Shares,
+    settings: Arc<Settings>,
 }
 
 /// The timings and policies of a [`Mounter`].
@@ -247,6 +250,19 @@ impl Mounter {
     /// The proxy it works through.
     pub fn proxy(&self) -> &CsiProxy {
         &self.inner.proxy
+    }
+
+    /// Runs `work` on the mounter's shared state under `key` in a task of
+    /// its own, where a repeat of the same `request` joins it (see
+    /// [`Flights::run`]): every call's preamble, once.
+    async fn in_flight<T, F, Fut>(&self, key: &str, request: String, work: F) -> Result<T>
+    where
+        T: Clone + Send + Sync + 'static,
+        F: FnOnce(Arc<Inner>) -> Fut,
+        Fut: Future<Output = Result<T>> + Send + 'static,
+    {
+        let work = work(Arc::clone(&self.inner));
+        self.inner.flights.run(key, request, work).await
     }
 }
 
@@ -348,17 +364,39 @@ impl MounterBuilder {
     /// folder cannot be made or read, or holds a journal this version
     /// cannot read.
     pub fn build(self) -> Result<Mounter> {
-        let journal = Journal::open(&self.state_dir)?;
+        let journal = Arc::new(Journal::open(&self.state_dir)?);
+        let (proxy, settings) = (self.proxy, Arc::new(self.settings));
+        let flights = Arc::<Flights>::default();
+        let kubelet_dir = settings.kubelet_dir.clone();
+        let paths = Arc::new(Paths::new(proxy.clone(), journal.clone(), kubelet_dir));
+        let disks = disks::DiskFinder::new(proxy.clone(), settings.poll_interval);
+        let prep = prepare::DiskPrep::new(proxy.clone(), journal.clone(), settings.clone());
+        let targets = iscsi::Targets::new(
+            proxy.clone(),
+            journal.clone(),
+            flights.clone(),
+            settings.clone(),
+        );
+        let space = self.share_space.unwrap_or_else(|| Arc::new(NodeShareSpace));
+        let shares = smb::Shares::new(
+            proxy.clone(),
+            journal.clone(),
+            paths.clone(),
+            settings.clone(),
+            space,
+            share_space::MEASURES_AT_ONCE,
+        );
         Ok(Mounter {
             inner: Arc::new(Inner {
-                proxy: self.proxy,
+                proxy,
                 journal,
-                flights: Arc::default(),
-                shares: smb::ShareGates::default(),
-                looks: disks::Looks::default(),
-                settings: self.settings,
-                share_space: self.share_space.unwrap_or_else(|| Arc::new(NodeShareSpace)),
-                measures: Arc::new(tokio::sync::Semaphore::new(share_space::MEASURES_AT_ONCE)),
+                flights,
+                paths,
+                disks,
+                prep,
+                targets,
+                shares,
+                settings,
             }),
         })
     }

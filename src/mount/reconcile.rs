@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::journal::{key, LinkTo};
-use super::stage::unix_millis;
+use super::prepare::unix_millis;
 use super::{fan_out, DiskAfterUnstage, Inner, Mounter, PathState};
 use crate::api::WindowsPath;
 use crate::error::{Error, Result};
@@ -236,7 +236,7 @@ impl Mounter {
         let settled = fan_out::each(unleased.clone(), LEASES_AT_ONCE, |root| {
             let inner = self.inner.clone();
             async move {
-                match inner.release_lease(&root, "").await {
+                match inner.shares.release_lease(&root, "").await {
                     Ok(_) => vec![],
                     Err(error) => vec![Settled::Failed(root, error)],
                 }
@@ -272,7 +272,7 @@ impl Inner {
         else {
             return vec![];
         };
-        let (dangling, absent) = match (self.probe(&link).await, &to) {
+        let (dangling, absent) = match (self.paths.probe(&link).await, &to) {
             (Ok(None), _) => (false, true),
             (Ok(Some(_)), _) => (false, false),
             // A file would have answered: this is the link, its share
@@ -282,7 +282,7 @@ impl Inner {
         };
         let mut settled = Vec::new();
         if dangling {
-            if let Err(error) = self.remove_unforced(&link).await {
+            if let Err(error) = self.paths.remove_unforced(&link).await {
                 return vec![Settled::Failed(link.to_string(), error)];
             }
             settled.push(Settled::LinkRemoved(link.clone()));
@@ -314,11 +314,11 @@ impl Inner {
         folder: WindowsPath,
     ) -> Vec<Settled> {
         let _folder = self.flights.lock(folder.as_str()).await;
-        let settled = match self.inspect(&folder, false).await {
+        let settled = match self.paths.inspect(&folder, false).await {
             // No volume there (the host said so) and not a link: removed
             // only once shown to be a folder with nothing in it (a file
             // put at the path reads the same to the proxy).
-            Ok(PathState::Directory) => match self.remove_empty_folder(&folder).await {
+            Ok(PathState::Directory) => match self.paths.remove_empty_folder(&folder).await {
                 Ok(_) => Settled::FolderRemoved(folder),
                 // Something was put in it, or in its place: it stays, and
                 // so does its record.
@@ -346,7 +346,10 @@ impl Inner {
         staging: WindowsPath,
     ) -> Vec<Settled> {
         let _staging = self.flights.lock(staging.as_str()).await;
-        if !matches!(self.inspect(&staging, false).await, Ok(PathState::Absent)) {
+        if !matches!(
+            self.paths.inspect(&staging, false).await,
+            Ok(PathState::Absent)
+        ) {
             return vec![];
         }
         let forgotten = self

@@ -2,7 +2,6 @@
 //! measure a share (its calls take a volume ID, and a share has none), so
 //! the node measures the share itself, through a [`ShareSpace`].
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use super::journal::key;
@@ -12,7 +11,7 @@ use crate::error::{Error, Result};
 
 /// How long a measure may take: a share's server that stopped answering
 /// must not hold kubelet's periodic stats call.
-const MEASURE_DEADLINE: Duration = Duration::from_secs(10);
+pub(super) const MEASURE_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Share measures under way at once, the most.
 pub(super) const MEASURES_AT_ONCE: usize = 4;
@@ -81,31 +80,12 @@ impl Mounter {
         share: &SmbRemotePath,
         volume_path: &WindowsPath,
     ) -> Result<Option<FsStats>> {
-        let staged = self.inner.share_behind(volume_path);
+        let staged = self.inner.paths.share_behind(volume_path);
         if staged.is_none_or(|staged| key(staged.as_str()) != key(share.as_str())) {
             return Err(Error::NotFound {
                 what: format!("the share {share} at {volume_path}"),
             });
         }
-        let space = Arc::clone(&self.inner.share_space);
-        let folder = share.clone();
-        // A measure that outlives its deadline keeps its thread until the
-        // server answers: at most MEASURES_AT_ONCE such threads, after
-        // which a share is answered unmeasured.
-        let Ok(permit) = Arc::clone(&self.inner.measures).try_acquire_owned() else {
-            tracing::warn!(%share, "every share measure is still under way: answered unmeasured");
-            return Ok(None);
-        };
-        let measure = tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            space.measure(&folder)
-        });
-        match tokio::time::timeout(MEASURE_DEADLINE, measure).await {
-            Ok(Ok(stats)) => Ok(stats),
-            Ok(Err(_)) | Err(_) => {
-                tracing::warn!(%share, "the share's space could not be measured");
-                Ok(None)
-            }
-        }
+        Ok(self.inner.shares.measure(share).await)
     }
 }

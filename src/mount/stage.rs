@@ -1,19 +1,18 @@
 //! Staging a disk: online, partition, wait for the volume, format, mount.
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use tokio::time::Instant;
-
-use super::again::{idempotent, never};
 use super::beside::beside;
 use super::disks::DiskSelector;
 use super::journal::{key, StageRecord};
-use super::path_state::conflict;
-use super::{Change, Inner, Mounter, PathState};
+use super::paths::conflict;
+use super::prepare::Seen;
+use super::{Change, Inner, IscsiVolume, Mounter, PathState};
 use crate::api::{VolumeId, WindowsPath};
-use crate::client::CallOptions;
-use crate::error::{Error, Result};
+/// Named by the docs of the stage's outcomes.
+#[cfg(doc)]
+use crate::error::Error;
+use crate::error::Result;
 use crate::host_cause::HostCause;
 
 /// What [`Mounter::stage_disk`] did.
@@ -138,20 +137,18 @@ impl Mounter {
         staging: &WindowsPath,
         formatting: Formatting,
     ) -> Result<Staged> {
-        let inner = self.inner.clone();
-        let (selector, staging) = (selector.clone(), staging.clone());
-        let volume = volume.map(str::to_owned);
         // A stage for another volume ID joins nothing: it is checked.
         let request = format!("stage {volume:?} {selector}");
-        let key = staging.as_str().to_owned();
-        let work = async move {
+        let (selector, path) = (selector.clone(), staging.clone());
+        let volume = volume.map(str::to_owned);
+        self.in_flight(staging.as_str(), request, |inner| async move {
             let stage = DiskStage {
                 volume: volume.as_deref(),
                 formatting,
             };
-            inner.stage_disk(&selector, &staging, stage).await
-        };
-        self.inner.flights.run(&key, request, work).await
+            inner.stage_disk(&selector, &path, stage).await
+        })
+        .await
     }
 }
 
@@ -171,19 +168,26 @@ impl Inner {
         stage: DiskStage<'_>,
     ) -> Result<Staged> {
         if let Some(volume) = stage.volume {
-            self.check_staged_for(volume, staging)?;
+            self.paths.check_staged_for(volume, staging)?;
         }
-        let recorded = (self.recorded_stage(staging))
+        let recorded = (self.paths.recorded_stage(staging))
             .filter(|recorded| recorded.selector == selector.to_string());
         // A repeat: the volume this mounter staged there for this selector
         // is still there. Its disk is asked beside the look at the path.
         if let Some(StageRecord { volume, .. }) = recorded {
-            let (found, disk) = beside(self.inspect(staging, true), self.disk_of(&volume)).await?;
+            let (found, disk) = beside(
+                self.paths.inspect(staging, true),
+                self.disks.disk_of(&volume),
+            )
+            .await?;
             if found.volume() == Some(&volume) {
                 return Ok(unchanged(disk?, volume));
             }
             let mounted = mounted_at(staging, &found)?;
-            let disk = self.find_disk(selector, self.settings.disk_wait).await?;
+            let disk = self
+                .disks
+                .find_disk(selector, self.settings.disk_wait)
+                .await?;
             return self
                 .stage_on(disk, found, mounted, selector, staging, stage)
                 .await;
@@ -191,14 +195,31 @@ impl Inner {
         // A first stage: the disk is looked for beside the look at the
         // path, and not waited for when the path is another's.
         let look = async {
-            let found = self.inspect(staging, true).await?;
+            let found = self.paths.inspect(staging, true).await?;
             let mounted = mounted_at(staging, &found)?;
             Ok((found, mounted))
         };
-        let find = self.find_disk(selector, self.settings.disk_wait);
+        let find = self.disks.find_disk(selector, self.settings.disk_wait);
         let ((found, mounted), disk) = beside(look, find).await?;
         self.stage_on(disk?, found, mounted, selector, staging, stage)
             .await
+    }
+
+    /// [`Mounter::stage_iscsi`]: the login, then the target's disk staged.
+    pub(super) async fn stage_iscsi(
+        self: &Arc<Self>,
+        volume: &str,
+        target: &IscsiVolume,
+        staging: &WindowsPath,
+    ) -> Result<Staged> {
+        self.targets.log_in(volume, target, staging).await?;
+        let disks = self.targets.target_disks(target).await?;
+        let selector = target.selector(disks);
+        let stage = DiskStage {
+            volume: Some(volume),
+            formatting: Formatting::PartitionedHere,
+        };
+        self.stage_disk(&selector, staging, stage).await
     }
 
     /// The stage of `disk` at `staging`, where `found` is, with the volume
@@ -216,7 +237,7 @@ impl Inner {
     ) -> Result<Staged> {
         let _disk = self.flights.lock(&format!("disk {disk}")).await;
         if let Some(volume) = mounted {
-            let holder = self.disk_of(&volume).await?;
+            let holder = self.disks.disk_of(&volume).await?;
             if holder != disk {
                 return Err(conflict(
                     staging,
@@ -227,10 +248,10 @@ impl Inner {
                 .await?;
             return Ok(unchanged(disk, volume));
         }
-        let seen = self.bring_online(disk).await?;
+        let seen = self.prep.bring_online(disk).await?;
         let onlined = matches!(seen, Seen::BroughtOnline(_));
-        let (volume, partitioned) = self.volume_of(disk, selector, seen).await?;
-        let formatted = (self.format_once(&volume, selector, stage.formatting)).await?;
+        let (volume, partitioned) = self.prep.volume_of(disk, selector, seen).await?;
+        let formatted = (self.prep.format_once(&volume, selector, stage.formatting)).await?;
         self.mount(&volume, staging, &found).await?;
         self.record_stage(staging, &volume, selector, stage.volume)
             .await?;
@@ -242,22 +263,6 @@ impl Inner {
             partitioned,
             formatted,
         })
-    }
-
-    /// What the journal says this mounter staged at `staging`.
-    pub(super) fn recorded_stage(&self, staging: &WindowsPath) -> Option<StageRecord> {
-        self.journal.view(|records| {
-            (records.stages.get(&key(staging.as_str()))).map(|(_, stage)| stage.clone())
-        })
-    }
-
-    /// The number of the disk that holds `volume` now: asked every time,
-    /// since Windows numbers disks anew after a reboot or an attach.
-    pub(super) async fn disk_of(&self, volume: &VolumeId) -> Result<u32> {
-        self.proxy
-            .volume()?
-            .get_disk_number_from_volume_id(volume)
-            .await
     }
 
     /// Records the stage, and forgets an unstage of the same path left
@@ -288,254 +293,6 @@ impl Inner {
             .await
     }
 
-    /// Brings `disk` online if it is not, its volumes listed beside the look
-    /// at its state: the listing, when the disk was online (or the proxy,
-    /// before disk v1beta2, can neither tell nor change it); when it came
-    /// online, when this stage brought it (that listing, of a disk that
-    /// was offline, is not read).
-    async fn bring_online(&self, disk: u32) -> Result<Seen> {
-        let (api, volumes) = (self.proxy.disk()?, self.proxy.volume()?);
-        let looked = unix_millis();
-        let (state, listed) = tokio::join!(
-            api.get_disk_state(disk),
-            volumes.list_volumes_on_disk(disk, None)
-        );
-        match state {
-            Ok(true) | Err(Error::Unsupported { .. }) => Ok(Seen::Online {
-                listed: listed?,
-                looked,
-            }),
-            Ok(false) => idempotent(|| api.set_disk_state(disk, true), never)
-                .await
-                .map(|()| Seen::BroughtOnline(Instant::now())),
-            Err(error) => Err(error),
-        }
-    }
-
-    /// The volume of `disk`, which was `seen` so, and whether this stage
-    /// partitioned the disk for it. A disk is partitioned only when it was
-    /// seen blank: it listed no volume, and, when this stage brought it
-    /// online, still lists none once `volume_wait` has passed since
-    /// (Windows lists the volumes of a disk's partitions some time after
-    /// the disk comes online). The new partition's volume is waited for
-    /// as long. See [`adopt`](Self::adopt) for what makes it the mounter's.
-    async fn volume_of(
-        &self,
-        disk: u32,
-        selector: &DiskSelector,
-        seen: Seen,
-    ) -> Result<(VolumeId, bool)> {
-        let (mut listed, looked) = match seen {
-            Seen::BroughtOnline(onlined) => self.volumes_by(disk, onlined).await?,
-            Seen::Online { listed, looked } => (listed, looked),
-        };
-        let partitioned = listed.is_empty();
-        if partitioned {
-            let answered = self.partition(disk, selector).await?;
-            (listed, _) = self.volumes_by(disk, answered).await?;
-        }
-        let listed_by = match partitioned {
-            true => Listed::AfterItsAnswer,
-            false => Listed::At(looked),
-        };
-        match listed.len() {
-            0 => Err(Error::NotFound {
-                what: format!(
-                    "volume on disk {disk} after partitioning it (waited {:?})",
-                    self.settings.volume_wait
-                ),
-            }),
-            1 => {
-                let volume = listed.remove(0);
-                self.adopt(selector, disk, &volume, listed_by).await?;
-                Ok((volume, partitioned))
-            }
-            _ => Err(Error::Ambiguous {
-                what: format!("volume on disk {disk}"),
-                candidates: listed.iter().map(ToString::to_string).collect(),
-            }),
-        }
-    }
-
-    /// Lists `disk`'s volumes every poll interval until one is listed or
-    /// `volume_wait` has passed since `since` (a listing is sent then
-    /// too): the last listing, and when it was sent (milliseconds since
-    /// the Unix epoch).
-    async fn volumes_by(&self, disk: u32, since: Instant) -> Result<(Vec<VolumeId>, u64)> {
-        let volumes = self.proxy.volume()?;
-        let deadline = since + self.settings.volume_wait;
-        loop {
-            let looked = unix_millis();
-            let listed = volumes.list_volumes_on_disk(disk, None).await?;
-            let now = Instant::now();
-            if !listed.is_empty() || now >= deadline {
-                return Ok((listed, looked));
-            }
-            tokio::time::sleep_until((now + self.settings.poll_interval).min(deadline)).await;
-        }
-    }
-
-    /// Sends `PartitionDisk` for `disk`, which was just seen blank (once
-    /// more if its answer was lost: the proxy leaves a disk with
-    /// partitions as it is), and records its success under `selector`,
-    /// once answered. A request that failed, or whose answers were all
-    /// lost, proves nothing and is not recorded. When it answered.
-    async fn partition(&self, disk: u32, selector: &DiskSelector) -> Result<Instant> {
-        let api = self.proxy.disk()?;
-        idempotent(|| api.partition_disk(disk), never).await?;
-        let answered = Instant::now();
-        let (selector, at) = (selector.to_string(), unix_millis());
-        self.journal
-            .update(|records| records.partition_answered(&selector, disk, at))
-            .await?;
-        Ok(answered)
-    }
-
-    /// Records `volume`, the one volume of `disk`, as on a partition this
-    /// mounter made, when a `PartitionDisk` of this disk for `selector`
-    /// answered success, on the disk seen blank, within `volume_wait`
-    /// before the listing that showed it: the volume a stage waits for,
-    /// whether this stage sent the request or one that a driver restart
-    /// cut short. A volume listed later may be another partition's, listed
-    /// late, and a record of another disk (a disk attached at the LUN
-    /// since) proves nothing: both are forgotten, as are earlier builds'
-    /// records of a request sent.
-    async fn adopt(
-        &self,
-        selector: &DiskSelector,
-        disk: u32,
-        volume: &VolumeId,
-        listed: Listed,
-    ) -> Result<()> {
-        let selector = selector.to_string();
-        let (answer, sent) = self.journal.view(|records| {
-            let answer = records.partition_answers.get(&selector).copied();
-            (answer, records.partitions.contains_key(&selector))
-        });
-        if answer.is_none() && !sent {
-            return Ok(());
-        }
-        let wait = u64::try_from(self.settings.volume_wait.as_millis()).unwrap_or(u64::MAX);
-        let ours = answer.is_some_and(|answer| {
-            let within = answer.answered..=answer.answered.saturating_add(wait);
-            answer.disk == disk
-                && match listed {
-                    Listed::AfterItsAnswer => true,
-                    // A clock set back since reads as too late, not as in time.
-                    Listed::At(looked) => within.contains(&looked),
-                }
-        });
-        self.journal
-            .update(|records| {
-                records.partitions.remove(&selector);
-                records.partition_answers.remove(&selector);
-                if ours {
-                    records.partitioned.insert(volume.as_str().to_owned(), ());
-                }
-            })
-            .await
-    }
-
-    /// Formats `volume` if it has no file system and it is proven the
-    /// plugin's (see [`Formatting`]); whether it did. A format whose
-    /// outcome is unknown is recorded, and not sent again, while the
-    /// volume still shows no file system, until its deadline and the grace
-    /// after it have passed. The volume is asked whether it has a file
-    /// system even on the partition this stage made: where the partition
-    /// proof cannot tell (docs/security.md), a volume Windows knows is
-    /// spared by that answer (docs/mounting.md, "Round trips").
-    async fn format_once(
-        &self,
-        volume: &VolumeId,
-        selector: &DiskSelector,
-        formatting: Formatting,
-    ) -> Result<bool> {
-        let api = self.proxy.volume()?;
-        let id = volume.as_str().to_owned();
-        if api.is_volume_formatted(volume).await? {
-            self.journal
-                .update(|records| records.formats.remove(&id))
-                .await?;
-            return Ok(false);
-        }
-        // Proof: this mounter made the volume's partition, or sent a
-        // format of this volume before; or the driver vouches for its
-        // disks.
-        let partitioned_here = self.journal.view(|records| {
-            records.partitioned.contains_key(&id) || records.formats.contains_key(&id)
-        });
-        if !partitioned_here && formatting != Formatting::AnyUnformatted {
-            return Err(Error::NotOurs {
-                what: format!("volume {volume} of the {selector}"),
-                why: "it is on a partition this mounter did not make (or cannot show it \
-                      made: its PartitionDisk failed or its answer was lost, or the volume \
-                      was listed more than the volume wait after it), and CSI Proxy reads a \
-                      file system Windows does not know (ext4, XFS, a locked BitLocker \
-                      volume) as none, so formatting it could destroy data; if the disk holds \
-                      no data, format the volume (or clear the disk) by hand; a driver whose \
-                      disks come partitioned and empty says so with Formatting::AnyUnformatted"
-                    .to_owned(),
-            });
-        }
-        let now = unix_millis();
-        if let Some(sent) = self
-            .journal
-            .view(|records| records.formats.get(&id).copied())
-        {
-            let go_ahead = sent.saturating_add(self.settings.format_wait_millis());
-            if now < go_ahead {
-                return Err(Error::InProgress {
-                    what: format!(
-                        "the format of volume {volume}, sent {} s ago, may still be running on \
-                         the host (its answer was lost); a stage formats it from {} UTC (in {} \
-                         s) only if it still has no file system then; retry later",
-                        now.saturating_sub(sent) / 1_000,
-                        utc_text(go_ahead.div_ceil(1_000)),
-                        (go_ahead - now).div_ceil(1_000),
-                    ),
-                });
-            }
-        }
-        self.journal
-            .update(|records| records.formats.insert(id.clone(), now))
-            .await?;
-        // Its own deadline, short of the wait above: a format that may
-        // still run is never sent again.
-        let options = CallOptions::default().deadline(self.settings.format_deadline);
-        let formatted = self
-            .proxy
-            .with_call_options(options)
-            .volume()?
-            .format_volume(volume)
-            .await;
-        match formatted {
-            Ok(()) => {
-                self.journal
-                    .update(|records| records.formats.remove(&id))
-                    .await?;
-                Ok(true)
-            }
-            // Looked at once (the SDK waits for a restarted proxy): a format
-            // that finished before its answer was lost is done; one that
-            // did not may still run, and waits as above.
-            Err(error) if error.may_have_run() => match api.is_volume_formatted(volume).await {
-                Ok(true) => {
-                    self.journal
-                        .update(|records| records.formats.remove(&id))
-                        .await?;
-                    Ok(true)
-                }
-                _ => Err(error),
-            },
-            Err(error) => {
-                self.journal
-                    .update(|records| records.formats.remove(&id))
-                    .await?;
-                Err(error)
-            }
-        }
-    }
-
     /// Mounts `volume` at `staging`, whose state was `found`, making the
     /// folder first. A mount that fails while the volume is there after
     /// all (older proxies refuse to mount a volume where it is; a mount
@@ -547,15 +304,15 @@ impl Inner {
         found: &PathState,
     ) -> Result<()> {
         match found {
-            PathState::Absent => self.make_folder(staging).await?,
-            PathState::Link { .. } => self.replace_with_folder(staging, found).await?,
+            PathState::Absent => self.paths.make_folder(staging).await?,
+            PathState::Link { .. } => self.paths.replace_with_folder(staging, found).await?,
             _ => {}
         }
         let api = self.proxy.volume()?;
         let Err(error) = api.mount_volume(volume, staging).await else {
             return Ok(());
         };
-        match self.mounted_volume(staging).await? {
+        match self.paths.mounted_volume(staging).await? {
             Some(there) if there == *volume => Ok(()),
             Some(other) => Err(conflict(
                 staging,
@@ -565,7 +322,7 @@ impl Inner {
             // could not tell from one: replaced, then mounted, if it is
             // the mounter's (a file reads so too).
             None if error.host_cause() == Some(HostCause::PathNotFound) => {
-                self.replace_with_folder(staging, found).await?;
+                self.paths.replace_with_folder(staging, found).await?;
                 api.mount_volume(volume, staging).await
             }
             None if error.host_cause() == Some(HostCause::DirectoryNotEmpty) => {
@@ -576,32 +333,6 @@ impl Inner {
             None => Err(error),
         }
     }
-
-    /// Removes what was `found` at `path` (on proof that it is the
-    /// mounter's to remove: a link, or an empty folder) and makes an empty
-    /// folder there.
-    async fn replace_with_folder(&self, path: &WindowsPath, found: &PathState) -> Result<()> {
-        self.remove_found(path, found).await?;
-        self.make_folder(path).await
-    }
-
-    /// Makes the folder `path`, and records it as made here.
-    async fn make_folder(&self, path: &WindowsPath) -> Result<()> {
-        self.journal
-            .update(|records| records.made.insert(key(path.as_str()), path.clone()))
-            .await?;
-        let filesystem = self.proxy.filesystem()?;
-        idempotent(|| filesystem.mkdir(path), never).await
-    }
-}
-
-/// A disk as a stage found it, for [`Inner::volume_of`].
-enum Seen {
-    /// Online: it listed these volumes, looked at then (milliseconds since
-    /// the Unix epoch).
-    Online { listed: Vec<VolumeId>, looked: u64 },
-    /// Offline, and this stage brought it online then.
-    BroughtOnline(Instant),
 }
 
 /// The volume mounted at `staging`, where `found` is, if a stage may go on
@@ -626,17 +357,6 @@ fn mounted_at(staging: &WindowsPath, found: &PathState) -> Result<Option<VolumeI
     }
 }
 
-/// When a disk's volume was listed, for [`Inner::adopt`].
-#[derive(Clone, Copy, Debug)]
-enum Listed {
-    /// By this stage, within `volume_wait` of its own `PartitionDisk`'s
-    /// answer (on tokio's clock).
-    AfterItsAnswer,
-    /// By a listing sent then (milliseconds since the Unix epoch), with no
-    /// `PartitionDisk` of this stage before it.
-    At(u64),
-}
-
 fn unchanged(disk: u32, volume: VolumeId) -> Staged {
     Staged {
         disk,
@@ -645,51 +365,5 @@ fn unchanged(disk: u32, volume: VolumeId) -> Staged {
         onlined: false,
         partitioned: false,
         formatted: false,
-    }
-}
-
-/// `seconds` since the Unix epoch as `YYYY-MM-DD HH:MM:SS`, in UTC.
-fn utc_text(seconds: u64) -> String {
-    let (days, rest) = (seconds / 86_400, seconds % 86_400);
-    // Howard Hinnant's civil-from-days, for days since 1970-01-01.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
-        rest / 3_600,
-        rest % 3_600 / 60,
-        rest % 60
-    )
-}
-
-/// Now, in milliseconds since the Unix epoch: what the journal records.
-pub(super) fn unix_millis() -> u64 {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::utc_text;
-
-    #[test]
-    fn times_read_as_utc_dates() {
-        assert_eq!(utc_text(0), "1970-01-01 00:00:00");
-        assert_eq!(utc_text(951_782_400), "2000-02-29 00:00:00");
-        assert_eq!(utc_text(1_798_761_599), "2026-12-31 23:59:59");
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::again::{idempotent, never};
 use super::beside::beside;
 use super::journal::{key, LinkTo, UnstageRecord};
-use super::path_state::conflict;
+use super::paths::conflict;
 use super::{check_volume, Change, Inner, Mounter, PathState};
 use crate::api::{VolumeId, WindowsPath};
 use crate::error::{Error, Result};
@@ -111,18 +111,15 @@ impl Mounter {
         staging: &WindowsPath,
         offline: bool,
     ) -> Result<Change> {
-        let inner = self.inner.clone();
-        let key = staging.as_str().to_owned();
-        let staging = staging.clone();
         let request = format!("unstage {volume:?} offline={offline}");
-        let volume = volume.map(str::to_owned);
-        let work = async move {
+        let (volume, path) = (volume.map(str::to_owned), staging.clone());
+        self.in_flight(staging.as_str(), request, |inner| async move {
             if let Some(volume) = &volume {
-                inner.check_staged_for(volume, &staging)?;
+                inner.paths.check_staged_for(volume, &path)?;
             }
-            inner.unstage_disk(&staging, offline).await
-        };
-        self.inner.flights.run(&key, request, work).await
+            inner.unstage_disk(&path, offline).await
+        })
+        .await
     }
 }
 
@@ -134,7 +131,7 @@ impl Inner {
     ) -> Result<Change> {
         let path_key = key(staging.as_str());
         // Read before this unstage records itself.
-        let known = self.recorded_path(staging);
+        let known = self.paths.recorded_path(staging);
         let (left, staged) = self.journal.view(|records| {
             let left = records.unstages.get(&path_key).cloned();
             let staged = records.stages.get(&path_key).map(|(_, s)| s.volume.clone());
@@ -153,7 +150,7 @@ impl Inner {
         let (found, disk) = match &offline_of {
             Some(volume) => {
                 let look = self.look_to_unstage(staging, known);
-                let (found, disk) = beside(look, self.disk_of(volume)).await?;
+                let (found, disk) = beside(look, self.disks.disk_of(volume)).await?;
                 (found, Some(disk))
             }
             None => (self.look_to_unstage(staging, known).await?, None),
@@ -197,20 +194,20 @@ impl Inner {
             }
             PathState::VolumeMount { volume } => {
                 self.unmount(&volume, staging).await?;
-                self.remove_unforced(staging).await?;
+                self.paths.remove_unforced(staging).await?;
                 changed = true;
             }
             // No volume there, the host said: a folder, or a link, at a
             // path the journal records; only on proof that it holds
             // nothing.
             found @ (PathState::Directory | PathState::Link { .. }) => {
-                changed = self.remove_found(staging, &found).await?;
+                changed = self.paths.remove_found(staging, &found).await?;
             }
         }
         if let (true, Some(volume)) = (work.offline, &work.volume) {
             let disk = match disk {
                 Some(disk) => disk,
-                None => self.disk_of(volume).await,
+                None => self.disks.disk_of(volume).await,
             };
             changed |= self.take_offline(volume, disk, &path_key).await?;
         }
@@ -225,22 +222,48 @@ impl Inner {
         Ok(Change::of(changed))
     }
 
+    /// [`Mounter::unstage_iscsi`]: the disk unstaged, then the lease
+    /// taken for `staging` dropped.
+    pub(super) async fn unstage_iscsi(
+        self: &Arc<Self>,
+        volume: &str,
+        staging: &WindowsPath,
+        offline: bool,
+    ) -> Result<Change> {
+        let mut changed = self.unstage_disk(staging, offline).await?.changed();
+        // Only the lease taken for this path: the session stays under a
+        // stage of the volume at another path.
+        let path_key = key(staging.as_str());
+        let leased = self.journal.view(|records| {
+            let target_key = records.target_leased_at(volume, &path_key)?;
+            let record = records.targets.get(target_key)?.clone();
+            Some((target_key.to_owned(), record))
+        });
+        if let Some((target_key, record)) = leased {
+            changed |= self
+                .targets
+                .release_target(&target_key, &record, volume)
+                .await?;
+        }
+        Ok(Change::of(changed))
+    }
+
     /// What an unstage finds at `staging`: the volume mounted there, else
     /// what is there. At a path the journal does not record (`known`
     /// false: most often a repeat, with nothing there), `IsSymlink` goes
     /// beside `GetVolumeIDFromTargetPath`.
     async fn look_to_unstage(&self, staging: &WindowsPath, known: bool) -> Result<PathState> {
         if known {
-            return match self.mounted_volume(staging).await? {
+            return match self.paths.mounted_volume(staging).await? {
                 Some(volume) => Ok(PathState::VolumeMount { volume }),
-                None => self.inspect(staging, false).await,
+                None => self.paths.inspect(staging, false).await,
             };
         }
-        let recorded = self.recorded_link(staging);
-        let (at, probed) = tokio::join!(self.volume_at(staging), self.probe(staging));
-        match self.mounted_volume_of(staging, at).await? {
+        let recorded = self.paths.recorded_link(staging);
+        let (at, probed) = tokio::join!(self.paths.volume_at(staging), self.paths.probe(staging));
+        match self.paths.mounted_volume_of(staging, at).await? {
             Some(volume) => Ok(PathState::VolumeMount { volume }),
-            None => (self.inspect_probed(staging, false, recorded, probed)).await,
+            None => (self.paths.inspect_probed(staging, false, recorded, probed)).await,
         }
     }
 
@@ -258,7 +281,7 @@ impl Inner {
                     .to_owned(),
             });
         }
-        Ok(Change::of(self.remove_found(staging, found).await?))
+        Ok(Change::of(self.paths.remove_found(staging, found).await?))
     }
 
     /// Flushes `volume` and unmounts it from `staging`; a volume that is
@@ -271,7 +294,7 @@ impl Inner {
         }
         match api.unmount_volume(volume, staging).await {
             Ok(()) => Ok(()),
-            Err(error) => match self.mounted_volume(staging).await? {
+            Err(error) => match self.paths.mounted_volume(staging).await? {
                 None => Ok(()),
                 // Its answer was lost, and the volume is still there.
                 Some(_) if error.may_have_run() => api.unmount_volume(volume, staging).await,
@@ -322,7 +345,7 @@ impl Inner {
             .await?;
         let foreign: Vec<&VolumeId> = volumes
             .iter()
-            .filter(|other| *other != volume && !self.staged_anywhere(other))
+            .filter(|other| *other != volume && !self.paths.staged_anywhere(other))
             .collect();
         if !foreign.is_empty() {
             tracing::warn!(

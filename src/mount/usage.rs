@@ -1,10 +1,9 @@
 //! A staged volume's size: `expand` and `stats`.
 
-use super::journal::{key, LinkTo};
 use std::time::Duration;
 
 use super::{DiskSelector, Inner, Mounter};
-use crate::api::{SmbRemotePath, VolumeId, WindowsPath};
+use crate::api::{VolumeId, WindowsPath};
 use crate::error::{Error, Result};
 use crate::host_cause::HostCause;
 
@@ -44,10 +43,6 @@ impl FsStats {
     }
 }
 
-/// Links followed through the journal, at most: a pod's link leads to a
-/// staging path, which is no link.
-const RECORDED_HOPS: usize = 4;
-
 impl Mounter {
     /// `NodeExpandVolume` of the disk `disk` names, at `volume_path` (its
     /// staging path or a published link): rescans, checks the disk has at
@@ -63,11 +58,12 @@ impl Mounter {
         required_bytes: Option<u64>,
     ) -> Result<Expanded> {
         let volume = self.inner.staged_volume_under(disk, volume_path).await?;
-        let inner = self.inner.clone();
-        let key = volume.as_str().to_owned();
-        let work = async move { inner.expand(&volume, required_bytes).await };
         let request = format!("expand {required_bytes:?}");
-        self.inner.flights.run(&key, request, work).await
+        let key = volume.as_str().to_owned();
+        self.in_flight(&key, request, |inner| async move {
+            inner.expand(&volume, required_bytes).await
+        })
+        .await
     }
 
     /// `NodeGetVolumeStats` of the disk `disk` names, at `volume_path` (its
@@ -78,7 +74,7 @@ impl Mounter {
     /// staged has no volume, and is [`Error::InvalidArgument`] (its
     /// space is [`share_stats`](Self::share_stats)).
     pub async fn stats(&self, disk: &DiskSelector, volume_path: &WindowsPath) -> Result<FsStats> {
-        if self.inner.share_behind(volume_path).is_some() {
+        if self.inner.paths.share_behind(volume_path).is_some() {
             return Err(Error::invalid_argument(
                 "volume path",
                 format!(
@@ -109,21 +105,21 @@ impl Inner {
         selector: &DiskSelector,
         path: &WindowsPath,
     ) -> Result<VolumeId> {
-        let at = self.through_recorded_links(path);
-        let volume = self
+        let at = self.paths.through_recorded_links(path);
+        let volume = (self.paths)
             .mounted_volume(&at)
             .await?
             .ok_or_else(|| Error::NotFound {
                 what: format!("volume at {path}"),
             })?;
-        let recorded = self.recorded_stage(&at);
+        let recorded = self.paths.recorded_stage(&at);
         if recorded
             .is_some_and(|stage| stage.volume == volume && stage.selector == selector.to_string())
         {
             return Ok(volume);
         }
-        let disk = self.find_disk(selector, Duration::ZERO).await?;
-        let holder = match self.disk_of(&volume).await {
+        let disk = self.disks.find_disk(selector, Duration::ZERO).await?;
+        let holder = match self.disks.disk_of(&volume).await {
             Ok(holder) => Some(holder),
             // No disk holds it (the volume of a drive no disk lists).
             Err(Error::Host { .. }) => None,
@@ -139,33 +135,9 @@ impl Inner {
         })
     }
 
-    /// `path` with the local links this mounter made followed.
-    fn through_recorded_links(&self, path: &WindowsPath) -> WindowsPath {
-        self.journal.view(|records| {
-            let mut at = path.clone();
-            for _ in 0..RECORDED_HOPS {
-                match records.links.get(&key(at.as_str())) {
-                    Some((_, LinkTo::Local(next))) => at = next.clone(),
-                    _ => break,
-                }
-            }
-            at
-        })
-    }
-
-    /// The share whose link `path` is, or leads to through the mounter's
-    /// links, if any.
-    pub(super) fn share_behind(&self, path: &WindowsPath) -> Option<SmbRemotePath> {
-        let at = self.through_recorded_links(path);
-        match self.recorded_link(&at) {
-            Some(LinkTo::Smb(remote)) => Some(remote),
-            _ => None,
-        }
-    }
-
     async fn expand(&self, volume: &VolumeId, required_bytes: Option<u64>) -> Result<Expanded> {
         let (disk_api, api) = (self.proxy.disk()?, self.proxy.volume()?);
-        let disk = self.disk_of(volume).await?;
+        let disk = self.disks.disk_of(volume).await?;
         disk_api.rescan().await?;
         if let Some(required) = required_bytes {
             // Disk v1alpha1 cannot tell the size: the growth is not checked.

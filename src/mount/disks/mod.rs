@@ -10,11 +10,12 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{Inner, Mounter};
-use crate::api::{DiskApi, DiskIds, DiskLocation};
+use super::Mounter;
+use crate::api::{DiskApi, DiskIds, DiskLocation, VolumeId};
+use crate::client::CsiProxy;
 use crate::error::{Error, Result};
 
-pub(crate) use looks::Looks;
+use looks::Looks;
 use looks::{AfterRescan, Wants};
 
 /// Which disk a volume is: [`Mounter::find_disk`], [`Mounter::stage_disk`].
@@ -273,11 +274,31 @@ impl Mounter {
     /// at once when several do, each named with its location where it was
     /// listed; the error of a listing that failed.
     pub async fn find_disk(&self, selector: &DiskSelector, wait: Duration) -> Result<u32> {
-        self.inner.find_disk(selector, wait).await
+        self.inner.disks.find_disk(selector, wait).await
     }
 }
 
-impl Inner {
+/// Finds disks: one by its selector ([`find_disk`](Self::find_disk)), the
+/// one that holds a volume ([`disk_of`](Self::disk_of)), with the
+/// listings and rescans its finders share.
+pub(super) struct DiskFinder {
+    proxy: CsiProxy,
+    /// The disk listings and rescans concurrent finders share.
+    looks: Looks,
+    poll_interval: Duration,
+}
+
+impl DiskFinder {
+    /// The finder on `proxy`, whose waiting finders look again every
+    /// `poll_interval`.
+    pub(super) fn new(proxy: CsiProxy, poll_interval: Duration) -> Self {
+        Self {
+            proxy,
+            looks: Looks::default(),
+            poll_interval,
+        }
+    }
+
     pub(super) async fn find_disk(&self, selector: &DiskSelector, wait: Duration) -> Result<u32> {
         selector.check()?;
         let disk = self.proxy.disk()?;
@@ -305,7 +326,7 @@ impl Inner {
             }
             // At the next tick of the poll clock, with every finder
             // waiting then: see the module docs of `looks`.
-            let poll = self.settings.poll_interval;
+            let poll = self.poll_interval;
             tokio::time::sleep_until(self.looks.next_poll(poll).min(deadline)).await;
             after = self.looks.rescan(&disk, poll, selector.needs()).await;
         }
@@ -346,6 +367,15 @@ impl Inner {
             })
             .filter(|candidate| selector.selects(candidate))
             .collect())
+    }
+
+    /// The number of the disk that holds `volume` now: asked every time,
+    /// since Windows numbers disks anew after a reboot or an attach.
+    pub(in crate::mount) async fn disk_of(&self, volume: &VolumeId) -> Result<u32> {
+        self.proxy
+            .volume()?
+            .get_disk_number_from_volume_id(volume)
+            .await
     }
 }
 

@@ -3,12 +3,12 @@
 //! refused makes a mapping made next the mounter's; anything else (the
 //! share answers, or the look told nothing) leaves it someone else's.
 
+use super::Shares;
 use crate::api::{SmbRemotePath, WindowsPath};
 use crate::error::Error;
 use crate::host_cause::HostCause;
-use crate::mount::Inner;
 
-impl Inner {
+impl Shares {
     /// Whether Windows refused `share`'s root on the node: then no mapping
     /// of it is there (CSI Proxy's `IsSymlink` of `\\server\share\` is an
     /// `Lstat` as SYSTEM, which a mapping, or the computer account, lets

@@ -1,13 +1,14 @@
 //! A share's mapping: released with its last lease, removed quietly when
 //! it is stale, made again with new credentials.
 
+use super::Shares;
 use super::{check_credentials, share_key, SmbCredentials, SmbMappingRemoval};
 use crate::api::{SmbMapping, SmbRemotePath};
 use crate::error::{Error, Result};
 use crate::host_cause::HostCause;
 use crate::mount::journal::{MappingKey, Records};
-use crate::mount::path_state::conflict_at;
-use crate::mount::{Change, Inner, Mounter};
+use crate::mount::paths::conflict_at;
+use crate::mount::{Change, Mounter};
 
 /// What [`Mounter::rotate_smb_credentials`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,10 +45,11 @@ impl Mounter {
         // The share's key, which its stages and unstages hold too.
         let key = format!("share {root}");
         let request = format!("rotate {}", credentials.request_tag());
-        let inner = self.inner.clone();
         let (share, credentials) = (share.clone(), credentials.clone());
-        let work = async move { inner.rotate(&share, &root, &credentials).await };
-        self.inner.flights.run(&key, request, work).await
+        self.in_flight(&key, request, |inner| async move {
+            inner.shares.rotate(&share, &root, &credentials).await
+        })
+        .await
     }
 }
 
@@ -60,14 +62,14 @@ fn mapped_paths(records: &Records, root: &str) -> MappedPaths {
         .collect()
 }
 
-impl Inner {
+impl Shares {
     /// Drops `volume`'s lease on share `root`; when it was the last, first
     /// removes the mapping if this mounter made it (and the policy lets
     /// it). Whether a mapping was removed. A removal that fails leaves the
     /// lease in place, so that the retry removes the mapping. Done alone
     /// at the share's gate: no stage links through the mapping meanwhile.
     pub(in crate::mount) async fn release_lease(&self, root: &str, volume: &str) -> Result<bool> {
-        let gate = self.shares.of(root);
+        let gate = self.gates.of(root);
         let mut alone = gate.alone().await;
         let Some((ours, mapped, last)) = self.journal.view(|records| {
             let record = records.shares.get(root)?;
@@ -164,7 +166,7 @@ impl Inner {
         root: &str,
         credentials: &SmbCredentials,
     ) -> Result<Rotated> {
-        let gate = self.shares.of(root);
+        let gate = self.gates.of(root);
         let mut alone = gate.alone().await;
         let Some((record, mapped, leases)) = self.journal.view(|records| {
             let record = records.shares.get(root)?.clone();

@@ -16,18 +16,22 @@
 mod gate;
 mod look;
 mod mapping;
+mod shares;
 mod stage;
 
 use std::sync::Arc;
 
+use super::beside::beside;
 use super::journal::{key, LinkTo};
-use super::path_state::conflict;
+use super::paths::conflict;
 use super::{check_volume, Change, Inner, Mounter, PathState};
 use crate::api::{Secret, SmbRemotePath, WindowsPath};
 use crate::error::{Error, Result};
 
-pub(super) use gate::ShareGates;
+use gate::Held;
 pub use mapping::Rotated;
+pub(super) use shares::Shares;
+use stage::{Found, Undo};
 
 /// The user and password to map a share with (from a volume's node-stage
 /// secrets). `Debug` hides the password.
@@ -158,18 +162,14 @@ impl Mounter {
             key(share.as_str()),
             credentials.request_tag()
         );
-        let inner = self.inner.clone();
         let (volume, share) = (volume.to_owned(), share.clone());
         let (credentials, path) = (credentials.clone(), staging.clone());
-        let work = async move {
+        self.in_flight(staging.as_str(), request, |inner| async move {
             // Inside the flight: a call that ran before changed the records.
-            inner.check_staged_for(&volume, &path)?;
+            inner.paths.check_staged_for(&volume, &path)?;
             inner.stage_smb(&volume, &share, &credentials, &path).await
-        };
-        self.inner
-            .flights
-            .run(staging.as_str(), request, work)
-            .await
+        })
+        .await
     }
 
     /// `NodeUnstageVolume` of an SMB share: removes the link at `staging`
@@ -184,34 +184,137 @@ impl Mounter {
     pub async fn unstage_smb(&self, volume: &str, staging: &WindowsPath) -> Result<Change> {
         check_volume(volume)?;
         let request = format!("unstage-smb {volume}");
-        let inner = self.inner.clone();
         let (volume, path) = (volume.to_owned(), staging.clone());
-        let work = async move {
-            inner.check_staged_for(&volume, &path)?;
+        self.in_flight(staging.as_str(), request, |inner| async move {
+            inner.paths.check_staged_for(&volume, &path)?;
             inner.unstage_smb(&volume, &path).await
-        };
-        self.inner
-            .flights
-            .run(staging.as_str(), request, work)
-            .await
+        })
+        .await
     }
 }
 
 impl Inner {
-    fn is_foreign(&self, root: &str) -> bool {
-        self.settings.foreign_shares.iter().any(|f| f == root)
+    /// [`Mounter::stage_smb`]: this volume's path cleared, its lease
+    /// recorded, the share mapped and linked, then looked through.
+    pub(super) async fn stage_smb(
+        self: &Arc<Self>,
+        volume: &str,
+        share: &SmbRemotePath,
+        credentials: &SmbCredentials,
+        staging: &WindowsPath,
+    ) -> Result<Change> {
+        let root = share_key(share)
+            .ok_or_else(|| Error::invalid_argument("SMB share", share.to_string()))?;
+        let gate = self.shares.gate(&root);
+        let recorded = self
+            .journal
+            .view(|records| records.shares.contains_key(&root));
+        // The first stage of a share fingerprints the credentials it maps
+        // with, before any lock.
+        let print = match recorded {
+            true => None,
+            false => Some(
+                gate.fingerprint(credentials, self.journal.credential_key())
+                    .await,
+            ),
+        };
+        // This volume's own path first, beside the share's other volumes.
+        // Before the share's first mapping, the look at its root goes
+        // beside it (the clearing touches no mapping of a share with no
+        // record); it stands only if no volume of this process was alone
+        // at the gate before this one (none made or removed the mapping).
+        let clear = self
+            .shares
+            .clear_staging(volume, share, staging, &root, &gate);
+        let early = match (recorded || self.shares.is_foreign(&root), gate.quiet_mark()) {
+            (false, Some(mark)) => Some(mark),
+            _ => None,
+        };
+        let (found, early) = match early {
+            Some(mark) => {
+                let (found, refused) = beside(clear, self.shares.share_refused(share)).await?;
+                (found, Some((mark, refused)))
+            }
+            None => (clear.await?, None),
+        };
+        if let Found::Staged = found {
+            self.shares
+                .take_lease(&root, volume, staging, share, print)
+                .await?;
+            self.shares.confirm_mapped(&root, share).await?;
+            return Ok(Change::Unchanged);
+        }
+        let held = gate.enter().await;
+        // The lease, the path to map and the link are recorded before the
+        // mapping is made: an answer lost, or a crash, after the proxy made
+        // them leaves nothing the journal does not know.
+        let fingerprinted = print.is_some();
+        let before = (self.shares)
+            .take_lease(&root, volume, staging, share, print)
+            .await?;
+        if before.first_use && !fingerprinted {
+            // The share's last lease went while this volume cleared its
+            // path: this stage is its first use after all.
+            let print = gate
+                .fingerprint(credentials, self.journal.credential_key())
+                .await;
+            self.journal
+                .update(|records| {
+                    if let Some(record) = records.shares.get_mut(root.as_str()) {
+                        record.fingerprint.get_or_insert(print);
+                    }
+                })
+                .await?;
+        }
+        let alone = matches!(held, Held::Alone(_));
+        // Before the share's first mapping: a mapping made now is this
+        // mounter's only if Windows refused the share until then.
+        let ours_if_made = (before.first_use || before.unclaimed)
+            && !self.shares.is_foreign(&root)
+            && match early {
+                Some((mark, refused)) if alone && gate.alone_once_since(mark) => refused,
+                _ => self.shares.share_refused(share).await,
+            };
+        let (held, mapped) = (self.shares)
+            .map(share, credentials, staging, &root, held, &gate)
+            .await;
+        let error = match mapped {
+            // Looked through: a link to a folder the share lacks would
+            // stage nothing a pod could use.
+            Ok(()) => {
+                if ours_if_made {
+                    self.shares.mapping_made(&root).await?;
+                }
+                return match self.paths.probe(staging).await? {
+                    Some(true) => self.shares.mapping_works(&root, share, held).await,
+                    _ => Err(folder_missing(share, staging)),
+                };
+            }
+            Err(error) => error,
+        };
+        if error.may_have_run() {
+            // Looked at: the link there, and answering, is the stage done.
+            // Otherwise the records stay for the retry (or reconcile).
+            if matches!(self.paths.probe(staging).await, Ok(Some(true))) {
+                if ours_if_made {
+                    self.shares.mapping_made(&root).await?;
+                }
+                return self.shares.mapping_works(&root, share, held).await;
+            }
+            return Err(error);
+        }
+        let undo = Undo {
+            alone,
+            ours_if_made,
+        };
+        self.shares
+            .forget_failed_stage(&root, volume, share, staging, &before, undo, &error)
+            .await?;
+        Err(error)
     }
 
-    /// Whether the mapping of share `root` is this mounter's to remove: its
-    /// record says the mounter made it (see `stage_smb`), and the share is
-    /// not named foreign. A share with no record is not.
-    fn owns(&self, root: &str) -> bool {
-        !self.is_foreign(root)
-            && self
-                .journal
-                .view(|records| records.shares.get(root).is_some_and(|share| share.ours))
-    }
-
+    /// [`Mounter::unstage_smb`]: the link at `staging` removed, and the
+    /// lease taken for it released.
     pub(super) async fn unstage_smb(
         self: &Arc<Self>,
         volume: &str,
@@ -243,18 +346,18 @@ impl Inner {
         // link whose share is gone fails, and removing a link never
         // touches the share.
         let mut changed = match recorded_share {
-            Some(_) => self.remove_if_there(staging).await?,
-            None => match self.inspect(staging, false).await? {
+            Some(_) => self.paths.remove_if_there(staging).await?,
+            None => match self.paths.inspect(staging, false).await? {
                 PathState::VolumeMount { .. } => {
                     return Err(conflict(staging, "a volume is mounted there"))
                 }
                 // What no record names goes only on proof that it holds
                 // nothing.
-                found => self.remove_found(staging, &found).await?,
+                found => self.paths.remove_found(staging, &found).await?,
             },
         };
         if let Some(root) = &root {
-            changed |= self.release_lease(root, volume).await?;
+            changed |= self.shares.release_lease(root, volume).await?;
         }
         self.journal
             .update(|records| records.links.remove(&path_key))

@@ -6,182 +6,69 @@
 use std::sync::Arc;
 
 use super::gate::{Held, ShareGate};
-use super::{folder_missing, mapping, share_key, SmbCredentials};
+use super::Shares;
+use super::{mapping, SmbCredentials};
 use crate::api::{SmbMapping, SmbRemotePath, WindowsPath};
 use crate::error::{Error, Result};
-use crate::mount::beside::beside;
 use crate::mount::fan_out;
 use crate::mount::fingerprint::Fingerprint;
 use crate::mount::journal::{key, Lease, LinkTo, ShareRecord};
-use crate::mount::path_state::conflict;
-use crate::mount::{Change, Inner, PathState};
+use crate::mount::paths::conflict;
+use crate::mount::{Change, PathState};
 
 /// What the journal said of a share before a stage took its lease.
-struct StageSmbBefore {
+pub(super) struct StageSmbBefore {
     /// No record of the share: this stage may be the one that maps it.
-    first_use: bool,
+    pub first_use: bool,
     /// The share is recorded, but not as this mounter's, with no lease but
     /// this volume's and no mapping of it seen working: an earlier stage of
     /// this volume was cut short before its mapping was shown to be the
     /// mounter's. Whose a mapping made now is may be looked at again (a
     /// mapping the cut stage did make answers the look, and stays
     /// someone else's: leaked, never removed).
-    unclaimed: bool,
+    pub unclaimed: bool,
     /// The volume held a lease already (a repeat).
-    had_lease: bool,
+    pub had_lease: bool,
     /// The path was recorded as mapped already.
-    had_mapped: bool,
+    pub had_mapped: bool,
 }
 
 /// What a refused stage may undo.
-struct Undo {
+pub(super) struct Undo {
     /// The stage held the share's gate alone.
-    alone: bool,
+    pub alone: bool,
     /// The look before the share's first mapping found it refused: a
     /// mapping there now is this mounter's.
-    ours_if_made: bool,
+    pub ours_if_made: bool,
 }
 
 /// How many other volumes' links a stage looks through at once.
 const LOOKS_AT_ONCE: usize = 16;
 
 /// What this volume's staging path held before its stage.
-enum Found {
+pub(super) enum Found {
     /// Its link, answering: staged already.
     Staged,
     /// Nothing, or what was there is cleared.
     Cleared,
 }
 
-impl Inner {
-    pub(super) async fn stage_smb(
-        self: &Arc<Self>,
-        volume: &str,
-        share: &SmbRemotePath,
-        credentials: &SmbCredentials,
-        staging: &WindowsPath,
-    ) -> Result<Change> {
-        let root = share_key(share)
-            .ok_or_else(|| Error::invalid_argument("SMB share", share.to_string()))?;
-        let gate = self.shares.of(&root);
-        let recorded = self
-            .journal
-            .view(|records| records.shares.contains_key(&root));
-        // The first stage of a share fingerprints the credentials it maps
-        // with, before any lock.
-        let print = match recorded {
-            true => None,
-            false => Some(
-                gate.fingerprint(credentials, self.journal.credential_key())
-                    .await,
-            ),
-        };
-        // This volume's own path first, beside the share's other volumes.
-        // Before the share's first mapping, the look at its root goes
-        // beside it (the clearing touches no mapping of a share with no
-        // record); it stands only if no volume of this process was alone
-        // at the gate before this one (none made or removed the mapping).
-        let clear = self.clear_staging(volume, share, staging, &root, &gate);
-        let early = match (recorded || self.is_foreign(&root), gate.quiet_mark()) {
-            (false, Some(mark)) => Some(mark),
-            _ => None,
-        };
-        let (found, early) = match early {
-            Some(mark) => {
-                let (found, refused) = beside(clear, self.share_refused(share)).await?;
-                (found, Some((mark, refused)))
-            }
-            None => (clear.await?, None),
-        };
-        if let Found::Staged = found {
-            self.take_lease(&root, volume, staging, share, print)
-                .await?;
-            self.confirm_mapped(&root, share).await?;
-            return Ok(Change::Unchanged);
-        }
-        let held = gate.enter().await;
-        // The lease, the path to map and the link are recorded before the
-        // mapping is made: an answer lost, or a crash, after the proxy made
-        // them leaves nothing the journal does not know.
-        let fingerprinted = print.is_some();
-        let before = self
-            .take_lease(&root, volume, staging, share, print)
-            .await?;
-        if before.first_use && !fingerprinted {
-            // The share's last lease went while this volume cleared its
-            // path: this stage is its first use after all.
-            let print = gate
-                .fingerprint(credentials, self.journal.credential_key())
-                .await;
-            self.journal
-                .update(|records| {
-                    if let Some(record) = records.shares.get_mut(root.as_str()) {
-                        record.fingerprint.get_or_insert(print);
-                    }
-                })
-                .await?;
-        }
-        let alone = matches!(held, Held::Alone(_));
-        // Before the share's first mapping: a mapping made now is this
-        // mounter's only if Windows refused the share until then.
-        let ours_if_made = (before.first_use || before.unclaimed)
-            && !self.is_foreign(&root)
-            && match early {
-                Some((mark, refused)) if alone && gate.alone_once_since(mark) => refused,
-                _ => self.share_refused(share).await,
-            };
-        let (held, mapped) = self
-            .map(share, credentials, staging, &root, held, &gate)
-            .await;
-        let error = match mapped {
-            // Looked through: a link to a folder the share lacks would
-            // stage nothing a pod could use.
-            Ok(()) => {
-                if ours_if_made {
-                    self.mapping_made(&root).await?;
-                }
-                return match self.probe(staging).await? {
-                    Some(true) => self.mapping_works(&root, share, held).await,
-                    _ => Err(folder_missing(share, staging)),
-                };
-            }
-            Err(error) => error,
-        };
-        if error.may_have_run() {
-            // Looked at: the link there, and answering, is the stage done.
-            // Otherwise the records stay for the retry (or reconcile).
-            if matches!(self.probe(staging).await, Ok(Some(true))) {
-                if ours_if_made {
-                    self.mapping_made(&root).await?;
-                }
-                return self.mapping_works(&root, share, held).await;
-            }
-            return Err(error);
-        }
-        let undo = Undo {
-            alone,
-            ours_if_made,
-        };
-        self.forget_failed_stage(&root, volume, share, staging, &before, undo, &error)
-            .await?;
-        Err(error)
-    }
-
+impl Shares {
     /// Clears this volume's staging path for its link: its link answering
     /// is the stage done; a link that leads nowhere, an empty folder or a
     /// leftover link goes. Only a link the share refuses through touches
     /// the mapping, alone at the gate.
-    async fn clear_staging(
-        self: &Arc<Self>,
+    pub(super) async fn clear_staging(
+        &self,
         volume: &str,
         share: &SmbRemotePath,
         staging: &WindowsPath,
         root: &str,
         gate: &ShareGate,
     ) -> Result<Found> {
-        match self.recorded_link(staging) {
+        match self.paths.recorded_link(staging) {
             Some(LinkTo::Smb(remote)) if key(remote.as_str()) == key(share.as_str()) => {
-                match self.probe(staging).await {
+                match self.paths.probe(staging).await {
                     Ok(Some(true)) => return Ok(Found::Staged),
                     Ok(None) => {}
                     // Leads nowhere, without Windows refusing the share:
@@ -189,13 +76,13 @@ impl Inner {
                     // a reboot), or the link with this volume's folder
                     // gone from the share. It goes, and the mapping stays;
                     // the new link is looked through after the stage.
-                    Ok(Some(false)) => self.remove_unforced(staging).await?,
+                    Ok(Some(false)) => self.paths.remove_unforced(staging).await?,
                     // Windows' reason for the share: the mapping behind
                     // the link is gone or broken. The link goes, and the
                     // mapping too unless another volume still reaches the
                     // share through it.
                     Err(Error::Host { .. }) => {
-                        self.remove_unforced(staging).await?;
+                        self.paths.remove_unforced(staging).await?;
                         let mut alone = gate.alone().await;
                         if alone.refusal_settled != Some(alone.generation) {
                             let elsewhere = self.share_answers_elsewhere(root, volume);
@@ -209,7 +96,7 @@ impl Inner {
                     Err(error) => return Err(error),
                 }
             }
-            _ => match self.inspect(staging, false).await? {
+            _ => match self.paths.inspect(staging, false).await? {
                 PathState::Absent => {}
                 // An empty folder (kubelet's), a link that leads nowhere,
                 // or one no record names that leads to no volume (a
@@ -220,7 +107,7 @@ impl Inner {
                     target: None,
                     volume: None,
                     ..
-                }) => drop(self.remove_found(staging, &found).await?),
+                }) => drop(self.paths.remove_found(staging, &found).await?),
                 other => return Err(conflict(staging, other)),
             },
         }
@@ -230,7 +117,12 @@ impl Inner {
     /// A stage's link answered through the share's mapping: recorded, and
     /// known to this process, so that the share's next volumes link beside
     /// each other.
-    async fn mapping_works(&self, root: &str, share: &SmbRemotePath, held: Held) -> Result<Change> {
+    pub(super) async fn mapping_works(
+        &self,
+        root: &str,
+        share: &SmbRemotePath,
+        held: Held,
+    ) -> Result<Change> {
         self.confirm_mapped(root, share).await?;
         if let Held::Alone(mut alone) = held {
             if !alone.working {
@@ -242,7 +134,7 @@ impl Inner {
 
     /// Records that this mounter made the share's mapping: the look before
     /// it found the share refused, and the mapping then succeeded.
-    async fn mapping_made(&self, root: &str) -> Result<()> {
+    pub(super) async fn mapping_made(&self, root: &str) -> Result<()> {
         self.journal
             .update(|records| {
                 if let Some(record) = records.shares.get_mut(root) {
@@ -259,7 +151,7 @@ impl Inner {
     /// unstage or `reconcile` to remove; one that may be someone else's is
     /// forgotten, and left.
     #[allow(clippy::too_many_arguments)]
-    async fn forget_failed_stage(
+    pub(super) async fn forget_failed_stage(
         &self,
         root: &str,
         volume: &str,
@@ -315,7 +207,7 @@ impl Inner {
     /// a Disconnected one: "Generic failure", 85, 64) is removed and made
     /// once more, alone at the gate, unless another volume made it again
     /// meanwhile.
-    async fn map(
+    pub(super) async fn map(
         &self,
         share: &SmbRemotePath,
         credentials: &SmbCredentials,
@@ -357,7 +249,7 @@ impl Inner {
         if alone.generation == seen {
             tracing::info!(%share, %error, "the share's mapping is stale: making it again");
             // The link first: while it cannot go, the mapping stays as it is.
-            if let Err(error) = self.remove_if_there(staging).await {
+            if let Err(error) = self.paths.remove_if_there(staging).await {
                 return (Held::Alone(alone), Err(error));
             }
             self.remove_mapping_quietly(share).await;
@@ -372,7 +264,7 @@ impl Inner {
     /// any answer but Windows' refusal of the share counts (a link whose
     /// folder is gone answers through a working mapping; a look that got
     /// no answer proves nothing).
-    async fn share_answers_elsewhere(self: &Arc<Self>, root: &str, volume: &str) -> bool {
+    async fn share_answers_elsewhere(&self, root: &str, volume: &str) -> bool {
         let others: Vec<WindowsPath> = self.journal.view(|records| {
             (records.leases_of(root))
                 .filter(|(holder, _)| *holder != volume)
@@ -380,9 +272,9 @@ impl Inner {
                 .collect()
         });
         fan_out::any(others, LOOKS_AT_ONCE, |staging| {
-            let inner = self.clone();
+            let paths = Arc::clone(&self.paths);
             async move {
-                match inner.probe(&staging).await {
+                match paths.probe(&staging).await {
                     Ok(None) | Err(Error::Host { .. }) => false,
                     Ok(Some(_)) | Err(_) => true,
                 }
@@ -396,7 +288,7 @@ impl Inner {
     /// change; the first lease of a share (`print` given) also records
     /// the share, as not (yet) this mounter's, with the credentials'
     /// fingerprint.
-    async fn take_lease(
+    pub(super) async fn take_lease(
         &self,
         root: &str,
         volume: &str,
@@ -443,7 +335,7 @@ impl Inner {
 
     /// Records that the mapping of `share` works: a stage's link answered
     /// through it.
-    async fn confirm_mapped(&self, root: &str, share: &SmbRemotePath) -> Result<()> {
+    pub(super) async fn confirm_mapped(&self, root: &str, share: &SmbRemotePath) -> Result<()> {
         self.journal
             .update(|records| {
                 if records.shares.contains_key(root) {

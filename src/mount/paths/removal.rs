@@ -5,22 +5,21 @@
 //! shown to be empty. Never a file, a folder with files in it, or a mount
 //! point no record names.
 
-use super::again::{idempotent, never};
-use super::journal::key;
-use super::path_state::conflict;
-use super::{Inner, PathState};
+use super::{conflict, PathState, Paths};
 use crate::api::WindowsPath;
 use crate::error::{Error, Result};
 use crate::host_cause::HostCause;
+use crate::mount::again::{idempotent, never};
+use crate::mount::journal::key;
 
 /// The folder the mounter makes inside a folder it did not make, to learn
 /// that it is a folder: only a folder can hold one. Removed at once.
 const FOLDER_PROBE: &str = ".csi-proxy-client-folder-probe";
 
-impl Inner {
+impl Paths {
     /// Whether the journal records `path` as the mounter's: a link it made,
     /// a folder it made, a stage or an unstage there.
-    pub(super) fn recorded_path(&self, path: &WindowsPath) -> bool {
+    pub(in crate::mount) fn recorded_path(&self, path: &WindowsPath) -> bool {
         let path_key = key(path.as_str());
         self.journal.view(|records| {
             records.links.contains_key(&path_key)
@@ -43,7 +42,11 @@ impl Inner {
     ///   conflict;
     /// - a mount point: [`Error::NotOurs`] (callers unmount what they
     ///   staged first).
-    pub(super) async fn remove_found(&self, path: &WindowsPath, found: &PathState) -> Result<bool> {
+    pub(in crate::mount) async fn remove_found(
+        &self,
+        path: &WindowsPath,
+        found: &PathState,
+    ) -> Result<bool> {
         match found {
             PathState::Absent => Ok(false),
             PathState::Link {
@@ -68,8 +71,8 @@ impl Inner {
     /// cannot say: the mounter makes a folder inside it (only a folder can
     /// hold one) and removes it, then removes `path` unforced (a folder
     /// with files in it fails, and stays). Whether something was removed.
-    pub(super) async fn remove_empty_folder(&self, path: &WindowsPath) -> Result<bool> {
-        check_removable(path, &self.settings.kubelet_dir)?;
+    pub(in crate::mount) async fn remove_empty_folder(&self, path: &WindowsPath) -> Result<bool> {
+        check_removable(path, &self.kubelet_dir)?;
         let probe = path.join(FOLDER_PROBE)?;
         let filesystem = self.proxy.filesystem()?;
         // Made twice is made once (Mkdir makes what is missing): a probe
@@ -97,7 +100,7 @@ impl Inner {
 
     /// [`remove_unforced`](Self::remove_unforced), where nothing there is
     /// no error: whether something was removed.
-    pub(super) async fn remove_if_there(&self, path: &WindowsPath) -> Result<bool> {
+    pub(in crate::mount) async fn remove_if_there(&self, path: &WindowsPath) -> Result<bool> {
         match self.remove_unforced(path).await {
             Ok(()) => Ok(true),
             Err(error) if error.host_cause() == Some(HostCause::PathNotFound) => Ok(false),
@@ -110,8 +113,8 @@ impl Inner {
     /// proxy's unforced removal takes a file or a mount point too, so
     /// callers have proof first ([`remove_found`](Self::remove_found)),
     /// and make sure no volume is mounted at `path`.
-    pub(super) async fn remove_unforced(&self, path: &WindowsPath) -> Result<()> {
-        check_removable(path, &self.settings.kubelet_dir)?;
+    pub(in crate::mount) async fn remove_unforced(&self, path: &WindowsPath) -> Result<()> {
+        check_removable(path, &self.kubelet_dir)?;
         let filesystem = self.proxy.filesystem()?;
         let gone =
             |error: &Error| (error.host_cause() == Some(HostCause::PathNotFound)).then_some(());

@@ -2,11 +2,12 @@
 
 use std::fmt;
 
-use super::journal::{key, LinkTo};
-use super::{Inner, Mounter};
+use super::Paths;
 use crate::api::{SmbRemotePath, VolumeId, WindowsPath};
 use crate::error::{Error, Result};
 use crate::host_cause::HostCause;
+use crate::mount::journal::{key, LinkTo};
+use crate::mount::Mounter;
 
 /// What is at a path on the node: [`Mounter::inspect`].
 ///
@@ -96,12 +97,12 @@ impl fmt::Display for PathState {
 }
 
 /// The conflict of finding `found` at `path`.
-pub(super) fn conflict(path: &WindowsPath, found: impl fmt::Display) -> Error {
+pub(in crate::mount) fn conflict(path: &WindowsPath, found: impl fmt::Display) -> Error {
     conflict_at(path, found)
 }
 
 /// The conflict of finding `found` at `place` (a path, or a share).
-pub(super) fn conflict_at(place: impl fmt::Display, found: impl fmt::Display) -> Error {
+pub(in crate::mount) fn conflict_at(place: impl fmt::Display, found: impl fmt::Display) -> Error {
     Error::Conflict {
         path: place.to_string(),
         found: found.to_string(),
@@ -115,15 +116,15 @@ impl Mounter {
     /// ([`PathState::Directory`]), not an error; a host failure that says
     /// something else (access denied, out of resources) is.
     pub async fn inspect(&self, path: &WindowsPath) -> Result<PathState> {
-        self.inner.inspect(path, true).await
+        self.inner.paths.inspect(path, true).await
     }
 }
 
-impl Inner {
+impl Paths {
     /// [`Mounter::inspect`]; without `volume_of_links`, a link this
     /// mounter made is not asked for its volume (one call less, for
     /// callers that only need where it leads).
-    pub(super) async fn inspect(
+    pub(in crate::mount) async fn inspect(
         &self,
         path: &WindowsPath,
         volume_of_links: bool,
@@ -137,7 +138,7 @@ impl Inner {
     /// [`inspect`](Self::inspect) of `path`, where the journal recorded
     /// `recorded` and the probe was answered `probed` (sent beside another
     /// look).
-    pub(super) async fn inspect_probed(
+    pub(in crate::mount) async fn inspect_probed(
         &self,
         path: &WindowsPath,
         volume_of_links: bool,
@@ -197,7 +198,7 @@ impl Inner {
     }
 
     /// Where the link at `path` leads, if this mounter made it.
-    pub(super) fn recorded_link(&self, path: &WindowsPath) -> Option<LinkTo> {
+    pub(in crate::mount) fn recorded_link(&self, path: &WindowsPath) -> Option<LinkTo> {
         self.journal
             .view(|records| (records.links.get(&key(path.as_str()))).map(|(_, to)| to.clone()))
     }
@@ -206,7 +207,7 @@ impl Inner {
     /// (`IsSymlink`), `None` when nothing is there: one call where
     /// `PathExists` and `IsSymlink` would be two. A failure that does not
     /// say "not found" is asked again with `PathExists`.
-    pub(super) async fn probe(&self, path: &WindowsPath) -> Result<Option<bool>> {
+    pub(in crate::mount) async fn probe(&self, path: &WindowsPath) -> Result<Option<bool>> {
         let filesystem = self.proxy.filesystem()?;
         match filesystem.is_symlink(path).await {
             Ok(leads) => Ok(Some(leads)),
@@ -224,7 +225,7 @@ impl Inner {
     /// taking "cannot tell" for "not mounted" would remove a mounted folder
     /// without unmounting it. Volume v1alpha1 cannot ask: the journal's
     /// record of a stage there answers.
-    pub(super) async fn volume_at(&self, path: &WindowsPath) -> Result<Option<VolumeId>> {
+    pub(in crate::mount) async fn volume_at(&self, path: &WindowsPath) -> Result<Option<VolumeId>> {
         match self
             .proxy
             .volume()?
@@ -241,12 +242,15 @@ impl Inner {
     }
 }
 
-impl Inner {
+impl Paths {
     /// The volume mounted at `path`: none at a link this mounter made;
     /// else [`volume_at`](Self::volume_at), where a volume this mounter did
     /// not stage there counts only when the path leads somewhere (from
     /// v1.3 the proxy names, for a link, the volume that holds the link).
-    pub(super) async fn mounted_volume(&self, path: &WindowsPath) -> Result<Option<VolumeId>> {
+    pub(in crate::mount) async fn mounted_volume(
+        &self,
+        path: &WindowsPath,
+    ) -> Result<Option<VolumeId>> {
         // A link this mounter made is no mount point, whatever the proxy
         // names for it.
         if self.recorded_link(path).is_some() {
@@ -259,7 +263,7 @@ impl Inner {
     /// [`mounted_volume`](Self::mounted_volume) of `path`, where
     /// `GetVolumeIDFromTargetPath` answered `at` ([`volume_at`](Self::volume_at),
     /// sent beside another look).
-    pub(super) async fn mounted_volume_of(
+    pub(in crate::mount) async fn mounted_volume_of(
         &self,
         path: &WindowsPath,
         at: Result<Option<VolumeId>>,
@@ -292,7 +296,7 @@ impl Inner {
     /// (before v1.3), the probe names no volume, and `volume` stands. A
     /// probe that cannot be made leaves `volume` standing: never a mount
     /// point taken for a link.
-    pub(super) async fn names_the_holder(
+    pub(in crate::mount) async fn names_the_holder(
         &self,
         path: &WindowsPath,
         volume: &VolumeId,

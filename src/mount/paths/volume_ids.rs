@@ -2,17 +2,20 @@
 //! volume than the one the journal staged there is refused, so that an
 //! unstage or unpublish of one volume never undoes another's.
 
-use super::journal::{key, LinkTo};
-use super::path_state::conflict;
-use super::Inner;
+use super::{conflict, Paths};
 use crate::api::{VolumeId, WindowsPath};
 use crate::error::Result;
+use crate::mount::journal::{key, LinkTo};
 
-impl Inner {
+impl Paths {
     /// Fails with [`Error::Conflict`](crate::Error::Conflict) when the
     /// journal records another CSI volume than `volume` staged at
     /// `staging`; nothing recorded there, or the same volume, passes.
-    pub(super) fn check_staged_for(&self, volume: &str, staging: &WindowsPath) -> Result<()> {
+    pub(in crate::mount) fn check_staged_for(
+        &self,
+        volume: &str,
+        staging: &WindowsPath,
+    ) -> Result<()> {
         let staged = self
             .journal
             .view(|records| (records.csi_volume_at(&key(staging.as_str()))).map(str::to_owned));
@@ -28,7 +31,7 @@ impl Inner {
     /// Fails with [`Error::Conflict`](crate::Error::Conflict) when the
     /// journal records host volume `mounted` (found at `path`) staged for
     /// another CSI volume than `volume`.
-    pub(super) fn check_volume_is(
+    pub(in crate::mount) fn check_volume_is(
         &self,
         volume: &str,
         mounted: &VolumeId,
@@ -52,13 +55,17 @@ impl Inner {
     }
 
     /// Whether the journal records `volume` staged at some path.
-    pub(super) fn staged_anywhere(&self, volume: &VolumeId) -> bool {
+    pub(in crate::mount) fn staged_anywhere(&self, volume: &VolumeId) -> bool {
         (self.journal).view(|records| records.stages.values().any(|(_, s)| s.volume == *volume))
     }
 
     /// [`check_staged_for`](Self::check_staged_for) of the staging path a
     /// link this mounter made at `target` leads to.
-    pub(super) fn check_published_for(&self, volume: &str, target: &WindowsPath) -> Result<()> {
+    pub(in crate::mount) fn check_published_for(
+        &self,
+        volume: &str,
+        target: &WindowsPath,
+    ) -> Result<()> {
         match self.recorded_link(target) {
             Some(LinkTo::Local(staging)) => self.check_staged_for(volume, &staging).map_err(|_| {
                 conflict(
