@@ -344,6 +344,11 @@ async fn call_dropped_at_random(
         drop(call);
         return false;
     }
+    // One in 64 waits for its answer: however slow the machine, some
+    // calls are answered between the dropped ones.
+    if turns == 63 {
+        return call.await.is_ok();
+    }
     let later = async {
         for _ in 0..turns {
             tokio::task::yield_now().await;
@@ -423,8 +428,8 @@ async fn ten_thousand_calls_dropped_at_random_points_leave_nothing_behind() {
     .await
     .expect("the dropped calls stalled the connection");
     // Calls were dropped at every stage: before the proxy saw them (one in
-    // 64 is dropped unpolled), after, and some were answered before their
-    // turn came.
+    // 64 is dropped unpolled), after, and some were answered (one in 64
+    // waits for its answer; others may come before their turn).
     let reached = server.seen().len();
     assert!(
         answered > 10 && reached > answered + 1_000 && reached < 9_950,
