@@ -233,9 +233,8 @@ if [ "$volumes" = smb ]; then
     volume_args=(--csi.testvolumeparameters "${files[0]}" --csi.secrets "${files[1]}")
 fi
 
-status=0
-for round in $(seq "$rounds"); do
-    echo "csi-sanity: ${release:-newest} ${volumes} volumes (plugin: ${plugin_args[*]:-$plugin}) ${restart[*]:-}$($wine && echo ' under Wine') (round $round of $rounds)"
+# One run of csi-sanity; the arguments after `--` are added.
+sanity_once() {
     "${run[@]}" "$sanity" \
         --csi.endpoint "$sanity_endpoint" \
         --csi.mountdir 'C:\var\lib\kubelet\pods\csi-sanity\volumes\mount' \
@@ -248,7 +247,22 @@ for round in $(seq "$rounds"); do
         --csi.testvolumesize $((1 << 30)) \
         --csi.testvolumeexpandsize $((1 << 30)) \
         "${volume_args[@]}" \
-        --ginkgo.no-color "$@" || status=$?
+        --ginkgo.no-color "$@"
+}
+
+status=0
+for round in $(seq "$rounds"); do
+    echo "csi-sanity: ${release:-newest} ${volumes} volumes (plugin: ${plugin_args[*]:-$plugin}) ${restart[*]:-}$($wine && echo ' under Wine') (round $round of $rounds)"
+    round_log="$work/sanity-round-$round.log"
+    sanity_once "$@" 2>&1 | tee "$round_log" || status=$?
+    # Wine now and then fails to start one of csi-sanity's path commands
+    # (`fork/exec ...: Internal error`) before the plugin is asked
+    # anything: Wine's, not the plugin's. The round is run once more.
+    if [ "$status" -ne 0 ] && $wine && grep -q 'fork/exec .*: Internal error' "$round_log"; then
+        echo "csi-sanity: Wine could not start a path command (fork/exec: Internal error); round $round once more" >&2
+        status=0
+        sanity_once "$@" || status=$?
+    fi
     [ "$status" -eq 0 ] || break
 done
 echo "proxy restarts during the run: $(grep -c restarted "$work/fake.err" || true)"
