@@ -5,19 +5,26 @@ use csi_proxy_client::api::{FilesystemApi, SmbRemotePath};
 use csi_proxy_client::mount::{Change, DiskAfterUnstage};
 use csi_proxy_client::testing::{FakeHost, PathEntry, ProxyRelease};
 
-#[tokio::test]
-async fn a_reboot_drops_mappings_and_reconcile_clears_the_way_for_kubelet() {
+/// A node with share folder `pv1` staged at [`STAGING`], and the disk
+/// staged at [`STAGING_2`] and published at [`TARGET`].
+async fn share_and_disk_staged() -> (Node, SmbRemotePath) {
     let host = FakeHost::builder()
         .smb_share(ROOT, "user", "pw")
         .share_folder(r"\\files\share\pv1")
         .disk(1, PAGE83, 10 * GIB);
-    let mut node = Node::on(ProxyRelease::LATEST, host).await;
+    let node = Node::on(ProxyRelease::LATEST, host).await;
     let share = SmbRemotePath::new(r"\\files\share\pv1").unwrap();
     node.mounter
         .stage_smb("pv1", &share, &creds(), &path(STAGING))
         .await
         .unwrap();
     node.stage_and_publish(STAGING_2, TARGET).await;
+    (node, share)
+}
+
+#[tokio::test]
+async fn a_reboot_drops_mappings_and_reconcile_clears_the_way_for_kubelet() {
+    let (mut node, share) = share_and_disk_staged().await;
 
     node.host.reboot();
     node.restart_driver().await;
@@ -152,17 +159,7 @@ async fn reconcile_leaves_a_file_put_where_it_made_a_folder() {
 
 #[tokio::test]
 async fn reconcile_leaves_a_file_put_where_its_link_was_and_a_link_that_leads_nowhere() {
-    let host = FakeHost::builder()
-        .smb_share(ROOT, "user", "pw")
-        .share_folder(r"\\files\share\pv1")
-        .disk(1, PAGE83, 10 * GIB);
-    let mut node = Node::on(ProxyRelease::LATEST, host).await;
-    let share = SmbRemotePath::new(r"\\files\share\pv1").unwrap();
-    node.mounter
-        .stage_smb("pv1", &share, &creds(), &path(STAGING))
-        .await
-        .unwrap();
-    node.stage_and_publish(STAGING_2, TARGET).await;
+    let (mut node, _) = share_and_disk_staged().await;
     // Someone puts a file where each link was; the proxy reads a file as
     // it reads a link that leads nowhere.
     node.host.put_file(STAGING);
