@@ -1,8 +1,8 @@
 //! Finding a disk: by LUN, page 0x83 ID, serial number or a predicate,
 //! waited for with at most one rescan a poll interval, the listings and
-//! rescans shared by the finders that look at the same time ([`looks`]).
+//! rescans shared by the finders that look at the same time ([`shared_listings`]).
 
-mod looks;
+mod shared_listings;
 
 use std::fmt;
 use std::sync::Arc;
@@ -15,8 +15,8 @@ use crate::api::{DiskApi, DiskIds, DiskLocation, VolumeId};
 use crate::client::CsiProxy;
 use crate::error::{Error, Result};
 
-use looks::Looks;
-use looks::{AfterRescan, Wants};
+use shared_listings::SharedListings;
+use shared_listings::{AfterRescan, Wants};
 
 /// Which disk a volume is: [`Mounter::find_disk`], [`Mounter::stage_disk`].
 #[derive(Clone)]
@@ -284,7 +284,7 @@ impl Mounter {
 pub(super) struct DiskFinder {
     proxy: CsiProxy,
     /// The disk listings and rescans concurrent finders share.
-    looks: Looks,
+    listings: SharedListings,
     poll_interval: Duration,
 }
 
@@ -294,7 +294,7 @@ impl DiskFinder {
     pub(super) fn new(proxy: CsiProxy, poll_interval: Duration) -> Self {
         Self {
             proxy,
-            looks: Looks::default(),
+            listings: SharedListings::default(),
             poll_interval,
         }
     }
@@ -325,10 +325,10 @@ impl DiskFinder {
                 });
             }
             // At the next tick of the poll clock, with every finder
-            // waiting then: see the module docs of `looks`.
+            // waiting then: see the module docs of `shared_listings`.
             let poll = self.poll_interval;
-            tokio::time::sleep_until(self.looks.next_poll(poll).min(deadline)).await;
-            after = self.looks.rescan(&disk, poll, selector.needs()).await;
+            tokio::time::sleep_until(self.listings.next_poll(poll).min(deadline)).await;
+            after = self.listings.rescan(&disk, poll, selector.needs()).await;
         }
     }
 
@@ -343,11 +343,11 @@ impl DiskFinder {
     ) -> Result<Vec<DiskCandidate>> {
         let wants = selector.needs();
         let mut locations = match wants.locations {
-            true => self.looks.locations(disk, after).await?,
+            true => self.listings.locations(disk, after).await?,
             false => Default::default(),
         };
         let mut ids = match wants.ids {
-            true => match self.looks.ids(disk, after).await {
+            true => match self.listings.ids(disk, after).await {
                 Ok(ids) => ids,
                 // v1alpha1 has no identifiers: a predicate sees none.
                 Err(Error::Unsupported { .. }) if wants.locations => Default::default(),

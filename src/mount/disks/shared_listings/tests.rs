@@ -1,19 +1,19 @@
 use super::*;
 use crate::testing::FakeHost;
 
-pub(super) fn node() -> (FakeHost, Arc<dyn DiskApi>, Arc<Looks>) {
+pub(super) fn node() -> (FakeHost, Arc<dyn DiskApi>, Arc<SharedListings>) {
     let host = FakeHost::builder().disk(1, "pd-1", 1 << 30).build();
     let disk: Arc<dyn DiskApi> = Arc::new(host.clone());
-    (host, disk, Arc::new(Looks::default()))
+    (host, disk, Arc::new(SharedListings::default()))
 }
 
 /// `ListDiskIDs` for a finder asking now, on a task of its own.
 pub(super) fn ids(
-    looks: &Arc<Looks>,
+    listings: &Arc<SharedListings>,
     disk: &Arc<dyn DiskApi>,
 ) -> tokio::task::JoinHandle<Result<Ids>> {
-    let (looks, disk) = (looks.clone(), disk.clone());
-    tokio::spawn(async move { looks.ids(&disk, AfterRescan::default()).await })
+    let (listings, disk) = (listings.clone(), disk.clone());
+    tokio::spawn(async move { listings.ids(&disk, AfterRescan::default()).await })
 }
 
 /// Lets spawned finders ask.
@@ -23,14 +23,14 @@ pub(super) async fn settle_down() {
 
 #[tokio::test]
 async fn waiting_finders_look_again_at_the_same_ticks() {
-    let looks = Looks::default();
+    let listings = SharedListings::default();
     let interval = Duration::from_millis(40);
-    let next = looks.next_poll(interval);
+    let next = listings.next_poll(interval);
     let now = Instant::now();
     assert!(next > now && next <= now + interval);
     tokio::time::sleep(Duration::from_millis(5)).await;
-    // A finder that looked a little later looks again at the same tick,
+    // A finder that looked a little later listings again at the same tick,
     // unless that tick has just passed.
-    let later = looks.next_poll(interval);
+    let later = listings.next_poll(interval);
     assert!(later == next || (later == next + interval && Instant::now() >= next));
 }

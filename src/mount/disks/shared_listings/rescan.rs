@@ -8,10 +8,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::listing::Listing;
-use super::{lock, AfterRescan, Ids, Locations, Looks, Wants};
+use super::{lock, AfterRescan, Ids, Locations, SharedListings, Wants};
 use crate::api::DiskApi;
 
-impl Looks {
+impl SharedListings {
     /// A rescan of the storage buses through `disk` before a look that
     /// `wants` listings: joins the one running, or is skipped when one was
     /// sent in this poll interval of `interval`, or starts one. Its failure

@@ -1,4 +1,4 @@
-//! Looks at the node's disks that concurrent finders share (issue 44: in
+//! SharedListings at the node's disks that concurrent finders share (issue 44: in
 //! a node's reboot storm, 64 stages waiting for their disks sent 128
 //! rescans and 192 listings in 0.4 s, each on its own).
 //!
@@ -39,7 +39,7 @@ type Locations = BTreeMap<u32, DiskLocation>;
 type Ids = BTreeMap<u32, DiskIds>;
 
 /// The disk looks a mounter's finders share.
-pub(crate) struct Looks {
+pub(crate) struct SharedListings {
     locations: Arc<Listing<Locations>>,
     ids: Arc<Listing<Ids>>,
     rescans: Arc<Mutex<Rescans>>,
@@ -47,7 +47,7 @@ pub(crate) struct Looks {
     epoch: Instant,
 }
 
-impl Default for Looks {
+impl Default for SharedListings {
     fn default() -> Self {
         Self {
             locations: Arc::new(Listing::new("ListDiskLocations", |disk| {
@@ -77,7 +77,7 @@ pub(super) struct AfterRescan {
     ids: Option<u64>,
 }
 
-impl Looks {
+impl SharedListings {
     /// `ListDiskLocations` through `disk`: the one sent for the finders of
     /// a rescan (`after`), or the first one sent from now on.
     pub(super) async fn locations(
