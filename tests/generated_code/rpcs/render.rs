@@ -193,7 +193,6 @@ pub fn relays(groups: &[Group]) -> TokenStream {
                     quote!(#signature { #run })
                 }
                 Some(check) => {
-                    let check = unbraced(check);
                     let run = run(quote!(operation));
                     quote! {
                         #signature {
@@ -266,14 +265,5 @@ pub fn sample_calls(groups: &[Group]) -> TokenStream {
         use crate::error::{Error, Result};
 
         #(#impls)*
-    }
-}
-
-/// A block of one expression as that expression, so that it can stand as
-/// an argument without braces around it.
-fn unbraced(block: &syn::Block) -> TokenStream {
-    match block.stmts.as_slice() {
-        [syn::Stmt::Expr(expr, None)] => quote!(#expr),
-        _ => quote!(#block),
     }
 }

@@ -2,7 +2,7 @@
 // catalogue, then run `CSI_PROXY_REGENERATE=1 cargo test --test generated_code`.
 
 //! The fake proxy's server of the volume layout `StringIdVolume`: the server's
-//! half of its entries in `catalogue/volume.rpcs`.
+//! half of its entries in `catalogue/volume.rs`.
 
 use super::StringIdVolume;
 #[allow(unused_imports)]
