@@ -1,6 +1,6 @@
 //! The volume group's RPCs, one method each (the form: `catalogue/README.md`).
 
-use crate::adapter::fields::{Bytes, PathText, VolumeText, WideDisk};
+use crate::adapter::fields::{Bytes, PartitionNumber, PathText, VolumeText, VolumeTexts, WideDisk};
 use crate::api::{list_volumes_operation, VolumeId, VolumeStats, WindowsPath};
 
 /// The volume group: format, mount, resize and inspect volumes.
@@ -59,7 +59,15 @@ trait VolumeApi {
     )]
     #[pick(list_volumes_operation(partition))]
     #[wire(StringIdVolume, by_hand = list_volumes)]
-    #[wire(NumberedVolume, by_hand = list_volumes)]
+    // One RPC: a partition number of 0 lists the whole disk.
+    #[wire(
+        NumberedVolume,
+        request = ListVolumesOnDiskRequest {
+            disk_number: disk,
+            partition_number: PartitionNumber(partition),
+        },
+        response = ListVolumesOnDiskResponse { volume_ids: VolumeTexts(volume_ids) }
+    )]
     async fn list_volumes_on_disk(
         &self,
         disk: u32,

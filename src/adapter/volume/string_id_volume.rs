@@ -5,7 +5,9 @@
 //! half of its entries in `catalogue/volume.rs`.
 
 #[allow(unused_imports)]
-use crate::adapter::fields::{AnswerField, Bytes, PathText, RequestField, VolumeText, WideDisk};
+use crate::adapter::fields::{
+    AnswerField, Bytes, PartitionNumber, PathText, RequestField, VolumeText, VolumeTexts, WideDisk,
+};
 use crate::adapter::WireClient;
 #[allow(unused_imports)]
 use crate::api::{list_volumes_operation, VolumeApi, VolumeId, VolumeStats, WindowsPath};

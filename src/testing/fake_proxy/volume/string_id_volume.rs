@@ -6,7 +6,7 @@
 
 use super::StringIdVolume;
 #[allow(unused_imports)]
-use crate::adapter::fields::{Bytes, PathText, VolumeText, WideDisk};
+use crate::adapter::fields::{Bytes, PartitionNumber, PathText, VolumeText, VolumeTexts, WideDisk};
 #[allow(unused_imports)]
 use crate::api::{list_volumes_operation, VolumeId, VolumeStats, WindowsPath};
 use crate::capability::VolumeOperation;
