@@ -83,12 +83,14 @@ pub struct Messages {
     /// Fields only the client sets (the server ignores them).
     pub client_fields: Vec<(Ident, Expr)>,
     pub response: Ident,
-    /// Each answer field and its kind (none: as it is).
-    pub answer_fields: Vec<(Ident, Option<Type>)>,
+    pub answer_fields: Vec<AnswerField>,
     /// What the method answers, made of the answer fields; none: the one
     /// answer field (the legacy `error` aside), or `()`.
     pub answer: Option<Expr>,
 }
+
+/// An answer field and its kind (none: as it is).
+pub type AnswerField = (Ident, Option<Type>);
 
 /// A request field made of an argument, by a field kind or as it is.
 pub struct RequestField {
@@ -102,7 +104,7 @@ pub const LEGACY_ERROR: &str = "LegacyError";
 
 impl Messages {
     /// The answer fields other than the legacy `error`.
-    pub fn value_fields(&self) -> impl Iterator<Item = &(Ident, Option<Type>)> {
+    pub fn value_fields(&self) -> impl Iterator<Item = &AnswerField> {
         (self.answer_fields.iter()).filter(|(_, kind)| !kind.as_ref().is_some_and(is_legacy_error))
     }
 

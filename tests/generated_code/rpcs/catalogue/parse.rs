@@ -6,14 +6,14 @@ use syn::meta::ParseNestedMeta;
 use syn::parse::{ParseStream, Parser};
 use syn::spanned::Spanned;
 use syn::{
-    parse_quote, Attribute, Expr, ExprLit, ExprStruct, FieldPat, FieldValue, FnArg, GenericArgument, Ident,
-    Item, ItemTrait, Lit, LitStr, Member, Pat, PathArguments, ReturnType, Signature, Token, TraitItem,
-    TraitItemFn, Type, TypePath,
+    parse_quote, Attribute, Expr, ExprLit, ExprStruct, FieldPat, FieldValue, FnArg,
+    GenericArgument, Ident, Item, ItemTrait, Lit, LitStr, Member, Pat, PathArguments, ReturnType,
+    Signature, Token, TraitItem, TraitItemFn, Type, TypePath,
 };
 
 use super::{
-    names, Carried, Group, Layout, Messages, Method, OperationRow, RequestField, Support,
-    LEGACY_ERROR,
+    names, AnswerField, Carried, Group, Layout, Messages, Method, OperationRow, RequestField,
+    Support, LEGACY_ERROR,
 };
 
 /// The group of `file` (its name without `.rs`), as its syntax says.
@@ -91,14 +91,21 @@ fn group_attr(attr: &Attribute) -> syn::Result<(Ident, Ident)> {
         "operations" => once(&mut operations, &meta, meta.value()?.parse()?),
         _ => Err(meta.error("`#[group]` takes `operations = GroupOperation`")),
     })?;
-    Ok((group, required(operations, attr, "operations = GroupOperation")?))
+    Ok((
+        group,
+        required(operations, attr, "operations = GroupOperation")?,
+    ))
 }
 
 /// `#[layout(Name, wire = crate::wire::<group>::<version>, doc = "...", server_release)]`
 fn layout(attr: &Attribute) -> syn::Result<Layout> {
     let (mut wire, mut doc, mut server_release) = (None, None, false);
     let name = named(attr, |meta| match key(&meta).as_str() {
-        "wire" => once(&mut wire, &meta, meta.value()?.call(syn::Path::parse_mod_style)?),
+        "wire" => once(
+            &mut wire,
+            &meta,
+            meta.value()?.call(syn::Path::parse_mod_style)?,
+        ),
         "doc" => once(&mut doc, &meta, meta.value()?.parse()?),
         "server_release" => flag(&mut server_release, &meta),
         _ => Err(meta.error("`#[layout]` takes `wire = path`, `doc = \"...\"`, `server_release`")),
@@ -135,8 +142,18 @@ fn method(method: &TraitItemFn) -> syn::Result<Method> {
         }
     }
     match (operations.len(), &select) {
-        (0, _) => return Err(error(&method.sig.ident, "a method is one `#[operation(...)]` or more")),
-        (1, Some(_)) => return Err(error(&method.sig.ident, "`#[pick]` is for several operations")),
+        (0, _) => {
+            return Err(error(
+                &method.sig.ident,
+                "a method is one `#[operation(...)]` or more",
+            ))
+        }
+        (1, Some(_)) => {
+            return Err(error(
+                &method.sig.ident,
+                "`#[pick]` is for several operations",
+            ))
+        }
         (1, None) | (_, Some(_)) => {}
         (_, None) => {
             return Err(error(
@@ -244,7 +261,10 @@ fn effect(input: ParseStream) -> syn::Result<Ident> {
     let effect: Ident = input.parse()?;
     match effect.to_string().as_str() {
         "Reads" | "Mutates" | "SlowlyMutates" => Ok(effect),
-        _ => Err(error(&effect, "the effect is Reads, Mutates or SlowlyMutates")),
+        _ => Err(error(
+            &effect,
+            "the effect is Reads, Mutates or SlowlyMutates",
+        )),
     }
 }
 
@@ -330,8 +350,11 @@ fn request_fields(
     request: &ExprStruct,
     args: &[(Ident, Type)],
 ) -> syn::Result<(Ident, Vec<RequestField>)> {
-    let name = plain_name(&request.path, request.qself.is_none() && request.rest.is_none())
-        .ok_or_else(|| error(request, "a request is `Request { field: ..., ... }`"))?;
+    let name = plain_name(
+        &request.path,
+        request.qself.is_none() && request.rest.is_none(),
+    )
+    .ok_or_else(|| error(request, "a request is `Request { field: ..., ... }`"))?;
     let fields = (request.fields.iter())
         .map(|value| request_field(value, args))
         .collect::<syn::Result<_>>()?;
@@ -355,7 +378,10 @@ fn request_field(value: &FieldValue, args: &[(Ident, Type)]) -> syn::Result<Requ
     };
     let arg = arg.get_ident().ok_or_else(|| error(arg, form))?;
     if !args.iter().any(|(name, _)| name == arg) {
-        return Err(error(arg, format!("`{arg}` is not an argument of the method")));
+        return Err(error(
+            arg,
+            format!("`{arg}` is not an argument of the method"),
+        ));
     }
     Ok(RequestField {
         field: field.clone(),
@@ -365,13 +391,16 @@ fn request_field(value: &FieldValue, args: &[(Ident, Type)]) -> syn::Result<Requ
 }
 
 /// `Response { field: Kind(field), field, error: LegacyError }`
-fn answer_fields(response: &Pat) -> syn::Result<(Ident, Vec<(Ident, Option<Type>)>)> {
+fn answer_fields(response: &Pat) -> syn::Result<(Ident, Vec<AnswerField>)> {
     let form = "a response is `Response { field: Kind(field), field, ... }`";
     let Pat::Struct(response) = response else {
         return Err(error(response, form));
     };
-    let name = plain_name(&response.path, response.qself.is_none() && response.rest.is_none())
-        .ok_or_else(|| error(response, form))?;
+    let name = plain_name(
+        &response.path,
+        response.qself.is_none() && response.rest.is_none(),
+    )
+    .ok_or_else(|| error(response, form))?;
     let fields = (response.fields.iter())
         .map(answer_field)
         .collect::<syn::Result<_>>()?;
@@ -379,13 +408,14 @@ fn answer_fields(response: &Pat) -> syn::Result<(Ident, Vec<(Ident, Option<Type>
 }
 
 /// `field: Kind(field)`, `field` (as it is), or `error: LegacyError`.
-fn answer_field(field: &FieldPat) -> syn::Result<(Ident, Option<Type>)> {
+fn answer_field(field: &FieldPat) -> syn::Result<AnswerField> {
     let form = "an answer field is `field: Kind(field)` (read by its kind), `field` \
                 (as it is) or `error: LegacyError`";
     let Member::Named(name) = &field.member else {
         return Err(error(field, form));
     };
-    let binds_name = |pat: &Pat| matches!(pat, Pat::Ident(b) if b.ident == *name && b.subpat.is_none());
+    let binds_name =
+        |pat: &Pat| matches!(pat, Pat::Ident(b) if b.ident == *name && b.subpat.is_none());
     let kind = |path: &syn::Path| {
         Some(Type::Path(TypePath {
             qself: None,
