@@ -118,7 +118,7 @@ impl Messages {
             [] => quote::quote!(()),
             [one] => quote::quote!(#one),
             _ => panic!(
-                "{}: an answer of several fields says what it makes: `=> Answer {{ ... }}`",
+                "{}: an answer of several fields says what it makes: `answer = Answer {{ ... }}`",
                 self.response
             ),
         }
