@@ -517,3 +517,99 @@ fn doc_lines(doc: &LitStr) -> Vec<Attribute> {
 fn error(at: impl Spanned, message: impl std::fmt::Display) -> syn::Error {
     syn::Error::new(at.span(), message)
 }
+
+#[cfg(test)]
+mod tests {
+    use quote::ToTokens;
+
+    use super::*;
+
+    /// A group of one method, `entry` its attributes.
+    fn group_of(entry: &str) -> syn::Result<Group> {
+        let text = format!(
+            "#[group(Volume, operations = VolumeOperation)]\n\
+             #[layout(Numbered, wire = crate::wire::volume::v1, doc = \"v1.\")]\n\
+             trait VolumeApi {{\n\
+             {entry}\n\
+             async fn resize(&self, volume: &VolumeId, size: u64) -> Result<()>;\n\
+             }}"
+        );
+        group("volume".to_owned(), &syn::parse_file(&text)?)
+    }
+
+    const ROW: &str =
+        "#[operation(Resize, name = \"Resize\", effect = Mutates, doc = \"Resize.\", since(V1 = No))]";
+
+    #[test]
+    fn an_entry_is_read_into_the_model() {
+        let entry = format!(
+            "{ROW}\n#[wire(Numbered, request = ResizeRequest {{ volume_id: VolumeText(volume), size }}, \
+             client_only(context = 1), response = ResizeResponse {{ error: LegacyError, bytes: Bytes(bytes) }})]"
+        );
+        let group = group_of(&entry).unwrap_or_else(|e| panic!("{e}"));
+        let method = &group.methods[0];
+        assert_eq!(method.answer.to_token_stream().to_string(), "()");
+        let Carried::Messages(messages) = &method.carried[0].1 else {
+            panic!("carried in messages");
+        };
+        let kinds: Vec<_> = (messages.fields.iter())
+            .map(|f| (f.field.to_string(), f.kind.is_some(), f.arg.to_string()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("volume_id".into(), true, "volume".into()),
+                ("size".into(), false, "size".into())
+            ]
+        );
+        assert_eq!(messages.client_fields.len(), 1);
+        let answers: Vec<_> = messages
+            .value_fields()
+            .map(|(f, _)| f.to_string())
+            .collect();
+        assert_eq!(answers, ["bytes"]);
+    }
+
+    #[test]
+    fn a_malformed_entry_is_refused_where_it_is_wrong() {
+        let wire = |inner: &str| format!("{ROW}\n#[wire(Numbered, {inner})]");
+        let cases = [
+            (
+                ROW.replace("effect = Mutates, ", ""),
+                "`#[operation]` needs `effect = Reads`",
+            ),
+            (ROW.replace("Mutates", "Writes"), "the effect is"),
+            (ROW.replace("No", "Native(1)"), "a version serves"),
+            (
+                ROW.replace("Mutates", "Mutates, retries"),
+                "`#[operation]` takes",
+            ),
+            (format!("{ROW}\n{ROW}"), "picks one: `#[pick(expression)]`"),
+            (
+                wire("request = R { size: Bytes(size, volume) }, response = S {}"),
+                "a request field is",
+            ),
+            (
+                wire("request = R { size: Bytes(bytes) }, response = S {}"),
+                "`bytes` is not an argument of the method",
+            ),
+            (
+                wire("request = R {}, response = S { size: Bytes(bytes) }"),
+                "the field binds its own name: `size: Kind(size)`",
+            ),
+            (
+                wire("absent, by_hand = resize"),
+                "a layout carries a method",
+            ),
+            (wire("absent, absent"), "given twice"),
+        ];
+        for (entry, expected) in cases {
+            let Err(error) = group_of(&entry) else {
+                panic!("{entry}: read");
+            };
+            assert!(error.to_string().contains(expected), "{entry}: {error}");
+            // The method is on lines 4 to 6.
+            assert!((4..=6).contains(&error.span().start().line), "{entry}");
+        }
+    }
+}
