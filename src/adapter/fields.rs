@@ -1,9 +1,9 @@
 //! How a value of the API travels in one field of a message, as the
 //! client writes a request and reads an answer. The catalogue
-//! (`catalogue/<group>.rpcs`) names a field kind per field; the fake
-//! proxy reads and writes each kind by the same rule
-//! (`crate::testing::fake_proxy::fields`, with `testing`). A field named
-//! without a kind travels as it is.
+//! (`catalogue/<group>.rs`) names a field kind per field
+//! (`field: Kind(argument)`); the fake proxy reads and writes each kind by
+//! the same rule (`crate::testing::fake_proxy::fields`, with `testing`). A
+//! field named without a kind travels as it is.
 //!
 //! The client refuses what a proxy should not have sent
 //! ([`Error::InvalidResponse`](crate::Error::InvalidResponse)).

@@ -1,6 +1,6 @@
 //! The stable, version-agnostic API: one trait per group, in the newest
 //! wire names, with Rust types. The traits (`<group>.rs`) are generated
-//! from the RPC catalogue (`catalogue/<group>.rpcs`); each group's values
+//! from the RPC catalogue (`catalogue/<group>.rs`); each group's values
 //! are in `<group>_types.rs`.
 //!
 //! Every method has a default body that fails with

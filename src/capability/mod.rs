@@ -94,9 +94,10 @@ impl Operation {
     /// the node's missing newer versions imply (volume v1beta1 and
     /// v1beta2's `VolumeStats` size is the free space on CSI Proxy v0.2.x,
     /// the total later): right after a proxy (re)starts, the newer versions
-    /// may only be missing for a moment.
+    /// may only be missing for a moment. The catalogue marks such an
+    /// operation `read_by_release`.
     pub(crate) fn read_by_release(self) -> bool {
-        matches!(self, Operation::GetVolumeStats)
+        Self::READ_BY_RELEASE.contains(&self)
     }
 
     /// How `version` of the operation's group serves it. A version the group

@@ -140,6 +140,10 @@ impl Operation {
         Operation::GetService,
     ];
 
+    /// The operations whose older versions' answers are read by the
+    /// release (`Operation::read_by_release`).
+    pub(super) const READ_BY_RELEASE: &'static [Operation] = &[Operation::GetVolumeStats];
+
     /// The group the operation belongs to.
     pub const fn group(self) -> ApiGroup {
         match self {

@@ -12,9 +12,9 @@ use crate::version::ApiVersion;
 pub(crate) struct Deadlines {
     pub read: Duration,
     pub mutation: Duration,
-    /// The slow mutations' (`SlowlyMutates` in their rows of the
-    /// catalogue, `catalogue/<group>.rpcs`): formatting and resizing a volume take long on old
-    /// proxies (PowerShell), and long for large volumes.
+    /// The slow mutations' (`effect = SlowlyMutates` in their rows of the
+    /// catalogue, `catalogue/<group>.rs`): formatting and resizing a volume
+    /// take long on old proxies (PowerShell), and long for large volumes.
     pub slow_mutation: Duration,
     pub overrides: Vec<(Operation, Duration)>,
 }

@@ -10,7 +10,7 @@
 //! are held to the working directories as the proxy's server layer holds
 //! them. Arguments are checked before they get here, as on the proxy
 //! path: every call comes through a `CsiProxy` handle, which runs the
-//! checks of its group's catalogue entries (`catalogue/<group>.rpcs`).
+//! checks of its group's catalogue entries (`catalogue/<group>.rs`).
 
 mod devices;
 mod disk;

@@ -1,4 +1,4 @@
-//! Each RPC of the catalogue (`catalogue/<group>.rpcs`) is documented where a
+//! Each RPC of the catalogue (`catalogue/<group>.rs`) is documented where a
 //! reader of the host backend looks for it: a row of its own in the table
 //! of operations of docs/host-process.md, which says how the backend
 //! serves it and how far that was verified. A method added to the catalogue
@@ -12,21 +12,19 @@ fn read(relative: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// The methods of a group's catalogue: each entry's `fn name(&self`.
+/// The methods of a group's catalogue: each `async fn name(`.
 fn methods_of(list: &str) -> Vec<String> {
     list.lines()
-        .filter_map(|line| line.trim_start().strip_prefix("fn "))
-        .filter_map(|rest| rest.split_once("(&self"))
+        .filter_map(|line| line.trim_start().strip_prefix("async fn "))
+        .filter_map(|rest| rest.split_once('('))
         .map(|(name, _)| name.to_owned())
         .collect()
 }
 
-/// The operation rows of a group's catalogue: `Variant = "RpcName", ...`.
+/// The operation rows of a group's catalogue: its `#[operation(...)]`s.
 fn operation_rows_of(list: &str) -> usize {
     list.lines()
-        .map(str::trim_start)
-        .filter(|line| line.starts_with(|c: char| c.is_ascii_uppercase()))
-        .filter(|line| line.split_once(" = \"").is_some())
+        .filter(|line| line.trim_start().starts_with("#[operation("))
         .count()
 }
 
@@ -35,7 +33,7 @@ fn every_rpc_has_a_row_in_the_host_backend_table() {
     let doc = read("docs/host-process.md");
     let mut rows_read = 0;
     for group in ["disk", "filesystem", "smb", "volume", "iscsi", "system"] {
-        let list = read(&format!("catalogue/{group}.rpcs"));
+        let list = read(&format!("catalogue/{group}.rs"));
         let methods = methods_of(&list);
         assert!(
             !methods.is_empty(),
@@ -54,10 +52,14 @@ fn every_rpc_has_a_row_in_the_host_backend_table() {
 
 #[test]
 fn methods_and_operation_rows_are_read_from_the_entries() {
-    let list = "            /// Docs.\n            fn rescan(&self) -> () = {\n\
-                /// fn not_this(&self)\n\
-                Rescan = \"Rescan\", Mutates, [V1ALPHA1 => Native(\"Rescan\")]\n\
-                }\n            fn mount_volume(&self, volume: &VolumeId) -> ()";
+    let list = "    /// Docs: async fn not_this(&self)\n\
+                \x20   #[operation(Rescan, name = \"Rescan\", effect = Mutates)]\n\
+                \x20   async fn rescan(&self) -> Result<()>;\n\
+                \x20   // #[operation(NotThis)]\n\
+                \x20   async fn mount_volume(\n\
+                \x20       &self,\n\
+                \x20       volume: &VolumeId,\n\
+                \x20   ) -> Result<()>;";
     assert_eq!(methods_of(list), ["rescan", "mount_volume"]);
     assert_eq!(operation_rows_of(list), 1);
 }

@@ -2,7 +2,7 @@
 // catalogue, then run `CSI_PROXY_REGENERATE=1 cargo test --test generated_code`.
 
 //! The disk group's adapter of the layout `NumberedDisk`: the client's half of
-//! its entries in `catalogue/disk.rpcs`.
+//! its entries in `catalogue/disk.rs`.
 
 #[allow(unused_imports)]
 use std::collections::BTreeMap;

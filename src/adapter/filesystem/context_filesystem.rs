@@ -2,7 +2,7 @@
 // catalogue, then run `CSI_PROXY_REGENERATE=1 cargo test --test generated_code`.
 
 //! The filesystem group's adapter of the layout `ContextFilesystem`: the
-//! client's half of its entries in `catalogue/filesystem.rpcs`.
+//! client's half of its entries in `catalogue/filesystem.rs`.
 
 #[allow(unused_imports)]
 use crate::adapter::fields::{AnswerField, LegacyError, LookedPath, PathText, RequestField};

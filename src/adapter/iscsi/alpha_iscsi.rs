@@ -2,7 +2,7 @@
 // catalogue, then run `CSI_PROXY_REGENERATE=1 cargo test --test generated_code`.
 
 //! The iSCSI group's adapter of the layout `AlphaIscsi`: the client's half of
-//! its entries in `catalogue/iscsi.rpcs`.
+//! its entries in `catalogue/iscsi.rs`.
 
 #[allow(unused_imports)]
 use crate::adapter::fields::{AnswerField, DecimalDisks, Iqn, RequestField};

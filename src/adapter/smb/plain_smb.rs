@@ -2,7 +2,7 @@
 // catalogue, then run `CSI_PROXY_REGENERATE=1 cargo test --test generated_code`.
 
 //! The SMB group's adapter of the layout `PlainSmb`: the client's half of its
-//! entries in `catalogue/smb.rpcs`.
+//! entries in `catalogue/smb.rs`.
 
 #[allow(unused_imports)]
 use crate::adapter::fields::{AnswerField, LegacyError, RequestField, ShareText};

@@ -2,7 +2,7 @@
 // catalogue, then run `CSI_PROXY_REGENERATE=1 cargo test --test generated_code`.
 
 //! The system group's adapter of the layout `AlphaSystem`: the client's half
-//! of its entries in `catalogue/system.rpcs`.
+//! of its entries in `catalogue/system.rs`.
 
 #[allow(unused_imports)]
 use crate::adapter::fields::{AnswerField, RequestField, ServiceName};

@@ -31,12 +31,12 @@ pub(crate) use string_id_volume::StringIdVolume;
 
 use super::convert::byte_count;
 use super::fields::{AnswerField, RequestField};
-use super::fields::{DecimalDisk, PartitionNumber, VolumeText, VolumeTexts};
+use super::fields::{DecimalDisk, VolumeText, VolumeTexts};
 use crate::api::{list_volumes_operation, VolumeId, VolumeStats};
 use crate::availability::newer_settled_absent;
 use crate::capability::Operation as Op;
 use crate::error::{Error, Result};
-use crate::wire::volume::{v1beta2 as string_id, v2alpha1 as numbered};
+use crate::wire::volume::v1beta2 as string_id;
 
 impl StringIdVolume {
     /// Whether `VolumeStatsResponse.volume_size` is the free space (CSI
@@ -87,20 +87,6 @@ impl StringIdVolume {
             total_bytes,
             used_bytes,
         })
-    }
-}
-
-impl NumberedVolume {
-    /// One RPC: a partition number of 0 lists the whole disk.
-    async fn list_volumes(&self, disk: u32, partition: Option<u32>) -> Result<Vec<VolumeId>> {
-        let operation = list_volumes_operation(partition);
-        let request = numbered::ListVolumesOnDiskRequest {
-            disk_number: disk,
-            partition_number: PartitionNumber::to_request(partition)?,
-        };
-        let response: numbered::ListVolumesOnDiskResponse =
-            self.wire.call(operation, request).await?;
-        VolumeTexts::from_answer(operation, "volume_ids", response.volume_ids)
     }
 }
 

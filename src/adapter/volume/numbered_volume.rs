@@ -2,10 +2,12 @@
 // catalogue, then run `CSI_PROXY_REGENERATE=1 cargo test --test generated_code`.
 
 //! The volume group's adapter of the layout `NumberedVolume`: the client's
-//! half of its entries in `catalogue/volume.rpcs`.
+//! half of its entries in `catalogue/volume.rs`.
 
 #[allow(unused_imports)]
-use crate::adapter::fields::{AnswerField, Bytes, PathText, RequestField, VolumeText, WideDisk};
+use crate::adapter::fields::{
+    AnswerField, Bytes, PartitionNumber, PathText, RequestField, VolumeText, VolumeTexts, WideDisk,
+};
 use crate::adapter::WireClient;
 #[allow(unused_imports)]
 use crate::api::{list_volumes_operation, VolumeApi, VolumeId, VolumeStats, WindowsPath};
@@ -21,6 +23,17 @@ pub(crate) struct NumberedVolume {
 impl NumberedVolume {
     pub(crate) fn new(wire: WireClient) -> Self {
         Self { wire }
+    }
+
+    /// The request of `list_volumes_on_disk`.
+    pub(crate) fn list_volumes_on_disk_request(
+        disk: u32,
+        partition: Option<u32>,
+    ) -> Result<wire::ListVolumesOnDiskRequest> {
+        Ok(wire::ListVolumesOnDiskRequest {
+            disk_number: disk,
+            partition_number: PartitionNumber::to_request(partition)?,
+        })
     }
 
     /// The request of `mount_volume`.
@@ -125,7 +138,11 @@ impl VolumeApi for NumberedVolume {
         disk: u32,
         partition: Option<u32>,
     ) -> Result<Vec<VolumeId>> {
-        self.list_volumes(disk, partition).await
+        let operation = list_volumes_operation(partition);
+        let request = Self::list_volumes_on_disk_request(disk, partition)?;
+        let response: wire::ListVolumesOnDiskResponse = self.wire.call(operation, request).await?;
+        let volume_ids = VolumeTexts::from_answer(operation, "volume_ids", response.volume_ids)?;
+        Ok(volume_ids)
     }
 
     async fn mount_volume(&self, volume: &VolumeId, target: &WindowsPath) -> Result<()> {

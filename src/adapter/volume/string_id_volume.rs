@@ -2,10 +2,12 @@
 // catalogue, then run `CSI_PROXY_REGENERATE=1 cargo test --test generated_code`.
 
 //! The volume group's adapter of the layout `StringIdVolume`: the client's
-//! half of its entries in `catalogue/volume.rpcs`.
+//! half of its entries in `catalogue/volume.rs`.
 
 #[allow(unused_imports)]
-use crate::adapter::fields::{AnswerField, Bytes, PathText, RequestField, VolumeText, WideDisk};
+use crate::adapter::fields::{
+    AnswerField, Bytes, PartitionNumber, PathText, RequestField, VolumeText, VolumeTexts, WideDisk,
+};
 use crate::adapter::WireClient;
 #[allow(unused_imports)]
 use crate::api::{list_volumes_operation, VolumeApi, VolumeId, VolumeStats, WindowsPath};

@@ -1,4 +1,4 @@
-//! Reading the RPC catalogue (`catalogue/<group>.rpcs`, the form is in
+//! Reading the RPC catalogue (`catalogue/<group>.rs`, the form is in
 //! `catalogue/README.md`) into plain values the renderers walk.
 
 mod parse;
@@ -6,11 +6,9 @@ mod parse;
 use proc_macro2::TokenStream;
 use syn::{Attribute, Block, Expr, Ident, LitStr, Type, UseTree};
 
-use parse::Parsed;
-
 /// One group's catalogue.
 pub struct Group {
-    /// The file's name without `.rpcs`: `volume`.
+    /// The file's name without `.rs`: `volume`.
     pub file: String,
     /// What the entries' types and expressions name, as the file's `use`
     /// lines say: each name and the path of the module it is in.
@@ -39,6 +37,13 @@ pub struct Layout {
     pub name: Ident,
     /// The generated messages of one of its versions.
     pub wire: syn::Path,
+    /// Whether the fake proxy's server of the layout keeps the fake's
+    /// `ReleaseCell` (its answers depend on the release it stands for).
+    #[expect(
+        dead_code,
+        reason = "the generated fake proxy servers (another branch) read it"
+    )]
+    pub server_release: bool,
 }
 
 /// One method of the trait, and the operations it is.
@@ -52,7 +57,7 @@ pub struct Method {
     pub select: Option<Expr>,
     pub operations: Vec<OperationRow>,
     /// The argument check, an expression of type `Result<()>`.
-    pub check: Option<Block>,
+    pub check: Option<Expr>,
     /// The trait's default body, when it is not `NotImplemented`.
     pub default: Option<Block>,
     /// How each layout carries it; a layout not named serves it by the
@@ -78,12 +83,14 @@ pub struct Messages {
     /// Fields only the client sets (the server ignores them).
     pub client_fields: Vec<(Ident, Expr)>,
     pub response: Ident,
-    /// Each answer field and its kind (none: as it is).
-    pub answer_fields: Vec<(Ident, Option<Type>)>,
+    pub answer_fields: Vec<AnswerField>,
     /// What the method answers, made of the answer fields; none: the one
     /// answer field (the legacy `error` aside), or `()`.
     pub answer: Option<Expr>,
 }
+
+/// An answer field and its kind (none: as it is).
+pub type AnswerField = (Ident, Option<Type>);
 
 /// A request field made of an argument, by a field kind or as it is.
 pub struct RequestField {
@@ -97,7 +104,7 @@ pub const LEGACY_ERROR: &str = "LegacyError";
 
 impl Messages {
     /// The answer fields other than the legacy `error`.
-    pub fn value_fields(&self) -> impl Iterator<Item = &(Ident, Option<Type>)> {
+    pub fn value_fields(&self) -> impl Iterator<Item = &AnswerField> {
         (self.answer_fields.iter()).filter(|(_, kind)| !kind.as_ref().is_some_and(is_legacy_error))
     }
 
@@ -111,7 +118,7 @@ impl Messages {
             [] => quote::quote!(()),
             [one] => quote::quote!(#one),
             _ => panic!(
-                "{}: an answer of several fields says what it makes: `=> Answer {{ ... }}`",
+                "{}: an answer of several fields says what it makes: `answer = Answer {{ ... }}`",
                 self.response
             ),
         }
@@ -131,6 +138,9 @@ pub struct OperationRow {
     pub name: LitStr,
     pub effect: Ident,
     pub history: Vec<(Ident, Support)>,
+    /// Whether an older version's answer to it is read by the release
+    /// (`Operation::read_by_release`).
+    pub read_by_release: bool,
 }
 
 /// How a version serves an operation.
@@ -164,39 +174,27 @@ impl Method {
                 quote::quote!(Operation::#variant)
             }
             (None, _) => panic!(
-                "{}: a method of several operations picks one with `= by <expression> => {{ ... }}`",
+                "{}: a method of several operations picks one with `#[pick(expression)]`",
                 self.name
             ),
         }
     }
 }
 
-/// Reads `catalogue/<file>.rpcs`.
+/// Reads `catalogue/<file>.rs`.
 pub fn read(path: &std::path::Path) -> Group {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let file = path.file_stem().unwrap().to_string_lossy().into_owned();
-    let tokens: TokenStream = text
-        .parse()
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let parsed: Parsed = syn::parse2(tokens).unwrap_or_else(|e| {
+    let syntax = located(path, syn::parse_file(&text));
+    located(path, parse::group(file, &syntax)).checked()
+}
+
+/// What was read, or a panic that names where the file is wrong.
+fn located<T>(path: &std::path::Path, read: syn::Result<T>) -> T {
+    read.unwrap_or_else(|e| {
         let at = e.span().start();
         panic!("{}:{}:{}: {e}", path.display(), at.line, at.column + 1)
-    });
-    Group {
-        file,
-        imports: parsed
-            .uses
-            .iter()
-            .flat_map(|u| names(&u.tree, &[]))
-            .collect(),
-        docs: parsed.docs,
-        api: parsed.api,
-        group: parsed.group,
-        group_operation: parsed.group_operation,
-        layouts: parsed.layouts,
-        methods: parsed.methods,
-    }
-    .checked()
+    })
 }
 
 impl Group {
@@ -231,11 +229,11 @@ impl Group {
                 match (named, &method.default) {
                     (1, _) | (0, Some(_)) => {}
                     (0, None) => panic!(
-                        "catalogue/{}.rpcs, {}: layout {} does not carry it",
+                        "catalogue/{}.rs, {}: layout {} does not carry it",
                         self.file, method.name, layout.name
                     ),
                     _ => panic!(
-                        "catalogue/{}.rpcs, {}: layout {} is named twice",
+                        "catalogue/{}.rs, {}: layout {} is named twice",
                         self.file, method.name, layout.name
                     ),
                 }
@@ -243,7 +241,7 @@ impl Group {
             for (layout, _) in &method.carried {
                 if !self.layouts.iter().any(|l| l.name == *layout) {
                     panic!(
-                        "catalogue/{}.rpcs, {}: no layout {layout} in the group",
+                        "catalogue/{}.rs, {}: no layout {layout} in the group",
                         self.file, method.name
                     );
                 }

@@ -32,7 +32,9 @@ fn carried<'a>(method: &'a Method, layout: &Layout) -> Option<&'a Carried> {
 /// `src/adapter/<group>/<layout>.rs`: the adapter (over a `WireClient`)
 /// and the function that builds each request.
 pub fn adapter(group: &Group, layout: &Layout) -> TokenStream {
-    let Layout { docs, name, wire } = layout;
+    let Layout {
+        docs, name, wire, ..
+    } = layout;
     let api = &group.api;
     let mut requests = Vec::new();
     let mut methods = Vec::new();
@@ -71,7 +73,7 @@ pub fn adapter(group: &Group, layout: &Layout) -> TokenStream {
     }
     let doc = super::wrapped(&format!(
         "The {} group's adapter of the layout `{name}`: the client's half of its entries in \
-         `catalogue/{}.rpcs`.",
+         `catalogue/{}.rs`.",
         group.display_name(),
         group.file
     ));
@@ -218,7 +220,7 @@ pub fn server(group: &Group, layout: &Layout) -> TokenStream {
     });
     let doc = super::wrapped(&format!(
         "The fake proxy's server of the {} layout `{name}`: the server's half of its entries \
-         in `catalogue/{}.rpcs`.",
+         in `catalogue/{}.rs`.",
         group.display_name(),
         group.file
     ));

@@ -82,7 +82,7 @@ fn generated_files_under(dir: &Path) -> Vec<std::path::PathBuf> {
 fn generate(root: &Path) -> BTreeMap<String, String> {
     let groups: Vec<Group> = GROUPS
         .iter()
-        .map(|g| catalogue::read(&root.join(format!("catalogue/{g}.rpcs"))))
+        .map(|g| catalogue::read(&root.join(format!("catalogue/{g}.rs"))))
         .collect();
     let mut files = BTreeMap::new();
     for group in &groups {

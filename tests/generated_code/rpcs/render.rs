@@ -57,6 +57,9 @@ pub fn operations(groups: &[Group]) -> TokenStream {
         quote!(#(#docs)* #variant,)
     });
     let all = rows.iter().map(|(_, o)| &o.variant);
+    let read_by_release = (rows.iter())
+        .filter(|(_, o)| o.read_by_release)
+        .map(|(_, o)| &o.variant);
     let group_arms = rows.iter().map(|(g, o)| {
         let (variant, group) = (&o.variant, &g.group);
         quote!(Operation::#variant => ApiGroup::#group,)
@@ -100,6 +103,11 @@ pub fn operations(groups: &[Group]) -> TokenStream {
         impl Operation {
             /// All operations, grouped by API group.
             pub const ALL: &'static [Operation] = &[#(Operation::#all,)*];
+
+            /// The operations whose older versions' answers are read by the
+            /// release (`Operation::read_by_release`).
+            pub(super) const READ_BY_RELEASE: &'static [Operation] =
+                &[#(Operation::#read_by_release,)*];
 
             /// The group the operation belongs to.
             pub const fn group(self) -> ApiGroup {
@@ -193,7 +201,6 @@ pub fn relays(groups: &[Group]) -> TokenStream {
                     quote!(#signature { #run })
                 }
                 Some(check) => {
-                    let check = unbraced(check);
                     let run = run(quote!(operation));
                     quote! {
                         #signature {
@@ -266,14 +273,5 @@ pub fn sample_calls(groups: &[Group]) -> TokenStream {
         use crate::error::{Error, Result};
 
         #(#impls)*
-    }
-}
-
-/// A block of one expression as that expression, so that it can stand as
-/// an argument without braces around it.
-fn unbraced(block: &syn::Block) -> TokenStream {
-    match block.stmts.as_slice() {
-        [syn::Stmt::Expr(expr, None)] => quote!(#expr),
-        _ => quote!(#block),
     }
 }

@@ -2,7 +2,7 @@
 // catalogue, then run `CSI_PROXY_REGENERATE=1 cargo test --test generated_code`.
 
 //! The fake proxy's server of the disk layout `StringIdDisk`: the server's
-//! half of its entries in `catalogue/disk.rpcs`.
+//! half of its entries in `catalogue/disk.rs`.
 
 #[allow(unused_imports)]
 use std::collections::BTreeMap;

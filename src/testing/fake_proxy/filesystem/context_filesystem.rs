@@ -2,7 +2,7 @@
 // catalogue, then run `CSI_PROXY_REGENERATE=1 cargo test --test generated_code`.
 
 //! The fake proxy's server of the filesystem layout `ContextFilesystem`: the
-//! server's half of its entries in `catalogue/filesystem.rpcs`.
+//! server's half of its entries in `catalogue/filesystem.rs`.
 
 use super::ContextFilesystem;
 #[allow(unused_imports)]

@@ -2,7 +2,7 @@
 // catalogue, then run `CSI_PROXY_REGENERATE=1 cargo test --test generated_code`.
 
 //! The fake proxy's server of the iSCSI layout `AlphaIscsi`: the server's half
-//! of its entries in `catalogue/iscsi.rpcs`.
+//! of its entries in `catalogue/iscsi.rs`.
 
 use super::AlphaIscsi;
 #[allow(unused_imports)]

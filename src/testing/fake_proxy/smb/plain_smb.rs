@@ -2,7 +2,7 @@
 // catalogue, then run `CSI_PROXY_REGENERATE=1 cargo test --test generated_code`.
 
 //! The fake proxy's server of the SMB layout `PlainSmb`: the server's half of
-//! its entries in `catalogue/smb.rpcs`.
+//! its entries in `catalogue/smb.rs`.
 
 use super::PlainSmb;
 #[allow(unused_imports)]

@@ -2,7 +2,7 @@
 // catalogue, then run `CSI_PROXY_REGENERATE=1 cargo test --test generated_code`.
 
 //! The fake proxy's server of the system layout `AlphaSystem`: the server's
-//! half of its entries in `catalogue/system.rpcs`.
+//! half of its entries in `catalogue/system.rs`.
 
 use super::AlphaSystem;
 #[allow(unused_imports)]

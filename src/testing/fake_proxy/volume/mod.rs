@@ -11,11 +11,11 @@ use super::codec::{decode, host, reply, Answer};
 use super::fields::{ReadRequest, WriteAnswer};
 use super::server::not_in_layout;
 use super::ReleaseCell;
-use crate::adapter::fields::{Bytes, DecimalDisk, PartitionNumber, VolumeText, VolumeTexts};
+use crate::adapter::fields::{Bytes, DecimalDisk, VolumeText, VolumeTexts};
 use crate::api::{VolumeApi, VolumeStats};
 use crate::capability::VolumeOperation as Op;
 use crate::testing::ProxyRelease;
-use crate::wire::volume::{v1beta2 as string_id, v2alpha1 as numbered};
+use crate::wire::volume::v1beta2 as string_id;
 
 /// The server of the string-ID layout (v1alpha1 to v1beta2). Its
 /// `VolumeStats` answer depends on the release it stands for: CSI Proxy
@@ -63,18 +63,4 @@ impl StringIdVolume {
 /// The server of the numbered layout (v1beta3 on).
 pub(super) struct NumberedVolume {
     pub api: Arc<dyn VolumeApi>,
-}
-
-impl NumberedVolume {
-    /// One RPC: a partition number of 0 lists the whole disk.
-    async fn list_volumes(&self, _: Op, body: &[u8]) -> Answer {
-        let request: numbered::ListVolumesOnDiskRequest = decode(body)?;
-        let partition = PartitionNumber::from_request(request.partition_number)?;
-        let ids = host!(self
-            .api
-            .list_volumes_on_disk(request.disk_number, partition));
-        reply(numbered::ListVolumesOnDiskResponse {
-            volume_ids: VolumeTexts::to_answer(ids),
-        })
-    }
 }

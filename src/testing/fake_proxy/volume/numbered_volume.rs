@@ -2,11 +2,11 @@
 // catalogue, then run `CSI_PROXY_REGENERATE=1 cargo test --test generated_code`.
 
 //! The fake proxy's server of the volume layout `NumberedVolume`: the server's
-//! half of its entries in `catalogue/volume.rpcs`.
+//! half of its entries in `catalogue/volume.rs`.
 
 use super::NumberedVolume;
 #[allow(unused_imports)]
-use crate::adapter::fields::{Bytes, PathText, VolumeText, WideDisk};
+use crate::adapter::fields::{Bytes, PartitionNumber, PathText, VolumeText, VolumeTexts, WideDisk};
 #[allow(unused_imports)]
 use crate::api::{list_volumes_operation, VolumeId, VolumeStats, WindowsPath};
 use crate::capability::VolumeOperation;
@@ -22,7 +22,13 @@ impl WireServer<VolumeOperation> for NumberedVolume {
     async fn handle(&self, op: VolumeOperation, body: &[u8]) -> Answer {
         match op {
             VolumeOperation::ListVolumesOnDisk | VolumeOperation::ListVolumesOnPartition => {
-                self.list_volumes(op, body).await
+                let request: wire::ListVolumesOnDiskRequest = decode(body)?;
+                let disk = request.disk_number;
+                let partition = PartitionNumber::from_request(request.partition_number)?;
+                let volume_ids = host!(self.api.list_volumes_on_disk(disk, partition));
+                reply(wire::ListVolumesOnDiskResponse {
+                    volume_ids: VolumeTexts::to_answer(volume_ids),
+                })
             }
             VolumeOperation::MountVolume => {
                 let request: wire::MountVolumeRequest = decode(body)?;

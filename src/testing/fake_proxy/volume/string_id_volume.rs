@@ -2,11 +2,11 @@
 // catalogue, then run `CSI_PROXY_REGENERATE=1 cargo test --test generated_code`.
 
 //! The fake proxy's server of the volume layout `StringIdVolume`: the server's
-//! half of its entries in `catalogue/volume.rpcs`.
+//! half of its entries in `catalogue/volume.rs`.
 
 use super::StringIdVolume;
 #[allow(unused_imports)]
-use crate::adapter::fields::{Bytes, PathText, VolumeText, WideDisk};
+use crate::adapter::fields::{Bytes, PartitionNumber, PathText, VolumeText, VolumeTexts, WideDisk};
 #[allow(unused_imports)]
 use crate::api::{list_volumes_operation, VolumeId, VolumeStats, WindowsPath};
 use crate::capability::VolumeOperation;
