@@ -39,6 +39,9 @@ pub struct Layout {
     pub name: Ident,
     /// The generated messages of one of its versions.
     pub wire: syn::Path,
+    /// Whether the fake proxy's server keeps the release it stands for
+    /// (`with release`), for `by hand` answers that differ by release.
+    pub server_release: bool,
 }
 
 /// One method of the trait, and the operations it is.

@@ -13,6 +13,8 @@ mod kw {
     syn::custom_keyword!(default);
     syn::custom_keyword!(hand);
     syn::custom_keyword!(layout);
+    syn::custom_keyword!(release);
+    syn::custom_keyword!(with);
 }
 
 /// A catalogue file as written.
@@ -48,8 +50,18 @@ impl Parse for Parsed {
             let name = input.parse()?;
             input.parse::<Token![in]>()?;
             let wire = input.call(syn::Path::parse_mod_style)?;
+            let server_release = input.peek(kw::with);
+            if server_release {
+                input.parse::<kw::with>()?;
+                input.parse::<kw::release>()?;
+            }
             input.parse::<Token![;]>()?;
-            layouts.push(Layout { docs, name, wire });
+            layouts.push(Layout {
+                docs,
+                name,
+                wire,
+                server_release,
+            });
         }
         let mut methods = Vec::new();
         while !input.is_empty() {
