@@ -88,8 +88,6 @@ pub fn routes_for(groups: &[Group]) -> TokenStream {
     quote! {
         //! The fake proxy's server of each message layout.
 
-        use tonic::service::Routes;
-
         use super::Endpoint;
         use crate::client::Backends;
         use crate::registry::Layout;
@@ -102,7 +100,7 @@ pub fn routes_for(groups: &[Group]) -> TokenStream {
             layout: Layout,
             backends: &Backends,
             release: &ReleaseCell,
-        ) -> Option<Routes> {
+        ) -> Option<tonic::service::Routes> {
             Some(match layout {
                 #(#arms)*
             })

@@ -7,7 +7,6 @@ use super::Endpoint;
 use crate::client::Backends;
 use crate::registry::Layout;
 use crate::testing::fake_proxy::{disk, filesystem, iscsi, smb, system, volume, ReleaseCell};
-use tonic::service::Routes;
 
 /// The routes of one endpoint: its layout's server on top of
 /// `backends`, if the group has a backend.
@@ -16,7 +15,7 @@ pub(in crate::testing::fake_proxy) fn routes_for(
     layout: Layout,
     backends: &Backends,
     release: &ReleaseCell,
-) -> Option<Routes> {
+) -> Option<tonic::service::Routes> {
     Some(match layout {
         Layout::StringIdDisk => endpoint.routes(disk::StringIdDiskServer {
             api: backends.disk.clone()?,
