@@ -37,12 +37,13 @@ use crate::api::WindowsPath;
 #[layout(
     ContextFilesystem,
     wire = crate::wire::filesystem::v1beta1,
-    doc = "v1alpha1, v1beta1."
+    doc = "v1alpha1, v1beta1: requests with a `PathContext`, answers with an
+           `error` field."
 )]
 #[layout(
     PlainFilesystem,
     wire = crate::wire::filesystem::v2alpha1,
-    doc = "v1beta2, v1, v2alpha1."
+    doc = "v1beta2, v1, v2alpha1: neither a `PathContext` nor an `error` field."
 )]
 trait FilesystemApi {
     /// Whether `path` exists.

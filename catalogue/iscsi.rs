@@ -27,7 +27,7 @@ use crate::api::{check_target, IscsiAuth, Secret, TargetPortal};
 /// # Ok(()) }
 /// ```
 #[group(Iscsi, operations = IscsiOperation)]
-#[layout(AlphaIscsi, wire = crate::wire::iscsi::v1alpha2, doc = "v1alpha1, v1alpha2.")]
+#[layout(AlphaIscsi, wire = crate::wire::iscsi::v1alpha2, doc = "v1alpha1, v1alpha2: the one iSCSI layout.")]
 trait IscsiApi {
     /// Registers `portal` with the initiator.
     #[operation(

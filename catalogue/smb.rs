@@ -29,8 +29,8 @@ use crate::api::{SmbMapping, SmbRemotePath};
 /// # Ok(()) }
 /// ```
 #[group(Smb, operations = SmbOperation)]
-#[layout(ErrorFieldSmb, wire = crate::wire::smb::v1beta1, doc = "v1alpha1, v1beta1.")]
-#[layout(PlainSmb, wire = crate::wire::smb::v1, doc = "v1beta2, v1.")]
+#[layout(ErrorFieldSmb, wire = crate::wire::smb::v1beta1, doc = "v1alpha1, v1beta1: answers with an `error` field.")]
+#[layout(PlainSmb, wire = crate::wire::smb::v1, doc = "v1beta2, v1: answers without the `error` field.")]
 trait SmbApi {
     /// Maps the share of `mapping.remote_path` globally (its root from CSI
     /// Proxy v1.1.2, the path itself before; again, if an existing mapping

@@ -25,7 +25,7 @@ use crate::api::{check_name, ServiceInfo};
 /// # Ok(()) }
 /// ```
 #[group(System, operations = SystemOperation)]
-#[layout(AlphaSystem, wire = crate::wire::system::v1alpha1, doc = "v1alpha1, the only version.")]
+#[layout(AlphaSystem, wire = crate::wire::system::v1alpha1, doc = "v1alpha1: the one system layout, of the group's only version.")]
 trait SystemApi {
     /// The serial number in the host's BIOS.
     #[operation(

@@ -31,13 +31,14 @@ use crate::api::{list_volumes_operation, VolumeId, VolumeStats, WindowsPath};
 #[layout(
     StringIdVolume,
     wire = crate::wire::volume::v1beta2,
-    doc = "v1alpha1, v1beta1, v1beta2.",
+    doc = "v1alpha1, v1beta1, v1beta2: disk numbers as decimal strings, the old
+           field names, no partition filter.",
     server_release
 )]
 #[layout(
     NumberedVolume,
     wire = crate::wire::volume::v2alpha1,
-    doc = "v1beta3, v1, v2alpha1."
+    doc = "v1beta3, v1, v2alpha1: `uint32` disk numbers and a partition filter."
 )]
 trait VolumeApi {
     /// The volumes on disk `disk`; with `partition`, only those of that

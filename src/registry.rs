@@ -4,43 +4,22 @@
 //!
 //! What depends on which versions exist derives from these rows:
 //! [`ApiGroup::versions`], [`Layout::of`] (and so the client adapters and
-//! the fake proxy's server adapters), the releases the fake proxy can
-//! stand in for, metric labels, the longest pipe name, and most of the
-//! tests' lists. What needs a type per version (the stub proxy's services,
-//! the tests' per-version clients) is generated with the wire code from
+//! the fake proxy's servers), the releases the fake proxy can stand in
+//! for, metric labels, the longest pipe name, and most of the tests'
+//! lists. What needs a type per version (the stub proxy's services, the
+//! tests' per-version clients) is generated with the wire code from
 //! `proto/` instead. A new wire version is its `.proto`, the generated
-//! code (`tests/generated_code.rs`), one row here, and an adapter only if
-//! its messages have a new layout (CONTRIBUTING.md has the steps).
+//! code (`tests/generated_code.rs`), one row here, and a layout in the
+//! group's catalogue only if its messages have a new layout: [`Layout`]
+//! (`layout.rs`) is generated from the catalogue's layouts, as both
+//! sides' code of each is (CONTRIBUTING.md has the steps).
 
 use crate::group::ApiGroup;
 use crate::version::ApiVersion;
 
-/// The message layouts: versions of a group whose messages are identical on
-/// the wire share one. Client adapters and the fake proxy's server adapters
-/// are both chosen by it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Layout {
-    /// Disk numbers as decimal strings, identifiers as a map.
-    DiskStringId,
-    /// `uint32` disk numbers, typed identifiers.
-    DiskNumbered,
-    /// Requests with a `PathContext`, responses with an `error` field.
-    FilesystemContext,
-    /// Neither.
-    FilesystemPlain,
-    /// Responses with an `error` field.
-    SmbErrorField,
-    /// Without it.
-    SmbPlain,
-    /// Disk numbers as decimal strings, old field names.
-    VolumeStringId,
-    /// `uint32` disk numbers and a partition filter.
-    VolumeNumbered,
-    /// The one iSCSI layout.
-    Iscsi,
-    /// The one system layout.
-    System,
-}
+mod layout;
+
+pub(crate) use layout::Layout;
 
 /// The newest CSI Proxy release (major, minor) whose served versions this
 /// crate knows: v1.2 and v1.3 added none.
@@ -66,29 +45,29 @@ pub(crate) struct WireVersion {
 /// the first CSI Proxy release that served it.
 #[rustfmt::skip] // one row a line
 pub(crate) const WIRE_VERSIONS: &[WireVersion] = &[
-    wire_version(ApiGroup::Disk, "v1alpha1", Layout::DiskStringId, (0, 1, 0)),
-    wire_version(ApiGroup::Disk, "v1beta1", Layout::DiskStringId, (0, 2, 0)),
-    wire_version(ApiGroup::Disk, "v1beta2", Layout::DiskStringId, (0, 2, 2)),
-    wire_version(ApiGroup::Disk, "v1beta3", Layout::DiskNumbered, (1, 0, 0)),
-    wire_version(ApiGroup::Disk, "v1", Layout::DiskNumbered, (1, 0, 0)),
-    wire_version(ApiGroup::Filesystem, "v1alpha1", Layout::FilesystemContext, (0, 1, 0)),
-    wire_version(ApiGroup::Filesystem, "v1beta1", Layout::FilesystemContext, (0, 2, 1)),
-    wire_version(ApiGroup::Filesystem, "v1beta2", Layout::FilesystemPlain, (1, 0, 0)),
-    wire_version(ApiGroup::Filesystem, "v1", Layout::FilesystemPlain, (1, 0, 0)),
-    wire_version(ApiGroup::Filesystem, "v2alpha1", Layout::FilesystemPlain, (1, 1, 0)),
-    wire_version(ApiGroup::Smb, "v1alpha1", Layout::SmbErrorField, (0, 1, 0)),
-    wire_version(ApiGroup::Smb, "v1beta1", Layout::SmbErrorField, (0, 2, 1)),
-    wire_version(ApiGroup::Smb, "v1beta2", Layout::SmbPlain, (1, 0, 0)),
-    wire_version(ApiGroup::Smb, "v1", Layout::SmbPlain, (1, 0, 0)),
-    wire_version(ApiGroup::Volume, "v1alpha1", Layout::VolumeStringId, (0, 1, 0)),
-    wire_version(ApiGroup::Volume, "v1beta1", Layout::VolumeStringId, (0, 2, 0)),
-    wire_version(ApiGroup::Volume, "v1beta2", Layout::VolumeStringId, (0, 2, 2)),
-    wire_version(ApiGroup::Volume, "v1beta3", Layout::VolumeNumbered, (1, 0, 0)),
-    wire_version(ApiGroup::Volume, "v1", Layout::VolumeNumbered, (1, 0, 0)),
-    wire_version(ApiGroup::Volume, "v2alpha1", Layout::VolumeNumbered, (1, 1, 0)),
-    wire_version(ApiGroup::Iscsi, "v1alpha1", Layout::Iscsi, (0, 2, 2)),
-    wire_version(ApiGroup::Iscsi, "v1alpha2", Layout::Iscsi, (1, 0, 0)),
-    wire_version(ApiGroup::System, "v1alpha1", Layout::System, (0, 2, 2)),
+    wire_version(ApiGroup::Disk, "v1alpha1", Layout::StringIdDisk, (0, 1, 0)),
+    wire_version(ApiGroup::Disk, "v1beta1", Layout::StringIdDisk, (0, 2, 0)),
+    wire_version(ApiGroup::Disk, "v1beta2", Layout::StringIdDisk, (0, 2, 2)),
+    wire_version(ApiGroup::Disk, "v1beta3", Layout::NumberedDisk, (1, 0, 0)),
+    wire_version(ApiGroup::Disk, "v1", Layout::NumberedDisk, (1, 0, 0)),
+    wire_version(ApiGroup::Filesystem, "v1alpha1", Layout::ContextFilesystem, (0, 1, 0)),
+    wire_version(ApiGroup::Filesystem, "v1beta1", Layout::ContextFilesystem, (0, 2, 1)),
+    wire_version(ApiGroup::Filesystem, "v1beta2", Layout::PlainFilesystem, (1, 0, 0)),
+    wire_version(ApiGroup::Filesystem, "v1", Layout::PlainFilesystem, (1, 0, 0)),
+    wire_version(ApiGroup::Filesystem, "v2alpha1", Layout::PlainFilesystem, (1, 1, 0)),
+    wire_version(ApiGroup::Smb, "v1alpha1", Layout::ErrorFieldSmb, (0, 1, 0)),
+    wire_version(ApiGroup::Smb, "v1beta1", Layout::ErrorFieldSmb, (0, 2, 1)),
+    wire_version(ApiGroup::Smb, "v1beta2", Layout::PlainSmb, (1, 0, 0)),
+    wire_version(ApiGroup::Smb, "v1", Layout::PlainSmb, (1, 0, 0)),
+    wire_version(ApiGroup::Volume, "v1alpha1", Layout::StringIdVolume, (0, 1, 0)),
+    wire_version(ApiGroup::Volume, "v1beta1", Layout::StringIdVolume, (0, 2, 0)),
+    wire_version(ApiGroup::Volume, "v1beta2", Layout::StringIdVolume, (0, 2, 2)),
+    wire_version(ApiGroup::Volume, "v1beta3", Layout::NumberedVolume, (1, 0, 0)),
+    wire_version(ApiGroup::Volume, "v1", Layout::NumberedVolume, (1, 0, 0)),
+    wire_version(ApiGroup::Volume, "v2alpha1", Layout::NumberedVolume, (1, 1, 0)),
+    wire_version(ApiGroup::Iscsi, "v1alpha1", Layout::AlphaIscsi, (0, 2, 2)),
+    wire_version(ApiGroup::Iscsi, "v1alpha2", Layout::AlphaIscsi, (1, 0, 0)),
+    wire_version(ApiGroup::System, "v1alpha1", Layout::AlphaSystem, (0, 2, 2)),
 ];
 
 /// One row of [`WIRE_VERSIONS`], its version checked at compile time.
@@ -249,25 +228,25 @@ mod tests {
         assert_eq!(
             disk,
             [
-                Layout::DiskStringId,
-                Layout::DiskStringId,
-                Layout::DiskStringId,
-                Layout::DiskNumbered,
-                Layout::DiskNumbered
+                Layout::StringIdDisk,
+                Layout::StringIdDisk,
+                Layout::StringIdDisk,
+                Layout::NumberedDisk,
+                Layout::NumberedDisk
             ]
         );
         assert_eq!(
             Layout::of(ApiGroup::Filesystem, V::V1BETA1),
-            Layout::FilesystemContext
+            Layout::ContextFilesystem
         );
         assert_eq!(
             Layout::of(ApiGroup::Filesystem, V::V1BETA2),
-            Layout::FilesystemPlain
+            Layout::PlainFilesystem
         );
-        assert_eq!(Layout::of(ApiGroup::Smb, V::V1BETA2), Layout::SmbPlain);
+        assert_eq!(Layout::of(ApiGroup::Smb, V::V1BETA2), Layout::PlainSmb);
         assert_eq!(
             Layout::of(ApiGroup::Volume, V::V2ALPHA1),
-            Layout::VolumeNumbered
+            Layout::NumberedVolume
         );
     }
 }

@@ -8,14 +8,17 @@
 //! messages; what differs between the versions of a family (the package in
 //! the RPC path, renamed RPCs, missing RPCs) comes from the capability
 //! table, through [`WireClient`]. So a new version is one row of the wire
-//! registry ([`crate::registry`]), and a new message layout is one new
-//! adapter.
+//! registry ([`crate::registry`]), and a new message layout is one
+//! `layout` line in its group's catalogue (and how it carries each RPC):
+//! its adapter, `Layout`'s variant and the arm of `adapter_for` that builds
+//! it (`layouts.rs`) are generated from it.
 
 pub(crate) mod convert;
 pub(crate) mod disk;
 pub(crate) mod fields;
 pub(crate) mod filesystem;
 pub(crate) mod iscsi;
+mod layouts;
 pub(crate) mod smb;
 pub(crate) mod system;
 pub(crate) mod volume;
@@ -24,6 +27,8 @@ mod wire_client;
 use std::sync::Arc;
 
 pub(crate) use wire_client::WireClient;
+
+use layouts::adapter_for;
 
 use crate::api::{DiskApi, FilesystemApi, IscsiApi, SmbApi, SystemApi, VolumeApi};
 use crate::error::{Error, Result};
@@ -38,7 +43,8 @@ pub(crate) trait FromConnection {
     fn from_connection(connection: &Connection) -> Result<Arc<Self>>;
 }
 
-/// An adapter of some group.
+/// An adapter of some group, as `adapter_for` (generated from the
+/// catalogue's layouts, in `layouts.rs`) builds it.
 enum Adapter {
     Disk(Arc<dyn DiskApi>),
     Filesystem(Arc<dyn FilesystemApi>),
@@ -46,27 +52,6 @@ enum Adapter {
     Volume(Arc<dyn VolumeApi>),
     Iscsi(Arc<dyn IscsiApi>),
     System(Arc<dyn SystemApi>),
-}
-
-/// Every layout's adapter. The match is exhaustive: a new layout does not
-/// compile until it has one.
-fn adapter_for(layout: Layout, wire: WireClient) -> Adapter {
-    match layout {
-        Layout::DiskStringId => Adapter::Disk(Arc::new(disk::StringIdDisk::new(wire))),
-        Layout::DiskNumbered => Adapter::Disk(Arc::new(disk::NumberedDisk::new(wire))),
-        Layout::FilesystemContext => {
-            Adapter::Filesystem(Arc::new(filesystem::ContextFilesystem::new(wire)))
-        }
-        Layout::FilesystemPlain => {
-            Adapter::Filesystem(Arc::new(filesystem::PlainFilesystem::new(wire)))
-        }
-        Layout::SmbErrorField => Adapter::Smb(Arc::new(smb::ErrorFieldSmb::new(wire))),
-        Layout::SmbPlain => Adapter::Smb(Arc::new(smb::PlainSmb::new(wire))),
-        Layout::VolumeStringId => Adapter::Volume(Arc::new(volume::StringIdVolume::new(wire))),
-        Layout::VolumeNumbered => Adapter::Volume(Arc::new(volume::NumberedVolume::new(wire))),
-        Layout::Iscsi => Adapter::Iscsi(Arc::new(iscsi::AlphaIscsi::new(wire))),
-        Layout::System => Adapter::System(Arc::new(system::AlphaSystem::new(wire))),
-    }
 }
 
 /// `FromConnection` for each group trait, from its variant of [`Adapter`].

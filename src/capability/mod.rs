@@ -3,8 +3,9 @@
 //! (`operations.rs`) is generated from the RPC catalogue (`catalogue/`).
 //!
 //! The adapters take their RPC paths and their `Unsupported` errors from
-//! here, and the capability table of docs/versions.md is rendered from it (a test
-//! checks that the two agree).
+//! here. The capability table of docs/versions.md is rendered from the
+//! same rows of the catalogue, by the test that generates this table
+//! (`tests/generated_code/`).
 
 use std::fmt;
 use std::time::Duration;
@@ -137,84 +138,10 @@ impl fmt::Display for Operation {
     }
 }
 
-/// The capability table as Markdown: one table per group, one row per
-/// operation, one column per version; `✓` native (with the wire RPC name
-/// where it differs), `emulated`, or `–`. What docs/versions.md shows (a
-/// test holds the two together).
-#[cfg(test)]
-fn capability_table_markdown() -> String {
-    let mut out = String::new();
-    for group in ApiGroup::ALL {
-        let versions = group.versions();
-        out.push_str(&format!("\n**{group}**\n\n| operation |"));
-        for v in versions {
-            out.push_str(&format!(" {v} |"));
-        }
-        out.push_str("\n|---|");
-        out.push_str(&"---|".repeat(versions.len()));
-        out.push('\n');
-        for op in Operation::of_group(group) {
-            out.push_str(&format!("| {} |", op.name()));
-            for &v in versions {
-                let cell = match op.support(v) {
-                    Support::Native(rpc) if rpc == op.name() => "✓".to_owned(),
-                    Support::Native(rpc) => format!("✓ `{rpc}`"),
-                    Support::Emulated => "emulated".to_owned(),
-                    Support::Unsupported => "–".to_owned(),
-                };
-                out.push_str(&format!(" {cell} |"));
-            }
-            out.push('\n');
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use ApiVersion as V;
-
-    #[test]
-    fn the_documented_capability_table_is_the_code_table() {
-        let guide = include_str!("../../docs/versions.md");
-        let table = capability_table_markdown();
-        if guide.contains(table.trim()) {
-            return;
-        }
-        if std::env::var_os("CSI_PROXY_REGENERATE").is_some() {
-            let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/versions.md");
-            std::fs::write(path, with_table(guide, table.trim())).unwrap();
-            panic!("docs/versions.md's capability table was rewritten: run the test again");
-        }
-        panic!(
-            "docs/versions.md's capability table is out of date: run \
-             `CSI_PROXY_REGENERATE=1 cargo test --lib capability`, or replace it with:\n{table}"
-        );
-    }
-
-    /// `guide` with its capability table (from the disk group's heading to
-    /// the end of the system group's table) replaced by `table`.
-    fn with_table(guide: &str, table: &str) -> String {
-        let start = guide.find("**disk**").expect("the disk group's heading");
-        let system = guide
-            .find("**system**")
-            .expect("the system group's heading");
-        let rows = system + guide[system..].find("\n|").expect("the system table");
-        let end = guide[rows..]
-            .find("\n\n")
-            .map_or(guide.len(), |at| rows + at);
-        format!("{}{}{}", &guide[..start], table, &guide[end..])
-    }
-
-    #[test]
-    fn a_stale_capability_table_is_replaced_in_place() {
-        let guide = "Intro.\n\n**disk**\n\n| old |\n\n**system**\n\n| old |\n| row |\n\nAfter.\n";
-        assert_eq!(
-            with_table(guide, "**disk**\n\n| new |"),
-            "Intro.\n\n**disk**\n\n| new |\n\nAfter.\n"
-        );
-    }
 
     #[test]
     fn renames_and_gaps_follow_the_versions() {

@@ -113,8 +113,8 @@ async fn the_oldest_versions_lack_exactly_what_the_table_says() {
         .await
         .unwrap();
     let report = conformance::all(&proxy, &Fixture::default()).await.unwrap();
-    // The table's word, which `the_documented_capability_table_is_the_code_table`
-    // holds to docs/versions.md: the suite must find exactly these missing.
+    // The table's word, which docs/versions.md shows too (both are generated
+    // from the catalogue): the suite must find exactly these missing.
     let lacking: BTreeSet<Operation> = Operation::ALL
         .iter()
         .copied()

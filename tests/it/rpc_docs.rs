@@ -2,8 +2,8 @@
 //! reader of the host backend looks for it: a row of its own in the table
 //! of operations of docs/host-process.md, which says how the backend
 //! serves it and how far that was verified. A method added to the catalogue
-//! without its row fails here, as one without its capability row fails
-//! `the_documented_capability_table_is_the_code_table`.
+//! without its row fails here (its row of the capability table of
+//! docs/versions.md is generated with the code, by `generated_code`).
 
 use std::path::PathBuf;
 

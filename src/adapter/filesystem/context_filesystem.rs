@@ -15,7 +15,8 @@ use crate::capability::Operation;
 use crate::error::Result;
 use crate::wire::filesystem::v1beta1 as wire;
 
-/// v1alpha1, v1beta1.
+/// v1alpha1, v1beta1: requests with a `PathContext`, answers with an
+/// `error` field.
 pub(crate) struct ContextFilesystem {
     pub(super) wire: WireClient,
 }

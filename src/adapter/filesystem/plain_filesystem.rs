@@ -15,7 +15,7 @@ use crate::capability::Operation;
 use crate::error::Result;
 use crate::wire::filesystem::v2alpha1 as wire;
 
-/// v1beta2, v1, v2alpha1.
+/// v1beta2, v1, v2alpha1: neither a `PathContext` nor an `error` field.
 pub(crate) struct PlainFilesystem {
     pub(super) wire: WireClient,
 }

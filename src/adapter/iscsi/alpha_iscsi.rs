@@ -15,7 +15,7 @@ use crate::capability::Operation;
 use crate::error::Result;
 use crate::wire::iscsi::v1alpha2 as wire;
 
-/// v1alpha1, v1alpha2.
+/// v1alpha1, v1alpha2: the one iSCSI layout.
 pub(crate) struct AlphaIscsi {
     pub(super) wire: WireClient,
 }

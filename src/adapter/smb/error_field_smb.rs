@@ -13,7 +13,7 @@ use crate::capability::Operation;
 use crate::error::Result;
 use crate::wire::smb::v1beta1 as wire;
 
-/// v1alpha1, v1beta1.
+/// v1alpha1, v1beta1: answers with an `error` field.
 pub(crate) struct ErrorFieldSmb {
     pub(super) wire: WireClient,
 }

@@ -13,7 +13,7 @@ use crate::capability::Operation;
 use crate::error::Result;
 use crate::wire::smb::v1 as wire;
 
-/// v1beta2, v1.
+/// v1beta2, v1: answers without the `error` field.
 pub(crate) struct PlainSmb {
     pub(super) wire: WireClient,
 }

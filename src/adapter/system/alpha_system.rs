@@ -15,7 +15,7 @@ use crate::capability::Operation;
 use crate::error::Result;
 use crate::wire::system::v1alpha1 as wire;
 
-/// v1alpha1, the only version.
+/// v1alpha1: the one system layout, of the group's only version.
 pub(crate) struct AlphaSystem {
     pub(super) wire: WireClient,
 }

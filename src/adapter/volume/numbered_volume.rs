@@ -15,7 +15,7 @@ use crate::capability::Operation;
 use crate::error::Result;
 use crate::wire::volume::v2alpha1 as wire;
 
-/// v1beta3, v1, v2alpha1.
+/// v1beta3, v1, v2alpha1: `uint32` disk numbers and a partition filter.
 pub(crate) struct NumberedVolume {
     pub(super) wire: WireClient,
 }

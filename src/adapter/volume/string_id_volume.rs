@@ -15,7 +15,8 @@ use crate::capability::Operation;
 use crate::error::Result;
 use crate::wire::volume::v1beta2 as wire;
 
-/// v1alpha1, v1beta1, v1beta2.
+/// v1alpha1, v1beta1, v1beta2: disk numbers as decimal strings, the old
+/// field names, no partition filter.
 pub(crate) struct StringIdVolume {
     pub(super) wire: WireClient,
 }

@@ -1,7 +1,8 @@
 //! How a fake proxy routes a request: from an endpoint's RPC path to its
 //! group's operation, and to the server of the endpoint's layout (each
 //! layout's server is generated from the catalogue, in
-//! `<group>/<layout>.rs`).
+//! `<group>/<layout>.rs`, and so is `routes_for`, which picks it, in
+//! `routing/layouts.rs`).
 
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
@@ -14,56 +15,15 @@ use tonic::Status;
 
 use super::server::WireServer;
 use super::timeline::Timeline;
-use super::{disk, filesystem, iscsi, smb, system, volume, Call, ReleaseCell};
+use super::Call;
 use crate::capability::GroupOperation;
-use crate::client::Backends;
 use crate::group::ApiGroup;
-use crate::registry::Layout;
 use crate::testing::raw_codec::RawCodec;
 use crate::version::ApiVersion;
 
-/// The routes of one endpoint: its layout's server on top of `backends`,
-/// if the group has a backend.
-pub(super) fn routes_for(
-    endpoint: Endpoint,
-    layout: Layout,
-    backends: &Backends,
-    release: &ReleaseCell,
-) -> Option<Routes> {
-    Some(match layout {
-        Layout::DiskStringId => endpoint.routes(disk::StringIdDisk {
-            api: backends.disk.clone()?,
-        }),
-        Layout::DiskNumbered => endpoint.routes(disk::NumberedDisk {
-            api: backends.disk.clone()?,
-        }),
-        Layout::FilesystemContext => endpoint.routes(filesystem::ContextFilesystem {
-            api: backends.filesystem.clone()?,
-        }),
-        Layout::FilesystemPlain => endpoint.routes(filesystem::PlainFilesystem {
-            api: backends.filesystem.clone()?,
-        }),
-        Layout::SmbErrorField => endpoint.routes(smb::ErrorFieldSmb {
-            api: backends.smb.clone()?,
-        }),
-        Layout::SmbPlain => endpoint.routes(smb::PlainSmb {
-            api: backends.smb.clone()?,
-        }),
-        Layout::VolumeStringId => endpoint.routes(volume::StringIdVolume {
-            api: backends.volume.clone()?,
-            release: release.clone(),
-        }),
-        Layout::VolumeNumbered => endpoint.routes(volume::NumberedVolume {
-            api: backends.volume.clone()?,
-        }),
-        Layout::Iscsi => endpoint.routes(iscsi::AlphaIscsi {
-            api: backends.iscsi.clone()?,
-        }),
-        Layout::System => endpoint.routes(system::AlphaSystem {
-            api: backends.system.clone()?,
-        }),
-    })
-}
+mod layouts;
+
+pub(super) use layouts::routes_for;
 
 /// One served group-version, before its server is known.
 pub(super) struct Endpoint {

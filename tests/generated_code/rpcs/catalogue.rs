@@ -37,12 +37,8 @@ pub struct Layout {
     pub name: Ident,
     /// The generated messages of one of its versions.
     pub wire: syn::Path,
-    /// Whether the fake proxy's server of the layout keeps the fake's
-    /// `ReleaseCell` (its answers depend on the release it stands for).
-    #[expect(
-        dead_code,
-        reason = "the generated fake proxy servers (another branch) read it"
-    )]
+    /// Whether the fake proxy's server keeps the release it stands for
+    /// (`server_release`), for `by_hand` answers that differ by release.
     pub server_release: bool,
 }
 

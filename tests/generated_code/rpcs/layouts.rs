@@ -205,7 +205,8 @@ fn client_call(method: &Method, messages: &Messages, request: &RequestFunction) 
 /// client reads.
 pub fn server(group: &Group, layout: &Layout) -> TokenStream {
     let Layout { name, wire, .. } = layout;
-    let group_operation = &group.group_operation;
+    let (api, group_operation) = (&group.api, &group.group_operation);
+    let server = super::by_layout::server_name(layout);
     let arms = group.methods.iter().map(|method| {
         let operations = method.operations.iter().map(|o| &o.variant);
         let pattern = quote!(#(#group_operation::#operations)|*);
@@ -224,9 +225,33 @@ pub fn server(group: &Group, layout: &Layout) -> TokenStream {
         group.display_name(),
         group.file
     ));
+    let (release_field, release_import) = match layout.server_release {
+        true => (
+            quote! {
+                /// The release the fake proxy stands for, which the `by hand`
+                /// answers of this layout depend on.
+                pub(in crate::testing::fake_proxy) release: ReleaseCell,
+            },
+            quote!(
+                use crate::testing::fake_proxy::ReleaseCell;
+            ),
+        ),
+        false => (quote!(), quote!()),
+    };
+    let struct_doc = format!(" The fake proxy's server of the layout `{name}`.");
+    let docs = &layout.docs;
     let body = quote! {
+        #[doc = #struct_doc]
+        #[doc = ""]
+        #(#docs)*
+        pub(in crate::testing::fake_proxy) struct #server {
+            /// The backend that answers each request.
+            pub(in crate::testing::fake_proxy) api: Arc<dyn #api>,
+            #release_field
+        }
+
         #[async_trait::async_trait]
-        impl WireServer<#group_operation> for #name {
+        impl WireServer<#group_operation> for #server {
             async fn handle(&self, op: #group_operation, body: &[u8]) -> Answer {
                 match op {
                     #(#arms)*
@@ -237,13 +262,16 @@ pub fn server(group: &Group, layout: &Layout) -> TokenStream {
     quote! {
         #(#![doc = #doc])*
 
-        use super::#name;
+        use std::sync::Arc;
+
+        use crate::api::#api;
         use crate::capability::#group_operation;
         use crate::testing::fake_proxy::codec::{decode, host, reply, Answer};
         #[allow(unused_imports)]
         use crate::testing::fake_proxy::fields::{ReadRequest, WriteAnswer};
         #[allow(unused_imports)]
         use crate::testing::fake_proxy::server::{not_in_layout, WireServer};
+        #release_import
         use #wire as wire;
 
         #body

@@ -1,9 +1,13 @@
 //! The RPC half of the crate made of the RPC catalogue (`catalogue/`):
 //! each group's public trait, `Operation` and its table, the client's
-//! handles, each layout's adapter and fake proxy server, and the sample
-//! calls, written as plain Rust into the files that say `@generated`,
-//! formatted by rustfmt.
+//! handles, `Layout` and each layout's adapter and fake proxy server (and
+//! the two matches that pick them by layout), and the sample calls,
+//! written as plain Rust into the files that say `@generated`, formatted
+//! by rustfmt; and the capability table of `docs/versions.md`, between
+//! its markers.
 
+mod by_layout;
+mod capability_table;
 mod catalogue;
 mod layouts;
 mod render;
@@ -78,7 +82,8 @@ fn generated_files_under(dir: &Path) -> Vec<std::path::PathBuf> {
     found
 }
 
-/// Every generated file, by its path in the package.
+/// Every generated file, by its path in the package (and the one page
+/// generated in part, whole).
 fn generate(root: &Path) -> BTreeMap<String, String> {
     let groups: Vec<Group> = GROUPS
         .iter()
@@ -105,12 +110,21 @@ fn generate(root: &Path) -> BTreeMap<String, String> {
     let all = [
         ("src/capability/operations.rs", render::operations(&groups)),
         ("src/testing/sample/calls.rs", render::sample_calls(&groups)),
+        ("src/registry/layout.rs", by_layout::layout_enum(&groups)),
+        ("src/adapter/layouts.rs", by_layout::adapter_for(&groups)),
+        (
+            "src/testing/fake_proxy/routing/layouts.rs",
+            by_layout::routes_for(&groups),
+        ),
     ];
     for (path, tokens) in all {
         files.insert(path.to_owned(), source(tokens, []));
     }
     let relays = source(render::relays(&groups), interface);
     files.insert("src/client/relays.rs".to_owned(), relays);
+    // Not Rust, and only in part generated: the page with its tables.
+    let page = capability_table::page(root, &groups);
+    files.insert(capability_table::PAGE.to_owned(), page);
     files
 }
 

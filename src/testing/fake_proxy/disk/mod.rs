@@ -6,8 +6,10 @@
 mod numbered_disk;
 mod string_id_disk;
 
+pub(super) use numbered_disk::NumberedDiskServer;
+pub(super) use string_id_disk::StringIdDiskServer;
+
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
 use tonic::Status;
 
@@ -17,17 +19,12 @@ use crate::adapter::disk::{
     NumberedDiskIds, NumberedLocations, StringIdDiskIds, StringIdLocations,
 };
 use crate::adapter::fields::DecimalDisk;
-use crate::api::{DiskApi, DiskIds, DiskLocation, PROXY_NO_SUCH_PAGE83};
+use crate::api::{DiskIds, DiskLocation, PROXY_NO_SUCH_PAGE83};
 use crate::capability::DiskOperation as Op;
 use crate::error::Error;
 use crate::wire::disk::{v1 as numbered, v1alpha1 as alpha, v1beta2 as string_id};
 
-/// The server of the string-ID layout (v1alpha1 to v1beta2).
-pub(super) struct StringIdDisk {
-    pub api: Arc<dyn DiskApi>,
-}
-
-impl StringIdDisk {
+impl StringIdDiskServer {
     /// v1alpha1's own RPC (the newer string-ID versions lack it: no route
     /// leads here from them).
     async fn disk_by_name(&self, _: Op, body: &[u8]) -> Answer {
@@ -44,12 +41,6 @@ impl StringIdDisk {
             disk_number: DecimalDisk::to_answer(number),
         })
     }
-}
-
-/// The server of the numbered layout (v1beta3, v1). The client emulates
-/// `GetDiskNumberByName` on it.
-pub(super) struct NumberedDisk {
-    pub api: Arc<dyn DiskApi>,
 }
 
 impl WriteAnswer for StringIdLocations {

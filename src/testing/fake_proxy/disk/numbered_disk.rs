@@ -6,8 +6,8 @@
 
 #[allow(unused_imports)]
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use super::NumberedDisk;
 #[allow(unused_imports)]
 use crate::adapter::disk::{
     NumberedDiskIds, NumberedLocations, StringIdDiskIds, StringIdLocations,
@@ -15,7 +15,7 @@ use crate::adapter::disk::{
 #[allow(unused_imports)]
 use crate::adapter::fields::{Bytes, DecimalDisk};
 #[allow(unused_imports)]
-use crate::api::{check_name, disk_by_page83, DiskIds, DiskLocation};
+use crate::api::{check_name, disk_by_page83, DiskApi, DiskIds, DiskLocation};
 use crate::capability::DiskOperation;
 use crate::testing::fake_proxy::codec::{decode, host, reply, Answer};
 #[allow(unused_imports)]
@@ -24,8 +24,16 @@ use crate::testing::fake_proxy::fields::{ReadRequest, WriteAnswer};
 use crate::testing::fake_proxy::server::{not_in_layout, WireServer};
 use crate::wire::disk::v1 as wire;
 
+/// The fake proxy's server of the layout `NumberedDisk`.
+///
+/// v1beta3, v1: `uint32` disk numbers, typed identifiers.
+pub(in crate::testing::fake_proxy) struct NumberedDiskServer {
+    /// The backend that answers each request.
+    pub(in crate::testing::fake_proxy) api: Arc<dyn DiskApi>,
+}
+
 #[async_trait::async_trait]
-impl WireServer<DiskOperation> for NumberedDisk {
+impl WireServer<DiskOperation> for NumberedDiskServer {
     async fn handle(&self, op: DiskOperation, body: &[u8]) -> Answer {
         match op {
             DiskOperation::ListDiskLocations => {

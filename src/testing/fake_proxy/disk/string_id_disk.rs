@@ -6,8 +6,8 @@
 
 #[allow(unused_imports)]
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use super::StringIdDisk;
 #[allow(unused_imports)]
 use crate::adapter::disk::{
     NumberedDiskIds, NumberedLocations, StringIdDiskIds, StringIdLocations,
@@ -15,7 +15,7 @@ use crate::adapter::disk::{
 #[allow(unused_imports)]
 use crate::adapter::fields::{Bytes, DecimalDisk};
 #[allow(unused_imports)]
-use crate::api::{check_name, disk_by_page83, DiskIds, DiskLocation};
+use crate::api::{check_name, disk_by_page83, DiskApi, DiskIds, DiskLocation};
 use crate::capability::DiskOperation;
 use crate::testing::fake_proxy::codec::{decode, host, reply, Answer};
 #[allow(unused_imports)]
@@ -24,8 +24,17 @@ use crate::testing::fake_proxy::fields::{ReadRequest, WriteAnswer};
 use crate::testing::fake_proxy::server::{not_in_layout, WireServer};
 use crate::wire::disk::v1beta2 as wire;
 
+/// The fake proxy's server of the layout `StringIdDisk`.
+///
+/// v1alpha1, v1beta1, v1beta2: disk numbers as decimal strings,
+/// identifiers as a map.
+pub(in crate::testing::fake_proxy) struct StringIdDiskServer {
+    /// The backend that answers each request.
+    pub(in crate::testing::fake_proxy) api: Arc<dyn DiskApi>,
+}
+
 #[async_trait::async_trait]
-impl WireServer<DiskOperation> for StringIdDisk {
+impl WireServer<DiskOperation> for StringIdDiskServer {
     async fn handle(&self, op: DiskOperation, body: &[u8]) -> Answer {
         match op {
             DiskOperation::ListDiskLocations => {

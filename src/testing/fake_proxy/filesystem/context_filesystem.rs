@@ -4,13 +4,14 @@
 //! The fake proxy's server of the filesystem layout `ContextFilesystem`: the
 //! server's half of its entries in `catalogue/filesystem.rs`.
 
-use super::ContextFilesystem;
+use std::sync::Arc;
+
 #[allow(unused_imports)]
 use crate::adapter::fields::{LegacyError, LookedPath, PathText};
 #[allow(unused_imports)]
 use crate::adapter::filesystem::path_context;
 #[allow(unused_imports)]
-use crate::api::WindowsPath;
+use crate::api::{FilesystemApi, WindowsPath};
 use crate::capability::FilesystemOperation;
 use crate::testing::fake_proxy::codec::{decode, host, reply, Answer};
 #[allow(unused_imports)]
@@ -19,8 +20,17 @@ use crate::testing::fake_proxy::fields::{ReadRequest, WriteAnswer};
 use crate::testing::fake_proxy::server::{not_in_layout, WireServer};
 use crate::wire::filesystem::v1beta1 as wire;
 
+/// The fake proxy's server of the layout `ContextFilesystem`.
+///
+/// v1alpha1, v1beta1: requests with a `PathContext`, answers with an
+/// `error` field.
+pub(in crate::testing::fake_proxy) struct ContextFilesystemServer {
+    /// The backend that answers each request.
+    pub(in crate::testing::fake_proxy) api: Arc<dyn FilesystemApi>,
+}
+
 #[async_trait::async_trait]
-impl WireServer<FilesystemOperation> for ContextFilesystem {
+impl WireServer<FilesystemOperation> for ContextFilesystemServer {
     async fn handle(&self, op: FilesystemOperation, body: &[u8]) -> Answer {
         match op {
             FilesystemOperation::PathExists => {

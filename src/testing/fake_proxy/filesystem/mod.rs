@@ -6,16 +6,5 @@
 mod context_filesystem;
 mod plain_filesystem;
 
-use std::sync::Arc;
-
-use crate::api::FilesystemApi;
-
-/// The server of the context layout (v1alpha1, v1beta1).
-pub(super) struct ContextFilesystem {
-    pub api: Arc<dyn FilesystemApi>,
-}
-
-/// The server of the plain layout (v1beta2 on).
-pub(super) struct PlainFilesystem {
-    pub api: Arc<dyn FilesystemApi>,
-}
+pub(super) use context_filesystem::ContextFilesystemServer;
+pub(super) use plain_filesystem::PlainFilesystemServer;

@@ -4,13 +4,14 @@
 //! The fake proxy's server of the filesystem layout `PlainFilesystem`: the
 //! server's half of its entries in `catalogue/filesystem.rs`.
 
-use super::PlainFilesystem;
+use std::sync::Arc;
+
 #[allow(unused_imports)]
 use crate::adapter::fields::{LegacyError, LookedPath, PathText};
 #[allow(unused_imports)]
 use crate::adapter::filesystem::path_context;
 #[allow(unused_imports)]
-use crate::api::WindowsPath;
+use crate::api::{FilesystemApi, WindowsPath};
 use crate::capability::FilesystemOperation;
 use crate::testing::fake_proxy::codec::{decode, host, reply, Answer};
 #[allow(unused_imports)]
@@ -19,8 +20,16 @@ use crate::testing::fake_proxy::fields::{ReadRequest, WriteAnswer};
 use crate::testing::fake_proxy::server::{not_in_layout, WireServer};
 use crate::wire::filesystem::v2alpha1 as wire;
 
+/// The fake proxy's server of the layout `PlainFilesystem`.
+///
+/// v1beta2, v1, v2alpha1: neither a `PathContext` nor an `error` field.
+pub(in crate::testing::fake_proxy) struct PlainFilesystemServer {
+    /// The backend that answers each request.
+    pub(in crate::testing::fake_proxy) api: Arc<dyn FilesystemApi>,
+}
+
 #[async_trait::async_trait]
-impl WireServer<FilesystemOperation> for PlainFilesystem {
+impl WireServer<FilesystemOperation> for PlainFilesystemServer {
     async fn handle(&self, op: FilesystemOperation, body: &[u8]) -> Answer {
         match op {
             FilesystemOperation::PathExists => {

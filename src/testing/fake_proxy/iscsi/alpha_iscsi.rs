@@ -4,13 +4,14 @@
 //! The fake proxy's server of the iSCSI layout `AlphaIscsi`: the server's half
 //! of its entries in `catalogue/iscsi.rs`.
 
-use super::AlphaIscsi;
+use std::sync::Arc;
+
 #[allow(unused_imports)]
 use crate::adapter::fields::{DecimalDisks, Iqn};
 #[allow(unused_imports)]
 use crate::adapter::iscsi::{Portal, Portals};
 #[allow(unused_imports)]
-use crate::api::{check_target, IscsiAuth, Secret, TargetPortal};
+use crate::api::{check_target, IscsiApi, IscsiAuth, Secret, TargetPortal};
 use crate::capability::IscsiOperation;
 use crate::testing::fake_proxy::codec::{decode, host, reply, Answer};
 #[allow(unused_imports)]
@@ -19,8 +20,16 @@ use crate::testing::fake_proxy::fields::{ReadRequest, WriteAnswer};
 use crate::testing::fake_proxy::server::{not_in_layout, WireServer};
 use crate::wire::iscsi::v1alpha2 as wire;
 
+/// The fake proxy's server of the layout `AlphaIscsi`.
+///
+/// v1alpha1, v1alpha2: the one iSCSI layout.
+pub(in crate::testing::fake_proxy) struct AlphaIscsiServer {
+    /// The backend that answers each request.
+    pub(in crate::testing::fake_proxy) api: Arc<dyn IscsiApi>,
+}
+
 #[async_trait::async_trait]
-impl WireServer<IscsiOperation> for AlphaIscsi {
+impl WireServer<IscsiOperation> for AlphaIscsiServer {
     async fn handle(&self, op: IscsiOperation, body: &[u8]) -> Answer {
         match op {
             IscsiOperation::AddTargetPortal => {

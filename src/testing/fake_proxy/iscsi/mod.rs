@@ -5,7 +5,7 @@
 
 mod alpha_iscsi;
 
-use std::sync::Arc;
+pub(super) use alpha_iscsi::AlphaIscsiServer;
 
 use tonic::Status;
 
@@ -13,16 +13,11 @@ use super::codec::{decode, host, reply, Answer};
 use super::fields::{refused, ReadRequest, WriteAnswer};
 use crate::adapter::fields::Iqn;
 use crate::adapter::iscsi::{Portal, Portals};
-use crate::api::{IscsiApi, IscsiAuth, Secret, TargetPortal};
+use crate::api::{IscsiAuth, Secret, TargetPortal};
 use crate::capability::IscsiOperation as Op;
 use crate::wire::iscsi::v1alpha2 as wire;
 
-/// The server of the only layout.
-pub(super) struct AlphaIscsi {
-    pub api: Arc<dyn IscsiApi>,
-}
-
-impl AlphaIscsi {
+impl AlphaIscsiServer {
     async fn connect(&self, _: Op, body: &[u8]) -> Answer {
         let request: wire::ConnectTargetRequest = decode(body)?;
         let auth = auth(&request)?;

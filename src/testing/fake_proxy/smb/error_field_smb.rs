@@ -4,11 +4,12 @@
 //! The fake proxy's server of the SMB layout `ErrorFieldSmb`: the server's
 //! half of its entries in `catalogue/smb.rs`.
 
-use super::ErrorFieldSmb;
+use std::sync::Arc;
+
 #[allow(unused_imports)]
 use crate::adapter::fields::{LegacyError, ShareText};
 #[allow(unused_imports)]
-use crate::api::{SmbMapping, SmbRemotePath};
+use crate::api::{SmbApi, SmbMapping, SmbRemotePath};
 use crate::capability::SmbOperation;
 use crate::testing::fake_proxy::codec::{decode, host, reply, Answer};
 #[allow(unused_imports)]
@@ -17,8 +18,16 @@ use crate::testing::fake_proxy::fields::{ReadRequest, WriteAnswer};
 use crate::testing::fake_proxy::server::{not_in_layout, WireServer};
 use crate::wire::smb::v1beta1 as wire;
 
+/// The fake proxy's server of the layout `ErrorFieldSmb`.
+///
+/// v1alpha1, v1beta1: answers with an `error` field.
+pub(in crate::testing::fake_proxy) struct ErrorFieldSmbServer {
+    /// The backend that answers each request.
+    pub(in crate::testing::fake_proxy) api: Arc<dyn SmbApi>,
+}
+
 #[async_trait::async_trait]
-impl WireServer<SmbOperation> for ErrorFieldSmb {
+impl WireServer<SmbOperation> for ErrorFieldSmbServer {
     async fn handle(&self, op: SmbOperation, body: &[u8]) -> Answer {
         match op {
             SmbOperation::NewSmbGlobalMapping => self.new_mapping(op, body).await,

@@ -8,7 +8,8 @@
 mod error_field_smb;
 mod plain_smb;
 
-use std::sync::Arc;
+pub(super) use error_field_smb::ErrorFieldSmbServer;
+pub(super) use plain_smb::PlainSmbServer;
 
 use super::codec::{decode, host, reply, Answer};
 use super::fields::ReadRequest;
@@ -17,23 +18,13 @@ use crate::api::{Secret, SmbApi, SmbMapping};
 use crate::capability::SmbOperation as Op;
 use crate::wire::smb::v1 as wire;
 
-/// The server of the error-field layout (v1alpha1, v1beta1).
-pub(super) struct ErrorFieldSmb {
-    pub api: Arc<dyn SmbApi>,
-}
-
-impl ErrorFieldSmb {
+impl ErrorFieldSmbServer {
     async fn new_mapping(&self, _: Op, body: &[u8]) -> Answer {
         new_mapping(&*self.api, body).await
     }
 }
 
-/// The server of the plain layout (v1beta2, v1).
-pub(super) struct PlainSmb {
-    pub api: Arc<dyn SmbApi>,
-}
-
-impl PlainSmb {
+impl PlainSmbServer {
     async fn new_mapping(&self, _: Op, body: &[u8]) -> Answer {
         new_mapping(&*self.api, body).await
     }

@@ -4,11 +4,12 @@
 //! The fake proxy's server of the SMB layout `PlainSmb`: the server's half of
 //! its entries in `catalogue/smb.rs`.
 
-use super::PlainSmb;
+use std::sync::Arc;
+
 #[allow(unused_imports)]
 use crate::adapter::fields::{LegacyError, ShareText};
 #[allow(unused_imports)]
-use crate::api::{SmbMapping, SmbRemotePath};
+use crate::api::{SmbApi, SmbMapping, SmbRemotePath};
 use crate::capability::SmbOperation;
 use crate::testing::fake_proxy::codec::{decode, host, reply, Answer};
 #[allow(unused_imports)]
@@ -17,8 +18,16 @@ use crate::testing::fake_proxy::fields::{ReadRequest, WriteAnswer};
 use crate::testing::fake_proxy::server::{not_in_layout, WireServer};
 use crate::wire::smb::v1 as wire;
 
+/// The fake proxy's server of the layout `PlainSmb`.
+///
+/// v1beta2, v1: answers without the `error` field.
+pub(in crate::testing::fake_proxy) struct PlainSmbServer {
+    /// The backend that answers each request.
+    pub(in crate::testing::fake_proxy) api: Arc<dyn SmbApi>,
+}
+
 #[async_trait::async_trait]
-impl WireServer<SmbOperation> for PlainSmb {
+impl WireServer<SmbOperation> for PlainSmbServer {
     async fn handle(&self, op: SmbOperation, body: &[u8]) -> Answer {
         match op {
             SmbOperation::NewSmbGlobalMapping => self.new_mapping(op, body).await,

@@ -4,13 +4,14 @@
 //! The fake proxy's server of the system layout `AlphaSystem`: the server's
 //! half of its entries in `catalogue/system.rs`.
 
-use super::AlphaSystem;
+use std::sync::Arc;
+
 #[allow(unused_imports)]
 use crate::adapter::fields::ServiceName;
 #[allow(unused_imports)]
 use crate::adapter::system::{StartTypeNumber, StatusNumber};
 #[allow(unused_imports)]
-use crate::api::{check_name, ServiceInfo};
+use crate::api::{check_name, ServiceInfo, SystemApi};
 use crate::capability::SystemOperation;
 use crate::testing::fake_proxy::codec::{decode, host, reply, Answer};
 #[allow(unused_imports)]
@@ -19,8 +20,16 @@ use crate::testing::fake_proxy::fields::{ReadRequest, WriteAnswer};
 use crate::testing::fake_proxy::server::{not_in_layout, WireServer};
 use crate::wire::system::v1alpha1 as wire;
 
+/// The fake proxy's server of the layout `AlphaSystem`.
+///
+/// v1alpha1: the one system layout, of the group's only version.
+pub(in crate::testing::fake_proxy) struct AlphaSystemServer {
+    /// The backend that answers each request.
+    pub(in crate::testing::fake_proxy) api: Arc<dyn SystemApi>,
+}
+
 #[async_trait::async_trait]
-impl WireServer<SystemOperation> for AlphaSystem {
+impl WireServer<SystemOperation> for AlphaSystemServer {
     async fn handle(&self, op: SystemOperation, body: &[u8]) -> Answer {
         match op {
             SystemOperation::GetBiosSerialNumber => {

@@ -4,17 +4,12 @@
 
 mod alpha_system;
 
-use std::sync::Arc;
+pub(super) use alpha_system::AlphaSystemServer;
 
 use super::fields::WriteAnswer;
 use crate::adapter::system::{StartTypeNumber, StatusNumber};
-use crate::api::{ServiceStatus, StartType, SystemApi};
+use crate::api::{ServiceStatus, StartType};
 use crate::wire::system::v1alpha1 as wire;
-
-/// The server of the only layout.
-pub(super) struct AlphaSystem {
-    pub api: Arc<dyn SystemApi>,
-}
 
 impl WriteAnswer for StartTypeNumber {
     type Value = StartType;

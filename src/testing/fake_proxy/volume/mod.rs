@@ -5,28 +5,19 @@
 mod numbered_volume;
 mod string_id_volume;
 
-use std::sync::Arc;
+pub(super) use numbered_volume::NumberedVolumeServer;
+pub(super) use string_id_volume::StringIdVolumeServer;
 
 use super::codec::{decode, host, reply, Answer};
 use super::fields::{ReadRequest, WriteAnswer};
 use super::server::not_in_layout;
-use super::ReleaseCell;
 use crate::adapter::fields::{Bytes, DecimalDisk, VolumeText, VolumeTexts};
-use crate::api::{VolumeApi, VolumeStats};
+use crate::api::VolumeStats;
 use crate::capability::VolumeOperation as Op;
 use crate::testing::ProxyRelease;
 use crate::wire::volume::v1beta2 as string_id;
 
-/// The server of the string-ID layout (v1alpha1 to v1beta2). Its
-/// `VolumeStats` answer depends on the release it stands for: CSI Proxy
-/// v0.2.x put the bytes remaining in `volume_size`, v1.0.0 and later the
-/// total.
-pub(super) struct StringIdVolume {
-    pub api: Arc<dyn VolumeApi>,
-    pub release: ReleaseCell,
-}
-
-impl StringIdVolume {
+impl StringIdVolumeServer {
     /// No partition filter in this layout.
     async fn list_volumes(&self, op: Op, body: &[u8]) -> Answer {
         if op == Op::ListVolumesOnPartition {
@@ -50,7 +41,9 @@ impl StringIdVolume {
         })
     }
 
-    /// What goes in `volume_size`.
+    /// What goes in `volume_size`, which depends on the release the server
+    /// stands for: CSI Proxy v0.2.x put the bytes remaining there, v1.0.0
+    /// and later the total.
     fn volume_size(&self, stats: &VolumeStats) -> u64 {
         let remaining = self.release.get().is_some_and(|r| r < ProxyRelease::V1_0_0);
         match remaining {
@@ -58,9 +51,4 @@ impl StringIdVolume {
             false => stats.total_bytes,
         }
     }
-}
-
-/// The server of the numbered layout (v1beta3 on).
-pub(super) struct NumberedVolume {
-    pub api: Arc<dyn VolumeApi>,
 }

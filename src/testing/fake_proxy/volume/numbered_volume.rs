@@ -4,11 +4,12 @@
 //! The fake proxy's server of the volume layout `NumberedVolume`: the server's
 //! half of its entries in `catalogue/volume.rs`.
 
-use super::NumberedVolume;
+use std::sync::Arc;
+
 #[allow(unused_imports)]
 use crate::adapter::fields::{Bytes, PartitionNumber, PathText, VolumeText, VolumeTexts, WideDisk};
 #[allow(unused_imports)]
-use crate::api::{list_volumes_operation, VolumeId, VolumeStats, WindowsPath};
+use crate::api::{list_volumes_operation, VolumeApi, VolumeId, VolumeStats, WindowsPath};
 use crate::capability::VolumeOperation;
 use crate::testing::fake_proxy::codec::{decode, host, reply, Answer};
 #[allow(unused_imports)]
@@ -17,8 +18,16 @@ use crate::testing::fake_proxy::fields::{ReadRequest, WriteAnswer};
 use crate::testing::fake_proxy::server::{not_in_layout, WireServer};
 use crate::wire::volume::v2alpha1 as wire;
 
+/// The fake proxy's server of the layout `NumberedVolume`.
+///
+/// v1beta3, v1, v2alpha1: `uint32` disk numbers and a partition filter.
+pub(in crate::testing::fake_proxy) struct NumberedVolumeServer {
+    /// The backend that answers each request.
+    pub(in crate::testing::fake_proxy) api: Arc<dyn VolumeApi>,
+}
+
 #[async_trait::async_trait]
-impl WireServer<VolumeOperation> for NumberedVolume {
+impl WireServer<VolumeOperation> for NumberedVolumeServer {
     async fn handle(&self, op: VolumeOperation, body: &[u8]) -> Answer {
         match op {
             VolumeOperation::ListVolumesOnDisk | VolumeOperation::ListVolumesOnPartition => {

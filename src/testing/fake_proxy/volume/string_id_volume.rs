@@ -4,21 +4,35 @@
 //! The fake proxy's server of the volume layout `StringIdVolume`: the server's
 //! half of its entries in `catalogue/volume.rs`.
 
-use super::StringIdVolume;
+use std::sync::Arc;
+
 #[allow(unused_imports)]
 use crate::adapter::fields::{Bytes, PartitionNumber, PathText, VolumeText, VolumeTexts, WideDisk};
 #[allow(unused_imports)]
-use crate::api::{list_volumes_operation, VolumeId, VolumeStats, WindowsPath};
+use crate::api::{list_volumes_operation, VolumeApi, VolumeId, VolumeStats, WindowsPath};
 use crate::capability::VolumeOperation;
 use crate::testing::fake_proxy::codec::{decode, host, reply, Answer};
 #[allow(unused_imports)]
 use crate::testing::fake_proxy::fields::{ReadRequest, WriteAnswer};
 #[allow(unused_imports)]
 use crate::testing::fake_proxy::server::{not_in_layout, WireServer};
+use crate::testing::fake_proxy::ReleaseCell;
 use crate::wire::volume::v1beta2 as wire;
 
+/// The fake proxy's server of the layout `StringIdVolume`.
+///
+/// v1alpha1, v1beta1, v1beta2: disk numbers as decimal strings, the old
+/// field names, no partition filter.
+pub(in crate::testing::fake_proxy) struct StringIdVolumeServer {
+    /// The backend that answers each request.
+    pub(in crate::testing::fake_proxy) api: Arc<dyn VolumeApi>,
+    /// The release the fake proxy stands for, which the `by hand`
+    /// answers of this layout depend on.
+    pub(in crate::testing::fake_proxy) release: ReleaseCell,
+}
+
 #[async_trait::async_trait]
-impl WireServer<VolumeOperation> for StringIdVolume {
+impl WireServer<VolumeOperation> for StringIdVolumeServer {
     async fn handle(&self, op: VolumeOperation, body: &[u8]) -> Answer {
         match op {
             VolumeOperation::ListVolumesOnDisk | VolumeOperation::ListVolumesOnPartition => {
