@@ -223,6 +223,41 @@ async fn the_probe_shows_an_untrusted_endpoint() {
     assert!(!text.contains("untrusted"), "{text}");
 }
 
+/// Issue 46, item 4: a squatter passed over is counted at every look,
+/// by group, version and reason (it is logged once per process).
+#[tokio::test]
+async fn passed_over_squatters_are_counted_at_every_look() {
+    let Some((_place, transport)) = place_for_squatters() else {
+        return;
+    };
+    let recorder = LogRecorder::default();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let mut fake = FakeProxy::for_host(transport.clone(), &host());
+    fake.serve(ApiGroup::Disk, V::V1BETA1).await.unwrap();
+    let Some(_squatter) = squat(&transport, ApiGroup::Disk, V::V1).await else {
+        return;
+    };
+    let untrusted = [("group", "disk"), ("version", "v1"), ("reason", "owner")];
+    for looks in 1..=2 {
+        let proxy = CsiProxy::builder()
+            .transport(transport.clone())
+            .groups([ApiGroup::Disk])
+            .require(ApiGroup::Disk)
+            .connect()
+            .await
+            .unwrap();
+        assert_eq!(proxy.version(ApiGroup::Disk), Some(V::V1BETA1));
+        // At least once per connect's look (a look of the client's
+        // own in the background may add to it).
+        assert!(recorder.count(UNTRUSTED_SERVERS_TOTAL, &untrusted) >= looks);
+    }
+    // Nothing else was passed over.
+    assert_eq!(
+        recorder.count(UNTRUSTED_SERVERS_TOTAL, &[]),
+        recorder.count(UNTRUSTED_SERVERS_TOTAL, &untrusted)
+    );
+}
+
 /// Issue 46, item 4: `ServerTrust::system_only` trusts SYSTEM (root)
 /// alone: a proxy of this process's user is refused until named, and
 /// on Windows a pipe owned by Administrators, trusted by default, is
