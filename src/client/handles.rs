@@ -1,7 +1,7 @@
 //! The handles `CsiProxy` gives out: a group's [`Lookout`] with the
 //! options of the calls made through it.
 //!
-//! Each group trait is implemented on its handle in `relays.rs`, generated
+//! Each group trait is implemented on its handle in `handle_traits.rs`, generated
 //! from the RPC catalogue (`catalogue/`): every method runs its call on
 //! the lookout ([`Lookout::run`]) as the operation the catalogue gives it,
 //! whose deadline, retry rule, metrics label and span apply. A method with

@@ -4,11 +4,11 @@ mod backend;
 mod behaviour;
 mod builder;
 mod groups;
+mod handle_traits;
 mod handles;
 mod health;
 mod lookout;
 mod options;
-mod relays;
 
 use std::sync::Arc;
 

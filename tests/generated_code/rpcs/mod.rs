@@ -104,7 +104,7 @@ fn generate(root: &Path) -> BTreeMap<String, String> {
             );
         }
     }
-    // Of the files made of every group, only the relays name what the
+    // Of the files made of every group, only the handles' traits name what the
     // entries name.
     let interface = groups.iter().flat_map(Group::interface_imports);
     let all = [
@@ -120,8 +120,8 @@ fn generate(root: &Path) -> BTreeMap<String, String> {
     for (path, tokens) in all {
         files.insert(path.to_owned(), source(tokens, []));
     }
-    let relays = source(render::relays(&groups), interface);
-    files.insert("src/client/relays.rs".to_owned(), relays);
+    let handle_traits = source(render::handle_traits(&groups), interface);
+    files.insert("src/client/handle_traits.rs".to_owned(), handle_traits);
     // Not Rust, and only in part generated: the page with its tables.
     let page = capability_table::page(root, &groups);
     files.insert(capability_table::PAGE.to_owned(), page);

@@ -174,10 +174,10 @@ fn group_operations(group: &Group) -> TokenStream {
     }
 }
 
-/// `src/client/relays.rs`: each group trait on the client's handle. Each
+/// `src/client/handle_traits.rs`: each group trait on the client's handle. Each
 /// method runs as its operation on the group's lookout; one with argument
 /// checks runs them first, and a refused argument is its answer.
-pub fn relays(groups: &[Group]) -> TokenStream {
+pub fn handle_traits(groups: &[Group]) -> TokenStream {
     let apis = groups.iter().map(|g| &g.api);
     let impls = groups.iter().map(|group| {
         let api = &group.api;
