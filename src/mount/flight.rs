@@ -161,7 +161,7 @@ mod tests {
 
     use super::*;
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_repeat_joins_and_another_request_waits_its_turn() {
         let flights = Arc::new(Flights::default());
         let runs = Arc::new(AtomicUsize::new(0));
@@ -221,7 +221,9 @@ mod tests {
             .unwrap();
     }
 
-    #[tokio::test]
+    /// On tokio's paused clock (nothing here does I/O): the caller gives
+    /// up at 5 ms, before the work's 30 ms are over, whatever the load.
+    #[tokio::test(start_paused = true)]
     async fn the_work_goes_on_when_its_caller_gives_up() {
         let flights = Arc::new(Flights::default());
         let done = Arc::new(AtomicUsize::new(0));

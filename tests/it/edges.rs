@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::node::FakeNode;
 use crate::common::scenario::seeded_host;
-use crate::common::{wait_until, TestNode};
+use crate::common::{quickest_of, wait_until, TestNode, PIPE_GRACE};
 use csi_proxy_client::api::{DiskApi, VolumeApi, VolumeId, WindowsPath};
 use csi_proxy_client::health::ServedBy;
 use csi_proxy_client::mount::{DiskSelector, Mounter};
@@ -197,8 +197,11 @@ async fn a_call_whose_newer_version_keeps_failing_is_told_so_not_unsupported() {
         Err(error @ Error::ConnectTimeout { .. }) => assert!(error.is_retryable()),
         other => panic!("{other:?}"),
     }
+    // The bound is the behaviour: half the read deadline (30 s) that a
+    // call waiting for v1 would see out; the failure it meets comes within
+    // one connection attempt (1 s), so a loaded machine has ample room.
     assert!(
-        asked.elapsed() < Duration::from_secs(5),
+        asked.elapsed() < Duration::from_secs(15),
         "{:?}",
         asked.elapsed()
     );
@@ -458,20 +461,19 @@ async fn automatic_told_to_wait_waits_for_a_proxy_that_starts_after_the_driver()
 async fn automatic_gives_an_absent_proxys_groups_to_the_host_for_the_clients_life() {
     let node = TestNode::new();
     let on_the_host = FakeHost::builder().build();
-    let asked = Instant::now();
-    let proxy = node
-        .client_builder()
-        .backend(Backend::Automatic)
-        .stand_in_host(on_the_host.backends())
-        .connect()
-        .await
-        .unwrap();
-    // The bound is the behaviour: at once, not after the grace (1 s).
-    assert!(
-        asked.elapsed() < Duration::from_millis(900),
-        "{:?}",
-        asked.elapsed()
-    );
+    // The bound is the behaviour: at once, not after the grace; the
+    // quickest of three connects, so that a stall of the machine is not
+    // taken for a wait.
+    let (proxy, quickest) = quickest_of(3, || async {
+        node.client_builder()
+            .backend(Backend::Automatic)
+            .stand_in_host(on_the_host.backends())
+            .connect()
+            .await
+            .unwrap()
+    })
+    .await;
+    assert!(quickest < PIPE_GRACE, "{quickest:?}");
     for (group, by) in served_by(&proxy, &ApiGroup::ALL) {
         assert_eq!(by, Some(ServedBy::Host), "{group}");
     }

@@ -317,8 +317,14 @@ async fn an_endpoint_that_never_answers_is_a_connect_timeout_not_a_fallback() {
         .await
         .unwrap();
     let err = negotiated.connection(Disk).unwrap_err();
-    assert!(matches!(err, Error::ConnectTimeout { .. }), "{err}");
-    assert!(started.elapsed() < Duration::from_secs(2));
+    // The attempt ran into the timeout it was given (not the default 5 s),
+    // and waited for it; that it stopped there, one attempt and no
+    // fallback, is in the report.
+    match &err {
+        Error::ConnectTimeout { after, .. } => assert_eq!(*after, Duration::from_millis(200)),
+        other => panic!("{other}"),
+    }
+    assert!(started.elapsed() >= Duration::from_millis(200));
     let report = negotiated.report().group(Disk).unwrap();
     assert_eq!(report.attempts.len(), 1);
     assert_eq!(report.chosen, None);
@@ -449,13 +455,15 @@ async fn a_waiting_negotiation_waits_for_the_required_groups_and_no_longer() {
     ));
     assert!(negotiated.connection(Disk).is_ok());
 
-    // With none required, one group served ends the wait at once.
+    // With none required, one group served ends the wait at once. The
+    // bound is the behaviour: half the wait (30 s) it would otherwise see
+    // out, ample room for a loaded machine.
     let started = std::time::Instant::now();
     negotiator
         .negotiate_waiting(&[Disk, Volume], &[], Duration::from_secs(30))
         .await
         .unwrap();
-    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(started.elapsed() < Duration::from_secs(15));
 
     // A required group that appears while waiting is found.
     let waiting = tokio::spawn({

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use crate::common::node::FakeNode;
-use crate::common::TestNode;
+use crate::common::{quickest_of, TestNode, PIPE_GRACE};
 use csi_proxy_client::{api::SmbRemotePath, ApiGroup, ApiVersion as V, CsiProxy, Error};
 
 /// A proxy serving disk v1 and filesystem v1 only, and a default client
@@ -22,39 +22,39 @@ async fn disk_and_filesystem_only() -> (FakeNode, CsiProxy) {
 async fn a_group_the_node_lacks_is_not_served_at_once() {
     let (_node, proxy) = disk_and_filesystem_only().await;
     // Past the grace for a proxy still creating its pipes.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    tokio::time::sleep(PIPE_GRACE).await;
 
-    let started = Instant::now();
     let share = SmbRemotePath::new(r"\\server\share").unwrap();
-    let err = proxy
-        .smb()
-        .unwrap()
-        .remove_smb_global_mapping(&share)
-        .await
-        .unwrap_err();
-    match &err {
-        Error::NotServed { group, tried } => {
-            assert_eq!(*group, ApiGroup::Smb);
-            assert!(
-                tried.iter().any(|t| t.contains("csi-proxy-smb-v1")),
-                "{tried:?}"
-            );
+    let ((), quickest) = quickest_of(3, || async {
+        let err = proxy
+            .smb()
+            .unwrap()
+            .remove_smb_global_mapping(&share)
+            .await
+            .unwrap_err();
+        match &err {
+            Error::NotServed { group, tried } => {
+                assert_eq!(*group, ApiGroup::Smb);
+                assert!(
+                    tried.iter().any(|t| t.contains("csi-proxy-smb-v1")),
+                    "{tried:?}"
+                );
+            }
+            other => panic!("{other}"),
         }
-        other => panic!("{other}"),
-    }
-    let err = proxy
-        .iscsi()
-        .unwrap()
-        .list_target_portals()
-        .await
-        .unwrap_err();
-    assert!(matches!(err, Error::NotServed { .. }), "{err}");
-    // The bound is the behaviour: at once, not after the grace (1 s).
-    assert!(
-        started.elapsed() < Duration::from_millis(500),
-        "{:?}",
-        started.elapsed()
-    );
+        let err = proxy
+            .iscsi()
+            .unwrap()
+            .list_target_portals()
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::NotServed { .. }), "{err}");
+    })
+    .await;
+    // The bound is the behaviour: at once, not after the grace; the
+    // quickest of three rounds, so that a stall of the machine is not
+    // taken for a wait.
+    assert!(quickest < PIPE_GRACE, "{quickest:?}");
     // The groups that are there work as ever.
     proxy.disk().unwrap().list_disk_ids().await.unwrap();
 }
@@ -125,7 +125,8 @@ async fn of_required_groups_still_missing_the_first_required_is_named() {
 async fn a_required_endpoint_that_turns_up_broken_ends_the_wait_for_the_others() {
     // Disk and SMB are required and neither is there; while connect waits,
     // disk's endpoint appears as a plain file. That is the answer, at once,
-    // although SMB is still missing and the wait has seconds to go.
+    // although SMB is still missing and the wait has most of a minute to go.
+    const WAIT: Duration = Duration::from_secs(60);
     let node = TestNode::new();
     let dir = node.transport().socket_dir().unwrap().to_owned();
     let started = Instant::now();
@@ -133,7 +134,7 @@ async fn a_required_endpoint_that_turns_up_broken_ends_the_wait_for_the_others()
         node.client_builder()
             .require(ApiGroup::Smb)
             .require(ApiGroup::Disk)
-            .wait_for_proxy(Duration::from_secs(10))
+            .wait_for_proxy(WAIT)
             .connect(),
     );
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -145,11 +146,10 @@ async fn a_required_endpoint_that_turns_up_broken_ends_the_wait_for_the_others()
         }
         other => panic!("{other}"),
     }
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        started.elapsed()
-    );
+    // The bound is the behaviour: well short of the end of the wait, which
+    // a connect that went on waiting for SMB would see out; half of it
+    // leaves a loaded machine ample room.
+    assert!(started.elapsed() < WAIT / 2, "{:?}", started.elapsed());
 }
 
 #[cfg(unix)]
@@ -186,8 +186,11 @@ async fn an_endpoint_path_that_is_no_socket_is_a_configuration_error_at_once() {
         Error::Configuration { reason, .. } => assert!(reason.contains("directory"), "{reason}"),
         other => panic!("{other}"),
     }
+    // The bound is the behaviour: well under the read deadline (30 s) a
+    // call that waited for the endpoint to become a socket would see out,
+    // with room for a loaded machine.
     assert!(
-        started.elapsed() < Duration::from_secs(1),
+        started.elapsed() < Duration::from_secs(10),
         "{:?}",
         started.elapsed()
     );

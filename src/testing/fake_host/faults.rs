@@ -29,7 +29,8 @@ pub(super) struct Faults {
     latencies: BTreeMap<Operation, Duration>,
     /// Calls received, of every operation.
     total: usize,
-    /// Calls to hold, by their number among all calls.
+    /// Calls to hold, by their number among all calls or among their
+    /// operation's.
     holds: Vec<Hold>,
 }
 
@@ -40,10 +41,18 @@ type HeldCall = (Operation, oneshot::Sender<()>);
 /// A call to hold, before its work or after it.
 #[derive(Debug)]
 struct Hold {
-    /// Which call (1 = the first the host received, of any operation).
-    call: usize,
+    call: Which,
     after_work: bool,
     tell: oneshot::Sender<HeldCall>,
+}
+
+/// Which call a hold is for, counted from 1 (the first the host received).
+#[derive(Debug, PartialEq, Eq)]
+enum Which {
+    /// The n-th call of any operation ([`FakeHost::hold_call`]).
+    Any(usize),
+    /// The n-th call of one operation ([`FakeHost::hold_call_of`]).
+    Of(Operation, usize),
 }
 
 impl Hold {
@@ -115,14 +124,25 @@ impl Faults {
         });
     }
 
-    fn hold(&mut self, caller: &str, nth: usize, after_work: bool) -> oneshot::Receiver<HeldCall> {
+    /// Holds the `nth` call from now on, of `operation` or (`None`) of any.
+    fn hold(
+        &mut self,
+        caller: &str,
+        operation: Option<Operation>,
+        nth: usize,
+        after_work: bool,
+    ) -> oneshot::Receiver<HeldCall> {
         assert!(
             nth >= 1,
             "FakeHost::{caller}: calls are counted from 1 (the next call), not {nth}"
         );
+        let call = match operation {
+            None => Which::Any(self.total + nth),
+            Some(operation) => Which::Of(operation, self.received(operation) + nth),
+        };
         let (tell, told) = oneshot::channel();
         self.holds.push(Hold {
-            call: self.total + nth,
+            call,
             after_work,
             tell,
         });
@@ -141,10 +161,10 @@ impl Faults {
         // Holds whose receiver was dropped are forgotten; for one call, the
         // first hold planned before its work and the first after it win.
         self.holds.retain(|hold| !hold.tell.is_closed());
-        let total = self.total;
+        let (any, of) = (Which::Any(self.total), Which::Of(operation, call));
         let mut index = 0;
         while index < self.holds.len() {
-            if self.holds[index].call != total {
+            if self.holds[index].call != any && self.holds[index].call != of {
                 index += 1;
                 continue;
             }

@@ -289,7 +289,9 @@ async fn reconcile_goes_on_past_an_item_it_cannot_finish() {
     let report = node.mounter.reconcile(|_| true).await.unwrap();
     assert_eq!(report.failed.len(), 1, "{report:?}");
     assert!(report.failed[0].0.contains("globalmount"), "{report:?}");
-    let report = tokio::time::timeout(Duration::from_secs(5), node.mounter.reconcile(|_| true))
+    // The bound times nothing: a reconcile stuck on what failed before
+    // would never end, and this turns that hang into a failure.
+    let report = tokio::time::timeout(Duration::from_secs(60), node.mounter.reconcile(|_| true))
         .await
         .unwrap()
         .unwrap();

@@ -51,14 +51,41 @@ async fn attach(host: &FakeHost, iqn: &str) {
 /// One finder's single look for the disk of page 0x83 ID `page83`, as
 /// `stats` and `expand` look, on a task of its own.
 fn look(mounter: &Mounter, page83: &str) -> JoinHandle<csi_proxy_client::Result<u32>> {
-    let (mounter, selector) = (mounter.clone(), DiskSelector::page83(page83));
-    tokio::spawn(async move { mounter.find_disk(&selector, Duration::ZERO).await })
+    look_asking(mounter, page83).0
 }
 
-/// Long enough for spawned finders to have asked (they ask before any
-/// call leaves the process).
-async fn let_them_ask() {
-    tokio::time::sleep(Duration::from_millis(50)).await;
+/// [`look`], and word that the finder has asked: the first time its task
+/// waits. A finder asks (takes its place for a listing) before it waits
+/// for anything, and sends nothing before it asks; one that ends without
+/// waiting drops the sender, which says the same.
+fn look_asking(
+    mounter: &Mounter,
+    page83: &str,
+) -> (
+    JoinHandle<csi_proxy_client::Result<u32>>,
+    oneshot::Receiver<()>,
+) {
+    let (mounter, selector) = (mounter.clone(), DiskSelector::page83(page83));
+    let (asked, told) = oneshot::channel();
+    let mut asked = Some(asked);
+    let mut finding = Box::pin(async move { mounter.find_disk(&selector, Duration::ZERO).await });
+    let task = tokio::spawn(std::future::poll_fn(move |cx| {
+        let polled = std::future::Future::poll(finding.as_mut(), cx);
+        if polled.is_pending() {
+            if let Some(asked) = asked.take() {
+                let _ = asked.send(());
+            }
+        }
+        polled
+    }));
+    (task, told)
+}
+
+/// Waits until every finder of `asked` has asked.
+async fn let_them_ask(asked: impl IntoIterator<Item = oneshot::Receiver<()>>) {
+    for finder in asked {
+        let _ = finder.await;
+    }
 }
 
 /// The host's rescans and `ListDiskIDs` calls, as they went.
@@ -164,8 +191,9 @@ async fn a_listing_sent_before_a_disk_appeared_does_not_answer_who_asked_after()
     assert_eq!(operation, Op::ListDiskIds);
     // The disk arrives; two finders ask while that listing is in flight.
     attach(&node.host, TARGETS[0]).await;
-    let after = [look(&node.mounter, &late), look(&node.mounter, &late)];
-    let_them_ask().await;
+    let (after, asked): (Vec<_>, Vec<_>) =
+        (0..2).map(|_| look_asking(&node.mounter, &late)).unzip();
+    let_them_ask(asked).await;
     answer.send(()).unwrap();
 
     let error = first.await.unwrap().unwrap_err();
@@ -196,8 +224,11 @@ async fn a_finder_that_gives_up_mid_look_stops_nothing_for_the_others() {
     // Two more ask meanwhile, for the next listing; then the first gives
     // up, its listing still on the host.
     let held_next = node.host.hold_call(1);
-    let (second, third) = (look(&node.mounter, PAGE83), look(&node.mounter, PAGE83));
-    let_them_ask().await;
+    let ((second, asked_2), (third, asked_3)) = (
+        look_asking(&node.mounter, PAGE83),
+        look_asking(&node.mounter, PAGE83),
+    );
+    let_them_ask([asked_2, asked_3]).await;
     first.abort();
     assert!(first.await.unwrap_err().is_cancelled());
     go.send(()).unwrap();
@@ -222,8 +253,9 @@ async fn a_failed_shared_listing_fails_its_sharers_and_the_next_look_works() {
     let first = look(&node.mounter, PAGE83);
     let (_, go) = held.await.unwrap();
     // Two ask during the first listing: they share the second, which fails.
-    let sharers = [look(&node.mounter, PAGE83), look(&node.mounter, PAGE83)];
-    let_them_ask().await;
+    let (sharers, asked): (Vec<_>, Vec<_>) =
+        (0..2).map(|_| look_asking(&node.mounter, PAGE83)).unzip();
+    let_them_ask(asked).await;
     go.send(()).unwrap();
 
     assert_eq!(first.await.unwrap().unwrap(), 1);

@@ -30,8 +30,15 @@ async fn node_with_share_and_folders(release: ProxyRelease, folders: usize) -> N
     Node::on(release, host).await
 }
 
-fn staging_of(n: usize) -> String {
-    format!(r"C:\var\lib\kubelet\plugins\kubernetes.io\csi\pd\s{n}\globalmount")
+/// The go-aheads of every held call, once all of them are held.
+async fn when_all_held(
+    held: Vec<tokio::sync::oneshot::Receiver<(Op, tokio::sync::oneshot::Sender<()>)>>,
+) -> Vec<tokio::sync::oneshot::Sender<()>> {
+    let mut goes = Vec::new();
+    for call in held {
+        goes.push(call.await.unwrap().1);
+    }
+    goes
 }
 
 /// Waits until the host has received `count` calls of `op`.
@@ -45,6 +52,20 @@ async fn until_calls(node: &Node, op: Op, count: usize) {
     .unwrap_or_else(|_| panic!("the host never received {count} calls of {op:?}"));
 }
 
+fn staging_of(n: usize) -> String {
+    format!(r"C:\var\lib\kubelet\plugins\kubernetes.io\csi\pd\s{n}\globalmount")
+}
+
+/// `work`'s answer, when it is one that must not wait for a call held on
+/// the host: one that waits would wait for good (or for the held call's
+/// deadline, minutes), so the bound only turns that hang into a failure;
+/// it times nothing.
+async fn beside_the_held<F: std::future::Future>(what: &str, work: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(60), work)
+        .await
+        .unwrap_or_else(|_| panic!("{what}"))
+}
+
 #[tokio::test]
 async fn a_share_s_volumes_link_beside_each_other_once_its_mapping_works() {
     for release in ["v1.1.1".parse().unwrap(), ProxyRelease::LATEST] {
@@ -53,9 +74,8 @@ async fn a_share_s_volumes_link_beside_each_other_once_its_mapping_works() {
         m.stage_smb("pv1", &share("a"), &creds(), &path(STAGING))
             .await
             .unwrap();
-        // The second volume's mapping call hangs for a while.
-        node.host
-            .delay_call(Op::NewSmbGlobalMapping, 1, Duration::from_secs(3));
+        // The second volume's mapping call is held on the host.
+        let held = node.host.hold_call_of(Op::NewSmbGlobalMapping, 1);
         let slow = tokio::spawn({
             let m = m.clone();
             async move {
@@ -63,15 +83,15 @@ async fn a_share_s_volumes_link_beside_each_other_once_its_mapping_works() {
                     .await
             }
         });
-        until_calls(&node, Op::NewSmbGlobalMapping, 2).await;
-        // A third volume of the share does not queue behind it.
+        let (_, go) = held.await.unwrap();
+        // A third volume of the share does not queue behind it: it is
+        // staged while that call is still held.
         let (c, staging_3, login) = (share("c"), path(STAGING_3), creds());
         let third = m.stage_smb("pv3", &c, &login, &staging_3);
-        tokio::time::timeout(Duration::from_secs(2), third)
-            .await
-            .unwrap_or_else(|_| panic!("{release}: the third volume waited for the second"))
-            .unwrap();
+        let waited = format!("{release}: the third volume waited for the second");
+        beside_the_held(&waited, third).await.unwrap();
         assert!(!slow.is_finished(), "{release}");
+        go.send(()).unwrap();
         slow.await.unwrap().unwrap();
         for (staging, folder) in [(STAGING, "a"), (STAGING_2, "b"), (STAGING_3, "c")] {
             let found = m.inspect(&path(staging)).await.unwrap();
@@ -180,26 +200,23 @@ async fn a_stage_need_not_wait_for_reconcile_to_finish_other_records() {
         .await
         .unwrap_err();
     node.restart_driver().await;
-    // Reconcile's offline of that disk hangs.
-    let offlines = node.host_calls(Op::SetDiskState);
-    node.host
-        .delay_call(Op::SetDiskState, 1, Duration::from_secs(3));
+    // Reconcile's offline of that disk is held on the host.
+    let held = node.host.hold_call_of(Op::SetDiskState, 1);
     let reconcile = tokio::spawn({
         let m = node.mounter.clone();
         async move { m.reconcile(|_| true).await }
     });
-    until_calls(&node, Op::SetDiskState, offlines + 1).await;
+    let (_, go) = held.await.unwrap();
+    // Another path is staged and published while it is held.
     let (b, staging_2, login) = (share("b"), path(STAGING_2), creds());
     let stage = node.mounter.stage_smb("pv2", &b, &login, &staging_2);
-    tokio::time::timeout(Duration::from_secs(2), stage)
-        .await
-        .expect("the stage of another path waited for reconcile")
-        .unwrap();
-    node.mounter
-        .publish(&path(STAGING_2), &path(TARGET))
-        .await
-        .unwrap();
+    let waited = "the stage of another path waited for reconcile";
+    beside_the_held(waited, stage).await.unwrap();
+    let target = path(TARGET);
+    let publish = node.mounter.publish(&staging_2, &target);
+    beside_the_held(waited, publish).await.unwrap();
     assert!(!reconcile.is_finished());
+    go.send(()).unwrap();
     let report = reconcile.await.unwrap().unwrap();
     assert_eq!(report.unstages_finished, vec![path(STAGING)]);
     assert!(!node.host.disk(1).unwrap().online);
@@ -218,17 +235,22 @@ async fn reconcile_settles_many_records_side_by_side() {
     }
     node.restart_driver().await;
     let before = node.host_calls(Op::RemoveSmbGlobalMapping);
-    // Every link's removal takes a while: one at a time the dropped
-    // leases would take 21 times as long.
-    for nth in 1..=VOLUMES {
-        node.host
-            .delay_call(Op::Rmdir, nth, Duration::from_millis(300));
+    // The first links' removals are held on the host: settled one at a
+    // time, the next would never come while the first is held.
+    const SIDE_BY_SIDE: usize = 4;
+    let held: Vec<_> = (1..=SIDE_BY_SIDE)
+        .map(|nth| node.host.hold_call_of(Op::Rmdir, nth))
+        .collect();
+    let reconcile = tokio::spawn({
+        let m = node.mounter.clone();
+        async move { m.reconcile(|volume| volume.ends_with('0')).await }
+    });
+    let all_held = when_all_held(held);
+    let goes = beside_the_held("reconcile settled its records one at a time", all_held).await;
+    for go in goes {
+        go.send(()).unwrap();
     }
-    let reconcile = node.mounter.reconcile(|volume| volume.ends_with('0'));
-    let report = tokio::time::timeout(Duration::from_secs(3), reconcile)
-        .await
-        .expect("reconcile settled its records one at a time")
-        .unwrap();
+    let report = reconcile.await.unwrap().unwrap();
     let dropped = VOLUMES - (0..VOLUMES).filter(|n| n % 10 == 0).count();
     assert_eq!(report.leases_dropped.len(), dropped, "{report:?}");
     assert!(report.failed.is_empty(), "{report:?}");
@@ -289,9 +311,8 @@ async fn volumes_that_arrive_before_the_share_is_mapped_go_beside_each_other_onc
     const VOLUMES: usize = 8;
     let node = node_with_share_and_folders(ProxyRelease::LATEST, VOLUMES).await;
     // The first call maps the share; the second (a volume beside the
-    // others) hangs.
-    node.host
-        .delay_call(Op::NewSmbGlobalMapping, 2, Duration::from_secs(4));
+    // others) is held on the host.
+    let held = node.host.hold_call_of(Op::NewSmbGlobalMapping, 2);
     let (done, mut finished) = tokio::sync::mpsc::unbounded_channel();
     for n in 0..VOLUMES {
         let (m, done) = (node.mounter.clone(), done.clone());
@@ -306,9 +327,13 @@ async fn volumes_that_arrive_before_the_share_is_mapped_go_beside_each_other_onc
             finished.recv().await.unwrap().unwrap();
         }
     };
-    tokio::time::timeout(Duration::from_secs(2), others)
-        .await
-        .expect("the volumes queued behind the one whose call hangs");
+    let (_, go) = held.await.unwrap();
+    beside_the_held(
+        "the volumes queued behind the one whose call is held",
+        others,
+    )
+    .await;
+    go.send(()).unwrap();
     finished.recv().await.unwrap().unwrap();
     assert_eq!(node.host.smb_mappings(), vec![ROOT.to_owned()]);
 }

@@ -11,7 +11,8 @@ use csi_proxy_client::{CallOptions, Error, Operation};
 
 #[tokio::test]
 async fn a_slow_backend_hits_the_deadline() {
-    let (backend, node) = slow_volume_node(5_000).await;
+    // The backend takes a minute: a call that waited for it shows.
+    let (backend, node) = slow_volume_node(60_000).await;
     let proxy = node
         .client_builder()
         .read_deadline(Duration::from_millis(200))
@@ -24,7 +25,10 @@ async fn a_slow_backend_hits_the_deadline() {
         Err(Error::Timeout { after, .. }) => assert_eq!(after, Duration::from_millis(200)),
         other => panic!("{other:?}"),
     }
-    assert!(started.elapsed() < Duration::from_secs(3));
+    // Ended at its deadline, not with the backend's answer a minute on
+    // (nor by waiting for the abandoned call to finish): the bound is the
+    // behaviour, with room for a loaded machine.
+    assert!(started.elapsed() < Duration::from_secs(20));
 
     // Per call, shorter still; the mutation's default would be minutes.
     let hasty = proxy.with_call_options(CallOptions::default().deadline(Duration::from_millis(50)));

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::{received, serving};
 use crate::common::node::FakeNode;
 use crate::common::slow::slow_volume_node;
-use crate::common::wait_until;
+use crate::common::{quickest_of, wait_until, PIPE_GRACE};
 use csi_proxy_client::testing::sample::volume;
 use csi_proxy_client::{
     health::{GroupStatus, VersionChange},
@@ -39,7 +39,10 @@ async fn a_read_waits_for_the_proxy_until_its_deadline_and_no_longer() {
         "{err}"
     );
     assert!(waited >= deadline, "{waited:?}");
-    assert!(waited < deadline + Duration::from_millis(500), "{waited:?}");
+    // No longer: a call that did not keep its own deadline would wait for
+    // the proxy until the read default (30 s), or for good. The bound is
+    // the behaviour, with room for a loaded machine.
+    assert!(waited < Duration::from_secs(10), "{waited:?}");
 }
 
 #[tokio::test]
@@ -97,16 +100,16 @@ async fn a_group_that_disappears_is_reported_and_so_is_its_return() {
 
     // The proxy is there (it serves volume), past the grace for one still
     // creating its pipes: a call on disk says at once that it is missing.
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let started = Instant::now();
-    let err = proxy.disk().unwrap().list_disk_ids().await.unwrap_err();
-    assert!(matches!(err, Error::NotServed { .. }), "{err}");
-    // The bound is the behaviour: at once, not after the grace (1 s).
-    assert!(
-        started.elapsed() < Duration::from_millis(500),
-        "{:?}",
-        started.elapsed()
-    );
+    tokio::time::sleep(PIPE_GRACE).await;
+    let ((), quickest) = quickest_of(3, || async {
+        let err = proxy.disk().unwrap().list_disk_ids().await.unwrap_err();
+        assert!(matches!(err, Error::NotServed { .. }), "{err}");
+    })
+    .await;
+    // The bound is the behaviour: at once, not after the grace; the
+    // quickest of three calls, so that a stall of the machine is not taken
+    // for a wait.
+    assert!(quickest < PIPE_GRACE, "{quickest:?}");
     assert_eq!(
         changes.try_recv().unwrap(),
         VersionChange {

@@ -57,8 +57,11 @@ async fn concurrent_callers_share_one_look_at_a_failing_endpoint() {
         2 * per_look,
         "one look for all eight callers"
     );
-    // About the time of one look (four attempts of 200 ms, with backoff).
-    assert!(elapsed < Duration::from_millis(2_500), "{elapsed:?}");
+    // And none waited on after it: about the time of one look (four
+    // attempts of 200 ms, with backoff: some 1.2 s), where eight looks in
+    // turn would take about 9 s. The bound is the behaviour, between the
+    // two, with room for a loaded machine.
+    assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
     silent.abort();
 }
 

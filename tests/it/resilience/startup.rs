@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::{connect_requiring_disk, received, serving};
 use crate::common::node::FakeNode;
 use crate::common::scenario::seeded_host;
-use crate::common::TestNode;
+use crate::common::{quickest_of, TestNode, PIPE_GRACE};
 use csi_proxy_client::testing::{StartOrder, Startup};
 use csi_proxy_client::{ApiGroup, ApiVersion as V, CallOptions, Error};
 
@@ -38,10 +38,11 @@ async fn a_driver_started_before_the_proxy_waits_for_the_groups_it_requires() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_that_appears_later_is_found_by_its_next_call() {
     let mut node = FakeNode::of(&seeded_host());
-    let started = Instant::now();
-    let proxy = node.client().await;
-    // Nothing required: no wait at connect.
-    assert!(started.elapsed() < Duration::from_secs(1));
+    // Nothing required: no wait at connect. The bound is the behaviour;
+    // the quickest of three connects, so that a stall of the machine is
+    // not taken for a wait.
+    let (proxy, quickest) = quickest_of(3, || node.client()).await;
+    assert!(quickest < PIPE_GRACE, "{quickest:?}");
     assert!(!proxy.is_served(ApiGroup::Disk));
     let disk = proxy.disk().expect("handles exist before the proxy is up");
 
@@ -74,17 +75,20 @@ async fn waiting_for_a_proxy_that_never_comes_ends_with_not_served() {
         other => panic!("{other}"),
     }
     assert!(waited >= Duration::from_secs(1), "{waited:?}");
-    assert!(waited < Duration::from_secs(3), "{waited:?}");
+    // And it ends: a wait that did not keep its limit would go on for as
+    // long as the proxy stays away, here for good. Generous, for a loaded
+    // machine: the limit and one look take about a second.
+    assert!(waited < Duration::from_secs(10), "{waited:?}");
 
-    // Zero looks once.
-    let started = Instant::now();
-    let err = connect_requiring_disk(node.client_builder(), Duration::ZERO)
-        .await
-        .unwrap_err();
-    assert!(matches!(err, Error::NotServed { .. }), "{err}");
-    // The bound is the behaviour: one look, not a wait of the pace's
-    // looks (250 ms apart).
-    assert!(started.elapsed() < Duration::from_millis(500));
+    // Zero looks once. The bound is the behaviour: one look, not a wait
+    // of the pace's looks (250 ms apart); the quickest of three, so that a
+    // stall of the machine is not taken for a wait.
+    let (err, quickest) = quickest_of(3, || {
+        connect_requiring_disk(node.client_builder(), Duration::ZERO)
+    })
+    .await;
+    assert!(matches!(err, Err(Error::NotServed { .. })), "{err:?}");
+    assert!(quickest < Duration::from_millis(500), "{quickest:?}");
 }
 
 /// The disk versions, oldest first.
@@ -97,9 +101,13 @@ fn disk_versions() -> Vec<(ApiGroup, V)> {
 }
 
 /// How long after a client adopted a version it may take to end on the
-/// newest one that its proxy, starting meanwhile, serves: the grace for a
-/// proxy creating its pipes, one look, and room for a loaded machine.
-const SETTLE: Duration = Duration::from_millis(1000 + 1000);
+/// newest one that its proxy, starting meanwhile, serves, or a call to
+/// hear that no newer one came: the grace for a proxy creating its pipes
+/// and one look take about a second. What the bound guards against is a
+/// client that stays on the older version for good, or a call that waits
+/// out its deadline (30 s for a read), so it leaves a loaded machine (and
+/// Wine) ample room.
+const SETTLE: Duration = Duration::from_secs(10);
 
 /// A proxy that creates its disk endpoints `order`, 80 ms apart, while a
 /// client that requires the disk group waits for it: the client ends on
@@ -247,11 +255,14 @@ async fn a_call_its_version_lacks_is_unsupported_once_no_newer_version_came_with
     );
     assert!(asked.elapsed() < SETTLE, "{:?}", asked.elapsed());
     assert!(node.fake.calls().is_empty());
-    // Past the grace it is answered at once.
-    let asked = Instant::now();
-    let again = proxy.disk().unwrap().list_disk_ids().await;
+    // Past the grace it is answered at once. The bound is the behaviour;
+    // the quickest of three calls, so that a stall of the machine is not
+    // taken for a wait.
+    let (again, quickest) =
+        quickest_of(3, || async { proxy.disk().unwrap().list_disk_ids().await }).await;
     assert!(matches!(again, Err(Error::Unsupported { .. })), "{again:?}");
-    assert!(asked.elapsed() < Duration::from_millis(500));
+    assert!(quickest < PIPE_GRACE, "{quickest:?}");
+    assert!(node.fake.calls().is_empty());
 }
 
 #[tokio::test]

@@ -16,7 +16,9 @@ pub(super) fn ids(
     tokio::spawn(async move { listings.ids(&disk, AfterRescan::default()).await })
 }
 
-/// Lets spawned finders ask.
+/// Lets spawned finders ask: on tokio's paused clock (the tests that call
+/// it start paused, and do no I/O), a sleep ends only once every task
+/// waits, so each finder has gone as far as it can, whatever the load.
 pub(super) async fn settle_down() {
     tokio::time::sleep(Duration::from_millis(20)).await;
 }

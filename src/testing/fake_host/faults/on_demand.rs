@@ -165,7 +165,47 @@ impl FakeHost {
     ///
     /// When `nth` is 0.
     pub fn hold_call(&self, nth: usize) -> oneshot::Receiver<(Operation, oneshot::Sender<()>)> {
-        self.state().faults.hold("hold_call", nth, false)
+        self.state().faults.hold("hold_call", None, nth, false)
+    }
+
+    /// [`hold_call`](Self::hold_call) for the `nth` call of `operation`
+    /// from now on (1: the next one), whatever other calls come meanwhile:
+    /// a test can keep one call on the host, before its work, for as long
+    /// as it takes to show what goes on beside it, and then let it go.
+    ///
+    /// ```
+    /// use csi_proxy_client::api::DiskApi;
+    /// use csi_proxy_client::testing::FakeHost;
+    /// use csi_proxy_client::Operation;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let host = FakeHost::builder().disk(1, "pd-1", 10 << 30).build();
+    /// let held = host.hold_call_of(Operation::PartitionDisk, 1);
+    /// let partition = tokio::spawn({
+    ///     let host = host.clone();
+    ///     async move { host.partition_disk(1).await }
+    /// });
+    /// let (_, go) = held.await.unwrap();
+    /// // Other calls are not held.
+    /// assert!(host.list_disk_ids().await.unwrap().contains_key(&1));
+    /// assert!(!host.disk(1).unwrap().partitioned, "held before its work");
+    /// go.send(()).unwrap();
+    /// partition.await.unwrap().unwrap();
+    /// assert!(host.disk(1).unwrap().partitioned);
+    /// # }
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When `nth` is 0.
+    pub fn hold_call_of(
+        &self,
+        operation: Operation,
+        nth: usize,
+    ) -> oneshot::Receiver<(Operation, oneshot::Sender<()>)> {
+        self.state()
+            .faults
+            .hold("hold_call_of", Some(operation), nth, false)
     }
 
     /// Holds the `nth` host call from now on (1: the next one), of
@@ -182,6 +222,6 @@ impl FakeHost {
     ///
     /// When `nth` is 0.
     pub fn hold_answer(&self, nth: usize) -> oneshot::Receiver<(Operation, oneshot::Sender<()>)> {
-        self.state().faults.hold("hold_answer", nth, true)
+        self.state().faults.hold("hold_answer", None, nth, true)
     }
 }

@@ -3,7 +3,7 @@ use super::super::AfterRescan;
 use super::*;
 use crate::capability::Operation;
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn who_asks_during_a_listing_shares_the_next_and_who_gives_up_is_not_waited_for() {
     let (host, disk, looks) = node();
     let held = host.hold_call(1);

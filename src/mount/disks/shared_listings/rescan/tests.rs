@@ -13,7 +13,7 @@ const LOCATIONS: Wants = Wants {
 /// Longer than any test: one poll interval throughout.
 const HOUR: Duration = Duration::from_secs(3_600);
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_rescan_is_joined_and_sent_once_a_poll_interval() {
     let (host, disk, looks) = node();
     let held = host.hold_call(1);
