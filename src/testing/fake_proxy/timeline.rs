@@ -2,6 +2,7 @@
 //! which calls overlapped, and so how long the chain of calls that waited
 //! on one another was ([`FakeProxy::depth`]).
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use super::FakeProxy;
@@ -29,7 +30,9 @@ pub(super) struct Timeline {
 struct State {
     /// The next event's place.
     next: u64,
-    spans: Vec<Span>,
+    /// By start, so that a call's end finds its span at once however
+    /// many calls a long-lived proxy has served.
+    spans: BTreeMap<u64, Span>,
 }
 
 impl Timeline {
@@ -38,11 +41,12 @@ impl Timeline {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let began = state.next;
         state.next += 1;
-        state.spans.push(Span {
+        let span = Span {
             rpc: rpc.to_owned(),
             began,
             ended: None,
-        });
+        };
+        state.spans.insert(began, span);
         began
     }
 
@@ -52,14 +56,14 @@ impl Timeline {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let ended = state.next;
         state.next += 1;
-        if let Some(span) = state.spans.iter_mut().find(|s| s.began == began) {
+        if let Some(span) = state.spans.get_mut(&began) {
             span.ended = Some(ended);
         }
     }
 
     pub fn spans(&self) -> Vec<Span> {
         let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        state.spans.clone()
+        state.spans.values().cloned().collect()
     }
 
     pub fn clear(&self) {
