@@ -29,7 +29,7 @@ pub fn layout_enum(groups: &[Group]) -> TokenStream {
         }
     });
     quote! {
-        //! The message layouts, as the catalogue (`catalogue/<group>.rpcs`)
+        //! The message layouts, as the catalogue (`catalogue/<group>.rs`)
         //! declares them.
 
         /// The message layouts: versions of a group whose messages are

@@ -40,7 +40,7 @@ pub fn page(root: &Path, groups: &[Group]) -> String {
 /// the version names it otherwise), `emulated`, or `–`.
 fn table(group: &Group) -> String {
     let api_group: ApiGroup = (group.file.parse())
-        .unwrap_or_else(|_| panic!("catalogue/{}.rpcs: no such group", group.file));
+        .unwrap_or_else(|_| panic!("catalogue/{}.rs: no such group", group.file));
     let versions = api_group.versions();
     let mut out = format!("**{api_group}**\n\n| operation |");
     for version in versions {
